@@ -1,0 +1,1 @@
+"""Capture: the eBPF program, its bcc loader and the Parquet writer."""

@@ -1,0 +1,1 @@
+"""Fingerprint: trace store, importers, DuckDB SQL, fingerprints, diff and reports."""

@@ -1,0 +1,329 @@
+"""The trace contract: the one Parquet schema that joins capture, fingerprint and replay.
+
+A *trace* is a directory holding two tables, each a set of zstd Parquet files:
+
+    TRACE/io/part-NNNNNN.parquet      one row per completed block request (IO_SCHEMA)
+    TRACE/sync/part-NNNNNN.parquet    one row per fsync-family syscall (SYNC_SCHEMA); optional
+    TRACE/trace.json                  the trace's metadata (also in every Parquet file's footer)
+
+Files are written whole and renamed into place, so every file present is valid; a capture killed
+with SIGKILL loses at most the file it had not yet written. Columns a source does not have are
+null, never invented. Every stage imports this module; this module imports no stage.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import socket
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from iofp import __version__
+from iofp.errors import BadInput, SchemaMismatch
+
+SCHEMA_VERSION = 1
+META_KEY = b"iofp"  # Parquet key-value metadata key holding the JSON metadata
+MANIFEST = "trace.json"
+IO_TABLE = "io"
+SYNC_TABLE = "sync"
+
+OPS = ("read", "write", "discard", "flush")
+
+IO_SCHEMA = pa.schema(
+    [
+        pa.field("ts_ns", pa.int64(), nullable=False),  # issue to driver, ns since capture start
+        pa.field("queue_ns", pa.int64()),  # entered the block layer, ns since capture start
+        pa.field("lat_ns", pa.int64()),  # issue to completion
+        pa.field("device", pa.dictionary(pa.int32(), pa.string()), nullable=False),
+        pa.field("offset", pa.int64(), nullable=False),  # bytes
+        pa.field("size", pa.int32(), nullable=False),  # bytes
+        pa.field("op", pa.dictionary(pa.int8(), pa.string()), nullable=False),  # one of OPS
+        pa.field("sync", pa.bool_()),
+        pa.field("fua", pa.bool_()),
+        pa.field("preflush", pa.bool_()),
+        pa.field("meta", pa.bool_()),
+        pa.field("readahead", pa.bool_()),
+        pa.field("rwbs", pa.string()),  # flags as the kernel prints them, e.g. "WS", "FF", "RA"
+        pa.field("pid", pa.int32()),  # submitting process, not the kworker that issued it
+        pa.field("comm", pa.string()),
+        pa.field("inflight", pa.int32()),  # requests in flight on the device at issue, itself included
+        pa.field("error", pa.int16()),  # blk_status_t at completion, 0 = ok
+    ]
+)
+
+SYNC_CALLS = ("fsync", "fdatasync", "sync_file_range", "syncfs", "sync", "msync", "dsync_write")
+
+SYNC_SCHEMA = pa.schema(
+    [
+        pa.field("ts_ns", pa.int64(), nullable=False),  # syscall entry, ns since capture start
+        pa.field("lat_ns", pa.int64()),  # entry to return
+        pa.field("call", pa.dictionary(pa.int8(), pa.string()), nullable=False),  # one of SYNC_CALLS
+        pa.field("pid", pa.int32()),  # thread-group id (the process)
+        pa.field("tid", pa.int32()),
+        pa.field("comm", pa.string()),
+        pa.field("fd", pa.int32()),
+        pa.field("ret", pa.int64()),
+    ]
+)
+
+SCHEMAS = {IO_TABLE: IO_SCHEMA, SYNC_TABLE: SYNC_SCHEMA}
+
+
+# --------------------------------------------------------------------------------------------
+# Metadata
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class TraceMeta:
+    """Provenance and loss accounting; stored as JSON in each file footer and in trace.json.
+
+    `source` is "capture" or "import:<format>". `capture_start_ns` is the wall-clock (Unix epoch, ns)
+    of ts_ns == 0, or None when the source had no wall clock. `devices` maps a device name to its
+    sysfs facts (model, size_bytes, rotational, scheduler, logical_block_size). `loss` holds the
+    capture's own counters (e.g. {"lost_events": 0, "unmatched_completions": 3}).
+    """
+
+    source: str = "capture"
+    host: str = field(default_factory=socket.gethostname)
+    kernel: str = field(default_factory=platform.release)
+    tool_version: str = __version__
+    schema_version: int = SCHEMA_VERSION
+    capture_start_ns: int | None = None
+    duration_ns: int | None = None
+    devices: dict[str, dict[str, Any]] = field(default_factory=dict)
+    filters: dict[str, Any] = field(default_factory=dict)
+    labels: dict[str, str] = field(default_factory=dict)
+    loss: dict[str, int] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> str:
+        return json.dumps(self.__dict__, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str | bytes, where: str = "trace") -> TraceMeta:
+        try:
+            raw = json.loads(text)
+        except ValueError as e:
+            raise BadInput(f"{where}: metadata is not valid JSON ({e})") from None
+        check_schema_version(raw.get("schema_version"), where)
+        known = {k: v for k, v in raw.items() if k in cls.__dataclass_fields__}
+        return cls(**known)
+
+    @property
+    def lost_events(self) -> int:
+        return int(sum(v for k, v in self.loss.items() if k.startswith("lost")))
+
+
+def check_schema_version(version: Any, where: str) -> None:
+    if version is None:
+        raise SchemaMismatch(f"{where}: no iofp schema version; not an iofp trace")
+    if int(version) != SCHEMA_VERSION:
+        raise SchemaMismatch(f"{where}: schema v{version}; this iofp ({__version__}) reads v{SCHEMA_VERSION}")
+
+
+def device_facts(name: str) -> dict[str, Any]:
+    """What sysfs says about a block device, for provenance. Missing facts are left out."""
+    base = Path("/sys/block") / name
+    facts: dict[str, Any] = {}
+
+    def read(rel: str) -> str | None:
+        try:
+            return (base / rel).read_text().strip()
+        except OSError:
+            return None
+
+    for key, rel in (("model", "device/model"), ("vendor", "device/vendor"), ("serial", "device/serial")):
+        if (v := read(rel)) is not None:
+            facts[key] = v
+    if (v := read("size")) is not None:
+        facts["size_bytes"] = int(v) * 512
+    if (v := read("queue/rotational")) is not None:
+        facts["rotational"] = v == "1"
+    if (v := read("queue/scheduler")) is not None:
+        # "[mq-deadline] kyber none" -> the bracketed one is active
+        facts["scheduler"] = next((w.strip("[]") for w in v.split() if w.startswith("[")), v)
+    if (v := read("queue/logical_block_size")) is not None:
+        facts["logical_block_size"] = int(v)
+    if (v := read("loop/backing_file")) is not None:
+        facts["backing_file"] = v
+    if (v := read("dev")) is not None:
+        facts["dev"] = v
+    return facts
+
+
+# --------------------------------------------------------------------------------------------
+# Writing
+# --------------------------------------------------------------------------------------------
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write a whole file or nothing: a reader never sees a half-written artifact."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+class TraceWriter:
+    """Writes a trace directory one complete Parquet file at a time.
+
+    Each `write(table, batch)` call produces one file, written under a temporary name and renamed,
+    so that a crash never leaves an invalid file behind. `close()` writes trace.json.
+    """
+
+    def __init__(self, root: Path | str, meta: TraceMeta, *, force: bool = False) -> None:
+        self.root = Path(root)
+        self.meta = meta
+        if self.root.exists() and any(self.root.iterdir()):
+            if not force:
+                raise BadInput(f"{self.root} already exists and is not empty; pass --force to overwrite it")
+            for t in SCHEMAS:
+                for old in (self.root / t).glob("*.parquet"):
+                    old.unlink()
+            (self.root / MANIFEST).unlink(missing_ok=True)
+        try:
+            for t in SCHEMAS:
+                (self.root / t).mkdir(parents=True, exist_ok=True)
+            probe = self.root / ".iofp-write-test"
+            probe.write_bytes(b"")
+            probe.unlink()
+        except OSError as e:
+            raise BadInput(f"cannot write the trace to {self.root}: {e.strerror}") from None
+        self._seq = {t: 0 for t in SCHEMAS}
+        self.rows = {t: 0 for t in SCHEMAS}
+
+    def write(self, table: str, batch: pa.Table | pa.RecordBatch) -> Path | None:
+        if batch.num_rows == 0:
+            return None
+        schema = SCHEMAS[table]
+        tbl = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
+        tbl = conform(tbl, schema)
+        self._seq[table] += 1
+        path = self.root / table / f"part-{self._seq[table]:06d}.parquet"
+        tmp = path.with_name(f".{path.name}.tmp")
+        md = {META_KEY: self.meta.to_json().encode(), b"iofp_table": table.encode()}
+        pq.write_table(tbl.replace_schema_metadata(md), tmp, compression="zstd", row_group_size=1 << 20)
+        os.replace(tmp, path)
+        self.rows[table] += tbl.num_rows
+        return path
+
+    def close(self) -> None:
+        atomic_write_bytes(
+            self.root / MANIFEST, json.dumps(json.loads(self.meta.to_json()), indent=2).encode()
+        )
+
+    def __enter__(self) -> TraceWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def conform(tbl: pa.Table, schema: pa.Schema) -> pa.Table:
+    """Order, add (as nulls) and cast columns to the contract's schema. Unknown columns are an error."""
+    extra = set(tbl.column_names) - set(schema.names)
+    if extra:
+        raise ValueError(f"columns not in the trace contract: {sorted(extra)}")
+    cols = []
+    for f in schema:
+        if f.name in tbl.column_names:
+            col = tbl.column(f.name)
+            if not col.type.equals(f.type):
+                col = col.cast(f.type)
+        else:
+            col = pa.nulls(tbl.num_rows, f.type)
+        cols.append(col)
+    return pa.Table.from_arrays(cols, schema=schema)
+
+
+# --------------------------------------------------------------------------------------------
+# Reading
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Trace:
+    """An opened, checked trace. Analyses get relations from it, never paths."""
+
+    root: Path
+    meta: TraceMeta
+    files: dict[str, list[Path]]
+
+    def has(self, table: str) -> bool:
+        return bool(self.files.get(table))
+
+    def relation(self, con: Any, table: str = IO_TABLE) -> Any:
+        """A DuckDB relation over one table (an empty one with the right columns if absent)."""
+        if not self.has(table):
+            return con.from_arrow(SCHEMAS[table].empty_table())
+        return con.read_parquet([str(p) for p in self.files[table]])
+
+    def batches(self, table: str = IO_TABLE, columns: list[str] | None = None) -> Iterator[pa.RecordBatch]:
+        """Stream the table's record batches in file order (constant memory)."""
+        for p in self.files.get(table, []):
+            yield from pq.ParquetFile(p).iter_batches(columns=columns, batch_size=1 << 16)
+
+    def num_rows(self, table: str = IO_TABLE) -> int:
+        return sum(pq.ParquetFile(p).metadata.num_rows for p in self.files.get(table, []))
+
+
+def open_trace(path: Path | str) -> Trace:
+    """Open a trace directory (or a single io Parquet file) and check its schema version."""
+    root = Path(path)
+    if not root.exists():
+        raise BadInput(f"{root}: no such trace")
+    if root.is_file():
+        files = {IO_TABLE: [root], SYNC_TABLE: []}
+        meta = _footer_meta(root)
+        return Trace(root, meta, files)
+    files = {t: sorted((root / t).glob("part-*.parquet")) for t in SCHEMAS}
+    if not any(files.values()) and not (root / MANIFEST).exists():
+        raise BadInput(f"{root}: not an iofp trace (no {IO_TABLE}/*.parquet, no {MANIFEST})")
+    # The manifest is written last; a capture that was killed has none, so the newest file's
+    # footer (which carries the counters up to that file) stands in for it.
+    if (root / MANIFEST).exists():
+        meta = TraceMeta.from_json((root / MANIFEST).read_text(), where=str(root / MANIFEST))
+    else:
+        newest = max((p for fs in files.values() for p in fs), key=lambda p: p.name)
+        meta = _footer_meta(newest)
+    for t, fs in files.items():
+        for p in fs[:1]:
+            _check_file_schema(p, SCHEMAS[t])
+    return Trace(root, meta, files)
+
+
+def _footer_meta(path: Path) -> TraceMeta:
+    try:
+        md = pq.read_schema(path).metadata or {}
+    except (OSError, pa.ArrowInvalid) as e:
+        raise BadInput(f"{path}: not a readable Parquet file ({e})") from None
+    if META_KEY not in md:
+        raise SchemaMismatch(f"{path}: no iofp metadata; not an iofp trace")
+    return TraceMeta.from_json(md[META_KEY], where=str(path))
+
+
+def _check_file_schema(path: Path, schema: pa.Schema) -> None:
+    got = pq.read_schema(path)
+    missing = [n for n in schema.names if n not in got.names]
+    if missing:
+        raise SchemaMismatch(f"{path}: missing columns {missing}; not a v{SCHEMA_VERSION} iofp trace")
+
+
+def read_meta(path: Path | str) -> TraceMeta:
+    return open_trace(path).meta

@@ -1,0 +1,1 @@
+"""Replay: trace -> fio iolog v3, fio runner, results, fidelity and device comparison."""

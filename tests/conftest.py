@@ -1,0 +1,57 @@
+"""Shared fixtures: small real artifacts and scratch loop devices over /dev/shm files."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED_TRACES = REPO.parent / "shared" / "traces"
+
+
+def is_root() -> bool:
+    return os.geteuid() == 0
+
+
+needs_root = pytest.mark.skipif(not is_root(), reason="needs root (eBPF capture, loop devices)")
+needs_fio = pytest.mark.skipif(shutil.which("fio") is None, reason="needs fio (apt install fio)")
+
+
+def make_loop_device(size_mib: int, *, direct_io: bool = False, where: str = "/dev/shm") -> tuple[str, Path]:
+    """Create a loop device over a fresh sparse file; returns (device path, backing file)."""
+    backing = Path(where) / f"iofp-test-{uuid.uuid4().hex[:8]}.img"
+    with open(backing, "wb") as f:
+        f.truncate(size_mib << 20)
+    args = ["losetup", "-f", "--show"] + (["--direct-io=on"] if direct_io else []) + [str(backing)]
+    dev = subprocess.run(args, check=True, capture_output=True, text=True).stdout.strip()
+    return dev, backing
+
+
+def destroy_loop_device(dev: str, backing: Path) -> None:
+    subprocess.run(["losetup", "-d", dev], check=False, capture_output=True)
+    backing.unlink(missing_ok=True)
+
+
+@pytest.fixture
+def loop_device() -> Iterator[str]:
+    """A 256 MiB loop device over a /dev/shm file (a RAM-speed device), detached afterwards."""
+    if not is_root():
+        pytest.skip("needs root (loop devices)")
+    dev, backing = make_loop_device(256)
+    try:
+        yield dev
+    finally:
+        destroy_loop_device(dev, backing)
+
+
+@pytest.fixture
+def shared_traces() -> Path:
+    if not SHARED_TRACES.is_dir():
+        pytest.skip(f"needs the shared traces at {SHARED_TRACES}")
+    return SHARED_TRACES
