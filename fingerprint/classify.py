@@ -1,0 +1,126 @@
+"""Name a scope's workload shape and the resource that bounds it, with the numbers behind it.
+
+Both rules are deliberately simple decision tables over features already in the fingerprint, so a
+reader can check a verdict by hand against the JSON.
+
+Shape (first match wins; "small" = mean size <= 32 KiB, "large" = mean size >= 64 KiB,
+"sequential" = sequential share >= 0.5, "read-mostly"/"write-mostly" = >= 70% of I/Os):
+  1. batch sequential scan   read-mostly, sequential, large
+  2. log append              write-mostly, sequential
+  3. OLTP point-write/commit write-mostly, random, small (flush/FUA or sync calls make it "commit")
+  4. OLTP point-read         read-mostly, random, small
+  5. mixed OLTP              random, small or medium (mean < 64 KiB)
+  6. large random / mixed    anything else
+
+Bound (first match wins):
+  1. fsync-latency-bound  durability points (flush ops + preflush/FUA writes, or fsync-family
+     calls) at >= 1/s and, where latency is known, commit-path busy time = rate x fsync p50
+     >= 20% of wall time; where it is not, durability points >= 20% of I/Os.
+  2. throughput-bound     mean size >= 64 KiB, or sequential share >= 0.5 with mean size >= 32 KiB:
+     bytes, not operations, are the demand.
+  3. IOPS-bound           otherwise: small random operations are the demand.
+A trace without latency only shows demand: the verdict says "demand-side" and cannot tell whether
+the device, rather than the application, set the pace.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+KIB = 1024
+
+
+def classify_shape(s: dict[str, Any]) -> dict[str, Any]:
+    rs = s["mix"]["read_share_count"] or 0.0
+    ws = (s["mix"]["writes"] / s["ios"]) if s["ios"] else 0.0
+    size = s["size"]["mean_bytes"] or 0.0
+    seq = s["sequential"]["share"] or 0.0
+    d = s["durability"]
+    commit = bool((d["flush_fua_share"] or 0) >= 0.05 or d["sync_calls"])
+    if rs >= 0.7 and seq >= 0.5 and size >= 64 * KIB:
+        name = "batch sequential scan"
+    elif ws >= 0.7 and seq >= 0.5:
+        name = "log append"
+    elif ws >= 0.7 and size <= 32 * KIB:
+        name = "OLTP point-write/commit" if commit else "OLTP point-write"
+    elif rs >= 0.7 and size <= 32 * KIB:
+        name = "OLTP point-read"
+    elif size < 64 * KIB:
+        name = "mixed OLTP"
+    else:
+        name = "large random / mixed"
+    return {
+        "class": name,
+        "basis": {
+            "read_share": rs,
+            "write_share": ws,
+            "mean_size_bytes": size,
+            "sequential_share": seq,
+            "durability_share": d["flush_fua_share"],
+            "sync_calls": bool(d["sync_calls"]),
+        },
+        "rule": "see fingerprint/classify.py: read/write-mostly >= 70%, sequential >= 0.5, "
+        "small <= 32 KiB, large >= 64 KiB",
+    }
+
+
+def classify_bound(s: dict[str, Any]) -> dict[str, Any]:
+    d = s["durability"]
+    lat = s["latency"] or {}
+    size = s["size"]["mean_bytes"] or 0.0
+    seq = s["sequential"]["share"] or 0.0
+    service_known = bool(lat)
+
+    sync_calls = d["sync_calls"]
+    commit_rate = d["commit_rate_per_s"] if sync_calls else d["flush_rate_per_s"]
+    # The latency a committer waits on: fsync as the application saw it, else the device latency
+    # of the flush/FUA requests is not separated here, so the write p50 stands in for it.
+    fsync_p50_us = None
+    fsync_p99_us = None
+    if sync_calls:
+        main = max(sync_calls.values(), key=lambda c: c["calls"])
+        fsync_p50_us, fsync_p99_us = main["p50_us"], main["p99_us"]
+    elif "write" in lat:
+        fsync_p50_us, fsync_p99_us = lat["write"]["p50_us"], lat["write"]["p99_us"]
+    busy = None
+    if commit_rate is not None and fsync_p50_us is not None:
+        busy = commit_rate * fsync_p50_us / 1e6
+    numbers = {
+        "iops": s["intensity"]["iops_mean"],
+        "mbps": s["intensity"]["mbps_mean"],
+        "mean_size_bytes": size,
+        "sequential_share": seq,
+        "durability_share": d["flush_fua_share"],
+        "commit_rate_per_s": commit_rate,
+        "fsync_p50_us": fsync_p50_us,
+        "fsync_p99_us": fsync_p99_us,
+        "commit_busy_share": busy,
+        "mean_inflight": (s["inflight"] or {}).get("mean"),
+        "latency_p99_us": lat.get("all", {}).get("p99_us"),
+    }
+    fsync_bound = False
+    if commit_rate is not None and commit_rate >= 1:
+        fsync_bound = busy >= 0.2 if busy is not None else (d["flush_fua_share"] or 0) >= 0.2
+    if fsync_bound:
+        verdict = "fsync-latency-bound"
+        why = (
+            f"{commit_rate:.0f} commits/s"
+            + (f" x fsync p50 {fsync_p50_us:.0f} us = {busy:.0%} of wall time waiting on durability"
+               if busy is not None else f", durability points are {d['flush_fua_share']:.0%} of I/Os")
+        )  # fmt: skip
+    elif size >= 64 * KIB or (seq >= 0.5 and size >= 32 * KIB):
+        verdict = "throughput-bound"
+        why = f"mean size {size / KIB:.0f} KiB, {seq:.0%} sequential: bytes/s is the demand"
+    else:
+        verdict = "IOPS-bound"
+        why = f"mean size {size / KIB:.1f} KiB, {seq:.0%} sequential: operations/s is the demand"
+        if numbers["iops"] is not None:
+            why += f" ({numbers['iops']:.0f} IOPS mean)"
+    if not service_known:
+        why += "; demand-side only: the trace has no latency, so whether the device set the pace is unknown"
+    return {
+        "verdict": verdict,
+        "side": "demand+service" if service_known else "demand-only",
+        "why": why,
+        "numbers": numbers,
+    }

@@ -1,0 +1,456 @@
+"""Compute a workload fingerprint from a trace's relations with DuckDB.
+
+`compute(con, io, sync, meta, options)` returns the fingerprint as a JSON-ready dict (the format
+is documented in docs/fingerprint-schema.md). Every query is a .sql file in fingerprint/sql, run
+with bound parameters. The I/O rows are prepared once (`prepare_events`: window index, gaps,
+sequentiality, seek distance); the series and regimes come next; then every *scope* (the whole
+trace, the steady windows, the spike windows, a user-named window) is summarised by the same
+queries over a view (`cur`) that selects the scope's rows.
+
+Nothing is invented: a column the trace lacks (latency, in-flight, flags of an imported trace)
+gives null features, and the bound verdict says when it rests on demand alone.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+import pyarrow as pa
+
+from fingerprint.classify import classify_bound, classify_shape
+from iofp import __version__
+from iofp.contract import TraceMeta
+from iofp.errors import BadInput
+from iofp.sqlfiles import load_sql
+
+FINGERPRINT_VERSION = 1
+SQL = "fingerprint.sql"
+
+# vscsiStats bucket limits (see /work/shared/notes/workload-characterisation.md §1.1): a bucket
+# counts values <= its limit; one more bucket counts everything above the last limit.
+BINS: dict[str, list[float]] = {
+    "io_length_bytes": [512, 1024, 2048, 4095, 4096, 8191, 8192, 16383, 16384, 32768, 49152, 65535, 65536,
+                        81920, 131072, 262144, 524288],
+    "seek_lbn": [-500000, -100000, -50000, -10000, -5000, -1000, -500, -128, -64, -32, -16, -8, -6, -4, -2,
+                 -1, 0, 1, 2, 4, 6, 8, 16, 32, 64, 128, 500, 1000, 5000, 10000, 50000, 100000, 500000],
+    "latency_us": [1, 10, 100, 500, 1000, 5000, 15000, 30000, 50000, 100000],
+    "outstanding_ios": [1, 2, 4, 6, 8, 12, 16, 20, 24, 28, 32, 64],
+    "interarrival_us": [1, 10, 100, 500, 1000, 5000, 15000, 30000, 50000, 100000],
+}  # fmt: skip
+BURST_WIDTHS_NS = {"10ms": 10_000_000, "100ms": 100_000_000, "1s": 1_000_000_000}
+FINE_WINDOW_NS = 100_000_000
+MAX_SERIES_POINTS = 200_000  # beyond this a series is left out of the JSON (and says so)
+TOP_PROCESSES = 10
+
+
+@dataclass
+class Options:
+    window_ns: int = 1_000_000_000
+    device: str | None = None
+    between: tuple[str, str] | None = None
+    labels: dict[str, str] = field(default_factory=dict)
+
+
+def _q(con: Any, name: str, params: dict[str, Any] | None = None) -> Any:
+    return con.execute(load_sql(SQL, name), params or {})
+
+
+def _do(con: Any, name: str, params: dict[str, Any] | None = None) -> None:
+    """Run a statement for its effect (and drain its result, as DuckDB requires)."""
+    con.execute(load_sql(SQL, name), params or {}).fetchall()
+
+
+def _arrow(con: Any, name: str, params: dict[str, Any] | None = None) -> pa.Table:
+    return con.sql(load_sql(SQL, name), params=params or {}).to_arrow_table()
+
+
+def _one(con: Any, name: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    cur = _q(con, name, params)
+    cols = [d[0] for d in cur.description]
+    rows = cur.fetchall()
+    return dict(zip(cols, rows[0], strict=True)) if rows else {}
+
+
+def _all(con: Any, name: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    cur = _q(con, name, params)
+    cols = [d[0] for d in cur.description]
+    return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
+
+
+def _hist(raw: dict | None, limits: list[float]) -> dict[str, Any] | None:
+    """DuckDB's histogram map -> {"limits": [...], "counts": [... one more for '> last']}."""
+    if raw is None:
+        return None
+    counts = [0] * (len(limits) + 1)
+    index = {float(v): i for i, v in enumerate(limits)}
+    for k, n in raw.items():
+        counts[index.get(float(k), len(limits))] += int(n)
+    return {"limits": limits, "counts": counts}
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    if a is None or b is None or b == 0:
+        return None
+    return a / b
+
+
+# --------------------------------------------------------------------------------------------
+
+
+def parse_between(t1: str, t2: str, meta: TraceMeta) -> tuple[int, int]:
+    """--between T1 T2 -> (lo, hi) in ts_ns. Seconds from capture start, or HH:MM:SS[.fff] wall
+    clock (local time zone; set TZ to read another's) on the capture's date."""
+
+    def one(text: str) -> int:
+        try:
+            return round(float(text) * 1e9)
+        except ValueError:
+            pass
+        if meta.capture_start_ns is None:
+            raise BadInput(
+                f"--between {text}: this trace has no wall clock (source {meta.source}); "
+                "give seconds from its start instead, e.g. --between 30 90"
+            )
+        try:
+            tod = datetime.strptime(text, "%H:%M:%S.%f" if "." in text else "%H:%M:%S").time()
+        except ValueError:
+            raise BadInput(f"--between {text}: use HH:MM:SS[.fff] or seconds from the start") from None
+        start = datetime.fromtimestamp(meta.capture_start_ns / 1e9)
+        at = datetime.combine(start.date(), tod)
+        if at < start - timedelta(hours=12):  # a time of day before the start means the next day
+            at += timedelta(days=1)
+        return round((at.timestamp() - start.timestamp()) * 1e9)
+
+    lo, hi = one(t1), one(t2)
+    if hi <= lo:
+        raise BadInput(f"--between {t1} {t2}: the end must come after the start")
+    return lo, hi
+
+
+def compute(con: Any, io: Any, sync: Any, meta: TraceMeta, options: Options | None = None) -> dict[str, Any]:
+    """Fingerprint the I/O relation `io` (and the sync-call relation `sync`) of a trace."""
+    opt = options or Options()
+    W = opt.window_ns
+    if W <= 0:
+        raise BadInput("--window must be positive, e.g. --window 1s")
+    io.create_view("io_src", replace=True)
+    sync.create_view("sync_src", replace=True)
+    b = _one(con, "trace_bounds", {"device": opt.device})
+    if not b["n"]:
+        where = f" on device {opt.device}" if opt.device else ""
+        known = ", ".join(sorted(meta.devices)) or "none recorded"
+        raise BadInput(f"the trace has no I/O{where}; its devices: {known}")
+    t0, t1, n = int(b["t0"]), int(b["t1"]), int(b["n"])
+    _do(con, "prepare_events", {"device": opt.device, "t0": t0, "window_ns": W})
+    _do(con, "prepare_sync", {"t0": t0, "window_ns": W})
+
+    nwin = (t1 - t0) // W + 1
+    series = _arrow(con, "window_series", {"t0": t0, "width_ns": W, "nwin": nwin})
+    con.register("series", series)
+    regime = _arrow(con, "steady_windows")
+    con.register("regime", regime)
+    thr = _one(con, "spike_threshold")
+    spikes_raw = _all(con, "spikes", {"threshold": thr["threshold"]})
+    spike_k = sorted({k for s in spikes_raw for k in range(s["first_k"], s["last_k"] + 1)})
+    spike_set = set(spike_k)
+    steady_k = [k for k, s in zip(regime["k"].to_pylist(), regime["steady"].to_pylist(), strict=True)
+                if s and k not in spike_set]  # fmt: skip
+
+    con.execute("CREATE OR REPLACE TEMP TABLE scope_w (w BIGINT)").fetchall()
+    con.execute("CREATE OR REPLACE TEMP TABLE scope_range (lo BIGINT, hi BIGINT)").fetchall()
+    _do(con, "scope_view")
+    _do(con, "scope_sync_view")
+
+    ctx = {"t0": t0, "t1": t1, "W": W, "nwin": nwin}
+    whole = _scope(con, ctx, "whole", list(range(nwin)), (t0, t1))
+    steady = _scope(con, ctx, "steady", steady_k, (t0, t1)) if steady_k else None
+    spike = _scope(con, ctx, "spike", spike_k, (t0, t1)) if spike_k else None
+    between = None
+    if opt.between:
+        lo, hi = parse_between(*opt.between, meta)
+        ks = list(range(max(0, (lo - t0) // W), min(nwin - 1, (hi - t0) // W) + 1))
+        between = _scope(con, ctx, "between", ks, (lo, hi)) if ks and hi >= t0 and lo <= t1 else None
+        if between is None:
+            raise BadInput(f"--between {opt.between[0]} {opt.between[1]}: no I/O in that window")
+        between["between"] = {"from": opt.between[0], "to": opt.between[1], "lo_ns": lo, "hi_ns": hi}
+
+    mean_iops = whole["intensity"]["iops_mean_per_window"]
+    spike_list = [
+        {
+            "start_s": s["first_k"] * W / 1e9,
+            "end_s": (s["last_k"] + 1) * W / 1e9,
+            "duration_s": (s["last_k"] - s["first_k"] + 1) * W / 1e9,
+            "peak_iops": s["peak_iops"],
+            "mean_iops": s["mean_iops"],
+            "peak_mbps": s["peak_mbps"],
+            "peak_to_mean": _ratio(s["peak_iops"], mean_iops),
+            "peak_to_steady_median": _ratio(s["peak_iops"], thr["med"]),
+        }
+        for s in spikes_raw
+    ]
+    fine_n = (t1 - t0) // FINE_WINDOW_NS + 1
+    fine = (
+        _arrow(con, "window_series", {"t0": t0, "width_ns": FINE_WINDOW_NS, "nwin": fine_n})
+        if fine_n <= MAX_SERIES_POINTS
+        else None
+    )
+    fp: dict[str, Any] = {
+        "fingerprint_version": FINGERPRINT_VERSION,
+        "provenance": _provenance(meta, opt, t0, t1),
+        "params": {
+            "window_s": W / 1e9,
+            "device": opt.device,
+            "between": list(opt.between) if opt.between else None,
+            "bins": BINS,
+            "steady_rule": "SNIA PTS over 5 windows: max-min <= 20% of mean and |slope*4| <= 10% of mean",
+            "spike_rule": "IOPS > median(steady) + max(3*1.4826*MAD(steady), 0.5*median(steady))",
+        },
+        "whole": whole,
+        "steady": steady,
+        "spike": spike,
+        "between": between,
+        "regimes": {
+            "windows": nwin,
+            "steady_windows": len(steady_k),
+            "spike_windows": len(spike_k),
+            "steady_ranges_s": _ranges(steady_k, W),
+            "spike_threshold_iops": thr["threshold"],
+            "steady_median_iops": thr["med"],
+            "steady_sigma_iops": thr["sigma"],
+            "spikes": spike_list,
+        },
+        "series": {
+            "window": _series(series, W),
+            "100ms": _series(fine, FINE_WINDOW_NS)
+            if fine is not None
+            else {"omitted": f"more than {MAX_SERIES_POINTS} windows of 100 ms"},
+        },
+        "rows": n,
+    }
+    fp["shape"] = whole["shape"]
+    fp["bound"] = whole["bound"]
+    return fp
+
+
+def _ranges(ks: list[int], W: int) -> list[list[float]]:
+    out: list[list[float]] = []
+    for k in ks:
+        if out and abs(out[-1][1] - k * W / 1e9) < 1e-12:
+            out[-1][1] = (k + 1) * W / 1e9
+        else:
+            out.append([k * W / 1e9, (k + 1) * W / 1e9])
+    return out
+
+
+def _series(tbl: pa.Table | None, width_ns: int) -> dict[str, Any]:
+    if tbl is None:
+        return {}
+    d = tbl.to_pydict()
+    d.pop("k", None)
+    return {"width_s": width_ns / 1e9, **d}
+
+
+def _provenance(meta: TraceMeta, opt: Options, t0: int, t1: int) -> dict[str, Any]:
+    return {
+        "host": meta.host,
+        "kernel": meta.kernel,
+        "devices": meta.devices,
+        "trace_tool_version": meta.tool_version,
+        "fingerprint_tool_version": __version__,
+        "trace_schema_version": meta.schema_version,
+        "source": meta.source,
+        "capture_start_ns": meta.capture_start_ns,
+        "capture_window_ns": [t0, t1],
+        "duration_s": (t1 - t0) / 1e9,
+        "labels": {**meta.labels, **opt.labels},
+        "loss": meta.loss,
+        "lost_events": meta.lost_events,
+        "filters": meta.filters,
+        "extra": meta.extra,
+    }
+
+
+def _bins_spanned(ctx: dict[str, Any], ks: list[int], rng: tuple[int, int], width: int, name: str) -> int:
+    """How many `width` bins (from the first arrival) the scope covers, empty ones included."""
+    t0, t1, W = ctx["t0"], ctx["t1"], ctx["W"]
+    if name == "whole":
+        return (t1 - t0) // width + 1  # the traces README's definition
+    lo, hi = max(rng[0], t0), min(rng[1], t1)
+    covered: set[int] = set()
+    for k in ks:
+        a = max(k * W, lo - t0)
+        z = min((k + 1) * W - 1, hi - t0)
+        if z >= a:
+            covered.update(range(a // width, z // width + 1))
+    return max(1, len(covered))
+
+
+def _scope(con: Any, ctx: dict[str, Any], name: str, ks: list[int], rng: tuple[int, int]) -> dict[str, Any]:
+    con.execute("DELETE FROM scope_w").fetchall()
+    con.execute("DELETE FROM scope_range").fetchall()
+    con.register("scope_ks", pa.table({"w": pa.array(ks, pa.int64())}))
+    con.execute("INSERT INTO scope_w SELECT w FROM scope_ks").fetchall()
+    con.execute("INSERT INTO scope_range VALUES (?, ?)", [rng[0], rng[1]]).fetchall()
+
+    mix = _one(con, "mix")
+    ios = int(mix["ios"])
+    if name == "whole":
+        seconds = (ctx["t1"] - ctx["t0"]) / 1e9
+    elif name == "between":
+        seconds = (min(rng[1], ctx["t1"]) - max(rng[0], ctx["t0"])) / 1e9
+    else:
+        seconds = len(ks) * ctx["W"] / 1e9
+    bins_1w = _bins_spanned(ctx, ks, rng, ctx["W"], name)
+
+    sizes = _one(con, "size_hist", {"limits": BINS["io_length_bytes"]})
+    seq = _one(con, "sequential")
+    seek = _one(con, "seek_hist", {"limits": BINS["seek_lbn"]})
+    infl = _one(con, "inflight", {"limits": BINS["outstanding_ios"]})
+    iat = _one(con, "interarrival", {"limits": BINS["interarrival_us"]})
+    dur = _one(con, "durability")
+    gaps = _one(con, "flush_gaps")
+    syncs = _all(con, "sync_calls")
+    lat = _all(con, "latency", {"limits": BINS["latency_us"]})
+    foot = _one(con, "footprint")["blocks"]
+    hot_k = max(1, math.ceil(0.01 * foot)) if foot else 0
+    hot = _one(con, "hot_blocks", {"top_blocks": hot_k})["top_ios"] if foot else 0
+    procs = _all(con, "top_processes", {"limit": TOP_PROCESSES})
+
+    burst = {}
+    for label, width in BURST_WIDTHS_NS.items():
+        c = _one(con, "window_counts", {"t0": ctx["t0"], "width_ns": width})
+        nb = _bins_spanned(ctx, ks, rng, width, name)
+        mean = c["total"] / nb
+        var = c["sumsq"] / nb - mean * mean
+        burst[label] = {
+            "bins": nb,
+            "peak": c["peak"],
+            "mean": mean,
+            "peak_to_mean": _ratio(c["peak"], mean),
+            "index_of_dispersion": _ratio(max(var, 0.0), mean),
+        }
+
+    data_ios = int(seq["data_ios"])
+    flags_known = int(dur["flags_known"]) > 0 or int(dur["flush_ops"]) > 0
+    points = int(dur["durability_points"]) if flags_known else None
+    sync_total = sum(int(s["calls"]) for s in syncs)
+    lat_by_op = {
+        (r["op"] or "all"): {
+            "ios": r["ios"],
+            "mean_us": r["mean_ns"] / 1e3,
+            "p50_us": r["p50_ns"] / 1e3,
+            "p99_us": r["p99_ns"] / 1e3,
+            "p99_9_us": r["p999_ns"] / 1e3,
+            "max_us": r["max_ns"] / 1e3,
+            "hist_us": _hist(r["hist_us"], BINS["latency_us"]),
+        }
+        for r in lat
+        if r["ios"]
+    }
+    out: dict[str, Any] = {
+        "scope": name,
+        "windows": len(ks),
+        "seconds": seconds,
+        "ios": ios,
+        "bytes": int(mix["bytes"]),
+        "devices": mix["devices"],
+        "intensity": {
+            "iops_mean": _ratio(ios, seconds),
+            "mbps_mean": _ratio(int(mix["bytes"]) / 1e6, seconds),
+            "iops_mean_per_window": ios / bins_1w / (ctx["W"] / 1e9),
+        },
+        "mix": {
+            "reads": mix["reads"],
+            "writes": mix["writes"],
+            "discards": mix["discards"],
+            "flushes": mix["flushes"],
+            "read_share_count": _ratio(mix["reads"], ios),
+            "read_share_bytes": _ratio(mix["read_bytes"], mix["bytes"]),
+            "read_bytes": mix["read_bytes"],
+            "write_bytes": mix["write_bytes"],
+        },
+        "size": {
+            "mean_bytes": mix["mean_size"],
+            "median_bytes": mix["median_size"],
+            "not_4k_multiple_share": _ratio(sizes["not_4k_sized"], data_ios),
+            "not_4k_aligned_share": _ratio(sizes["not_4k_aligned"], data_ios),
+            "hist": {
+                "all": _hist(sizes["all_ops"], BINS["io_length_bytes"]),
+                "read": _hist(sizes["reads"], BINS["io_length_bytes"]),
+                "write": _hist(sizes["writes"], BINS["io_length_bytes"]),
+            },
+        },
+        "sequential": {
+            "share": _ratio(seq["seq_ios"], data_ios),
+            "share_any_device": _ratio(seq["seq_any_ios"], data_ios),
+            "read_share": _ratio(seq["seq_reads"], mix["reads"]),
+            "write_share": _ratio(seq["seq_writes"], mix["writes"]),
+            "runs": seq["runs"],
+            "mean_run_ios": _ratio(data_ios, seq["runs"]),
+            "mean_run_bytes": _ratio(seq["data_bytes"], seq["runs"]),
+        },
+        "seek": {
+            "median_abs_lbn": seek.get("median_abs_lbn"),
+            "hist": {
+                "all": _hist(seek.get("all_ops"), BINS["seek_lbn"]),
+                "read": _hist(seek.get("reads"), BINS["seek_lbn"]),
+                "write": _hist(seek.get("writes"), BINS["seek_lbn"]),
+            },
+        },
+        "inflight": None
+        if not infl["known"]
+        else {
+            "known": infl["known"],
+            "mean": infl["mean"],
+            "p99": infl["p99"],
+            "max": infl["max"],
+            "hist": {
+                "all": _hist(infl["all_ops"], BINS["outstanding_ios"]),
+                "read": _hist(infl["reads"], BINS["outstanding_ios"]),
+                "write": _hist(infl["writes"], BINS["outstanding_ios"]),
+            },
+        },
+        "interarrival": {
+            "mean_us": None if iat["mean_ns"] is None else iat["mean_ns"] / 1e3,
+            "cv": _ratio(iat["std_ns"], iat["mean_ns"]),
+            "hist": _hist(iat["all_ops"], BINS["interarrival_us"]),
+        },
+        "burstiness": burst,
+        "durability": {
+            "flags_known": flags_known,
+            "flush_ops": dur["flush_ops"] if flags_known else None,
+            "preflush": dur["preflush"] if flags_known else None,
+            "fua": dur["fua"] if flags_known else None,
+            "sync_writes": dur["sync_writes"] if flags_known else None,
+            "flush_fua_share": _ratio(points, ios),
+            "sync_write_share": _ratio(dur["sync_writes"], dur["writes_flags_known"]),
+            "flush_rate_per_s": _ratio(points, seconds),
+            "flush_gap_p50_us": None if gaps.get("p50_ns") is None else gaps["p50_ns"] / 1e3,
+            "flush_gap_p99_us": None if gaps.get("p99_ns") is None else gaps["p99_ns"] / 1e3,
+            "sync_calls": {
+                s["call"]: {
+                    "calls": s["calls"],
+                    "rate_per_s": _ratio(s["calls"], seconds),
+                    "p50_us": None if s["p50_ns"] is None else s["p50_ns"] / 1e3,
+                    "p99_us": None if s["p99_ns"] is None else s["p99_ns"] / 1e3,
+                    "mean_us": None if s["mean_ns"] is None else s["mean_ns"] / 1e3,
+                }
+                for s in syncs
+            },
+            "commit_rate_per_s": _ratio(sync_total, seconds) if syncs else None,
+        },
+        "latency": lat_by_op or None,
+        "footprint": {
+            "blocks_4k": foot,
+            "bytes": foot * 4096,
+            "hot_1pct_blocks": hot_k,
+            "hot_1pct_io_share": _ratio(hot, data_ios),
+        },
+        "top_processes": procs,
+    }
+    out["shape"] = classify_shape(out)
+    out["bound"] = classify_bound(out)
+    return out

@@ -1,0 +1,508 @@
+"""Line parsers for other tools' trace formats, one class per format.
+
+Each parser turns numbered text lines into rows of the trace contract. Parsers are streaming: they
+keep only the state the format itself needs (blkparse: requests issued but not yet completed), so
+memory does not grow with the file. A line that cannot be a record raises `LineError`; the import
+driver adds the file name and line number. Columns a format does not have are left out of the rows
+(and so are null in the trace), never invented.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+# Windows FILETIME (100 ns ticks since 1601-01-01) of the Unix epoch.
+FILETIME_UNIX_EPOCH = 116_444_736_000_000_000
+TIME_UNITS_NS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
+# Alibaba's timestamps are Unix microseconds; below this (2001-09-09) we treat them as relative.
+UNIX_US_PLAUSIBLE = 1_000_000_000_000_000
+
+
+class LineError(ValueError):
+    """This line is not a record of the format; the message says why."""
+
+
+@dataclass
+class ParseState:
+    """What a parser learned beyond the rows: wall clock, devices, counters, sync rows."""
+
+    capture_start_ns: int | None = None
+    devices: set[str] = field(default_factory=set)
+    counters: dict[str, int] = field(default_factory=dict)
+    sync_rows: list[tuple] = field(default_factory=list)
+    notes: dict[str, Any] = field(default_factory=dict)
+
+    def count(self, key: str, n: int = 1) -> None:
+        self.counters[key] = self.counters.get(key, 0) + n
+
+
+def _ns_from_decimal_seconds(text: str) -> int:
+    """'12.000345678' -> 12000345678 exactly (no float rounding)."""
+    sec, _, frac = text.partition(".")
+    if not sec.isdigit() or (frac and not frac.isdigit()):
+        raise LineError(f"bad time {text!r}")
+    return int(sec) * 1_000_000_000 + int((frac + "000000000")[:9])
+
+
+class Format:
+    """One trace format: `sniff` recognises it, `parse` yields rows of `columns`."""
+
+    name: ClassVar[str]
+    columns: ClassVar[tuple[str, ...]]
+    sync_columns: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, path: Path, state: ParseState, **options: Any) -> None:
+        self.path = path
+        self.state = state
+
+    @staticmethod
+    def sniff(lines: list[str]) -> bool:
+        raise NotImplementedError
+
+    def parse(self, lines: Iterable[tuple[int, str]]) -> Iterator[tuple]:
+        """Yield row tuples; raise LineError(lineno-less message) for a malformed record."""
+        raise NotImplementedError
+
+    def finish(self) -> Iterator[tuple]:
+        """Rows still held when the input ends (blkparse's never-completed requests)."""
+        return iter(())
+
+
+# --------------------------------------------------------------------------------------------
+
+
+_BLKREPLAY = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*;\s*(\d+)\s*;\s*(\d+)\s*;\s*(RA|R|W)\s*;")
+
+
+class Blkreplay(Format):
+    """blkreplay `.load`: `start ; sector ; length ; op ; replay_delay ; replay_duration`.
+
+    The free-text header before the first record is skipped; after it every non-blank line must be
+    a record. There is no device column, so the device is named after the file. replay_delay and
+    replay_duration describe an earlier *replay*, not the recorded I/O, so they are not imported.
+    """
+
+    name = "blkreplay"
+    columns = ("ts_ns", "device", "offset", "size", "op", "readahead")
+
+    def __init__(self, path: Path, state: ParseState, **options: Any) -> None:
+        super().__init__(path, state)
+        self.device = path.name.removesuffix(".gz").removesuffix(".load")
+        state.devices.add(self.device)
+
+    @staticmethod
+    def sniff(lines: list[str]) -> bool:
+        return any(_BLKREPLAY.match(x) for x in lines) or any(
+            x.replace(" ", "").startswith("start;sector;") for x in lines
+        )
+
+    def parse(self, lines: Iterable[tuple[int, str]]) -> Iterator[tuple]:
+        in_header = True
+        dev = self.device
+        match = _BLKREPLAY.match
+        for _, line in lines:
+            m = match(line)
+            if m is None:
+                if in_header or not line.strip():
+                    continue
+                raise LineError("not a blkreplay record `start ; sector ; length ; op ; ...`")
+            in_header = False
+            start, sector, length, op = m.groups()
+            yield (
+                _ns_from_decimal_seconds(start),
+                dev,
+                int(sector) * 512,
+                int(length) * 512,
+                "write" if op == "W" else "read",
+                op == "RA",
+            )
+
+
+class Disksim(Format):
+    """DiskSim ASCII `arrival device lba size type` (sectors; type 1 = read, 0 = write).
+
+    MQSim writes `arrival` in nanoseconds, classic DiskSim in milliseconds: `--time-unit`.
+    """
+
+    name = "disksim"
+    columns = ("ts_ns", "device", "offset", "size", "op")
+
+    def __init__(self, path: Path, state: ParseState, *, time_unit: str = "ns", **options: Any) -> None:
+        super().__init__(path, state)
+        self.scale = TIME_UNITS_NS[time_unit]
+
+    @staticmethod
+    def sniff(lines: list[str]) -> bool:
+        def ok(x: str) -> bool:
+            p = x.split()
+            return len(p) == 5 and all(_is_number(v) for v in p) and p[4] in ("0", "1")
+
+        body = [x for x in lines if x.strip()]
+        return bool(body) and all(ok(x) for x in body)
+
+    def parse(self, lines: Iterable[tuple[int, str]]) -> Iterator[tuple]:
+        scale = self.scale
+        devices = self.state.devices
+        for _, line in lines:
+            p = line.split()
+            if not p:
+                continue
+            if len(p) != 5:
+                raise LineError(f"expected 5 fields `arrival device lba size type`, got {len(p)}")
+            try:
+                arrival = float(p[0]) if "." in p[0] or "e" in p[0].lower() else int(p[0])
+                dev, lba, size, typ = p[1], int(p[2]), int(p[3]), p[4]
+            except ValueError:
+                raise LineError("fields must be numbers `arrival device lba size type`") from None
+            if typ not in ("0", "1"):
+                raise LineError(f"type must be 1 (read) or 0 (write), got {typ!r}")
+            if dev not in devices:
+                devices.add(dev)
+            yield (round(arrival * scale), dev, lba * 512, size * 512, "read" if typ == "1" else "write")
+
+
+class Msr(Format):
+    """MSR Cambridge / SNIA IOTTA CSV: `Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime`.
+
+    Timestamp is a Windows FILETIME (100 ns ticks); ts_ns counts from the first record, whose FILETIME
+    gives the wall clock. ResponseTime is the latency, also in 100 ns ticks. Device = `host_disk`.
+    """
+
+    name = "msr"
+    columns = ("ts_ns", "lat_ns", "device", "offset", "size", "op")
+
+    def __init__(self, path: Path, state: ParseState, **options: Any) -> None:
+        super().__init__(path, state)
+
+    @staticmethod
+    def sniff(lines: list[str]) -> bool:
+        for x in lines:
+            p = x.strip().split(",")
+            if len(p) == 7 and p[0].isdigit() and p[3].lower() in ("read", "write"):
+                return True
+        return False
+
+    def parse(self, lines: Iterable[tuple[int, str]]) -> Iterator[tuple]:
+        st = self.state
+        origin = None if st.capture_start_ns is None else st.notes["filetime_origin"]
+        devices: dict[tuple[str, str], str] = {}
+        for lineno, line in lines:
+            line = line.strip()
+            if not line or (lineno == 1 and line.lower().startswith("timestamp")):
+                continue
+            p = line.split(",")
+            if len(p) != 7:
+                raise LineError(f"expected 7 comma-separated fields, got {len(p)}")
+            try:
+                ft, off, size, rt = int(p[0]), int(p[4]), int(p[5]), int(p[6])
+            except ValueError:
+                raise LineError("Timestamp, Offset, Size and ResponseTime must be integers") from None
+            typ = p[3].lower()
+            if typ not in ("read", "write"):
+                raise LineError(f"Type must be Read or Write, got {p[3]!r}")
+            if origin is None:
+                origin = ft
+                st.notes["filetime_origin"] = ft
+                st.capture_start_ns = (ft - FILETIME_UNIX_EPOCH) * 100
+            key = (p[1], p[2])
+            dev = devices.get(key)
+            if dev is None:
+                dev = devices[key] = f"{p[1]}_{p[2]}"
+                st.devices.add(dev)
+            yield ((ft - origin) * 100, rt * 100, dev, off, size, typ)
+
+
+class Alibaba(Format):
+    """Alibaba block traces: `device_id,opcode,offset,length,timestamp` (bytes; timestamp in µs).
+
+    The 2020 release's timestamps are Unix microseconds: ts_ns counts from the first record, whose
+    timestamp gives the wall clock (unless it is too small to be a Unix time, then there is none).
+    """
+
+    name = "alibaba"
+    columns = ("ts_ns", "device", "offset", "size", "op")
+
+    @staticmethod
+    def sniff(lines: list[str]) -> bool:
+        for x in lines:
+            p = x.strip().split(",")
+            if len(p) == 5 and p[1] in ("R", "W") and all(v.isdigit() for v in (p[2], p[3], p[4])):
+                return True
+        return False
+
+    def parse(self, lines: Iterable[tuple[int, str]]) -> Iterator[tuple]:
+        st = self.state
+        origin = st.notes.get("us_origin")
+        devices = st.devices
+        for _, line in lines:
+            line = line.strip()
+            if not line:
+                continue
+            p = line.split(",")
+            if len(p) != 5:
+                raise LineError(f"expected 5 comma-separated fields, got {len(p)}")
+            if p[1] not in ("R", "W"):
+                raise LineError(f"opcode must be R or W, got {p[1]!r}")
+            try:
+                off, size, ts = int(p[2]), int(p[3]), int(p[4])
+            except ValueError:
+                raise LineError("offset, length and timestamp must be integers") from None
+            if origin is None:
+                origin = st.notes["us_origin"] = ts
+                if ts >= UNIX_US_PLAUSIBLE:
+                    st.capture_start_ns = ts * 1000
+            dev = p[0]
+            if dev not in devices:
+                devices.add(dev)
+            yield ((ts - origin) * 1000, dev, off, size, "read" if p[1] == "R" else "write")
+
+
+class FioIolog(Format):
+    """fio iologs, version 2 and 3.
+
+    v3 lines carry a timestamp in µs since the run started. v2 lines carry no time: fio paces them
+    only with `wait` actions, so ts_ns is the sum of the waits before the I/O (all 0 in a log with
+    no waits, which fio replays back to back): rates from such a log mean nothing, and the trace's
+    metadata says so (`extra.timing`). `sync`/`datasync` are syscalls, so they go to the sync table.
+    """
+
+    name = "fio-iolog"
+    columns = ("ts_ns", "device", "offset", "size", "op")
+    sync_columns = ("ts_ns", "call")
+    _OPS: ClassVar[dict[str, str]] = {"read": "read", "write": "write", "trim": "discard"}
+    _SYNCS: ClassVar[dict[str, str]] = {
+        "sync": "fsync",
+        "datasync": "fdatasync",
+        "sync_file_range": "sync_file_range",
+    }
+
+    def __init__(self, path: Path, state: ParseState, **options: Any) -> None:
+        super().__init__(path, state)
+        self.version: int | None = None
+        self.clock_ns = 0
+
+    @staticmethod
+    def sniff(lines: list[str]) -> bool:
+        return bool(lines) and lines[0].strip() in ("fio version 2 iolog", "fio version 3 iolog")
+
+    def parse(self, lines: Iterable[tuple[int, str]]) -> Iterator[tuple]:
+        st = self.state
+        for _lineno, line in lines:
+            text = line.strip()
+            if not text:
+                continue
+            if self.version is None:
+                if text not in ("fio version 2 iolog", "fio version 3 iolog"):
+                    raise LineError("first line must be `fio version 2 iolog` or `fio version 3 iolog`")
+                self.version = int(text.split()[2])
+                st.notes.setdefault("timing", {})[str(self.path)] = (
+                    "v3: µs timestamps" if self.version == 3 else "v2: cumulative `wait` actions only"
+                )
+                continue
+            p = text.split()
+            if self.version == 3:
+                if len(p) < 3 or not p[0].isdigit():
+                    raise LineError("v3 line must be `usec file action [offset length]`")
+                ts_ns = int(p[0]) * 1000
+                p = p[1:]
+            else:
+                ts_ns = self.clock_ns
+            if len(p) < 2:
+                raise LineError("expected `file action [offset length]`")
+            fname, act = p[0], p[1]
+            if act in ("add", "open", "close"):
+                if act == "add":
+                    st.devices.add(fname)
+                continue
+            if act == "wait":
+                if self.version == 3:
+                    raise LineError("`wait` is not allowed in a version 3 iolog")
+                if len(p) < 3 or not p[2].isdigit():
+                    raise LineError("`wait` needs a delay in microseconds")
+                self.clock_ns += int(p[2]) * 1000
+                continue
+            if act in self._SYNCS:
+                st.sync_rows.append((ts_ns, self._SYNCS[act]))
+                continue
+            op = self._OPS.get(act)
+            if op is None:
+                raise LineError(f"unknown action {act!r}")
+            if len(p) != 4 or not p[2].isdigit() or not p[3].isdigit():
+                raise LineError(f"`{act}` needs `offset length` as integers")
+            st.devices.add(fname)
+            yield (ts_ns, fname, int(p[2]), int(p[3]), op)
+
+
+# blkparse default output: `maj,min cpu seq time pid action rwbs rest`
+_BLKPARSE = re.compile(r"^\s*(\d+),(\d+)\s+\d+\s+\d+\s+(\d+\.\d+)\s+(\d+)\s+([A-Z]{1,2})\s+(\S+)\s*(.*)$")
+_BLKPARSE_REST = re.compile(r"^(\d+) \+ (\d+)(?:\s+\(\s*\d+\))?\s*(?:\[(.*)\])?\s*$")
+_BLKPARSE_NODATA = re.compile(r"^(?:(\d+)\s*)?(?:\[(.*)\])?\s*$")
+_BLKPARSE_SUMMARY = re.compile(r"^(CPU\d+|Total) \(")
+
+
+def parse_rwbs(rwbs: str) -> tuple[str | None, bool, bool, bool, bool, bool]:
+    """Kernel RWBS flags -> (op, sync, fua, preflush, meta, readahead); op None for other ops.
+
+    blk_fill_rwbs(): an optional leading F (REQ_PREFLUSH), the op (W, R, D discard, DE secure
+    erase, F flush, N anything else), then F (FUA), A (readahead), S (sync), M (meta).
+    """
+    i = 1 if rwbs.startswith("F") else 0
+    preflush = i == 1
+    c = rwbs[i : i + 1]
+    ops = {"W": "write", "R": "read", "D": "discard", "F": "flush", "": "flush", "N": None}
+    if c not in ops:
+        raise LineError(f"bad RWBS flags {rwbs!r}")
+    op = ops[c]
+    rest = rwbs[i + 1 :]
+    if op == "discard" and rest.startswith("E"):
+        rest = rest[1:]
+    if set(rest) - set("FASM"):
+        raise LineError(f"bad RWBS flags {rwbs!r}")
+    return op, "S" in rest, "F" in rest, preflush, "M" in rest, "A" in rest
+
+
+class Blkparse(Format):
+    """blkparse's default text output.
+
+    D (issue) and C (complete) are matched by device and sector; Q (queue) gives queue_ns and the
+    submitting process (pid/comm; the D line's is often a kworker). in-flight at issue is counted
+    from the D/C stream itself (requests already in flight when the trace began are not seen).
+    Requests issued but never completed are kept with a null latency and counted.
+    """
+
+    name = "blkparse"
+    columns = (
+        "ts_ns",
+        "queue_ns",
+        "lat_ns",
+        "device",
+        "offset",
+        "size",
+        "op",
+        "sync",
+        "fua",
+        "preflush",
+        "meta",
+        "readahead",
+        "rwbs",
+        "pid",
+        "comm",
+        "inflight",
+        "error",
+    )
+    # Queued bios never issued under their own sector (merged ones) would otherwise pile up.
+    MAX_PENDING = 1 << 20
+
+    def __init__(self, path: Path, state: ParseState, **options: Any) -> None:
+        super().__init__(path, state)
+        self.queued: dict[tuple[str, int], tuple[int, int, str | None]] = {}
+        self.issued: dict[tuple[str, int], list] = {}
+        self.inflight: dict[str, int] = {}
+        self.in_summary = False
+
+    @staticmethod
+    def sniff(lines: list[str]) -> bool:
+        return any(_BLKPARSE.match(x) for x in lines)
+
+    def parse(self, lines: Iterable[tuple[int, str]]) -> Iterator[tuple]:
+        match, rest_match = _BLKPARSE.match, _BLKPARSE_REST.match
+        queued, issued, inflight = self.queued, self.issued, self.inflight
+        st = self.state
+        for _, line in lines:
+            if self.in_summary:
+                continue
+            m = match(line)
+            if m is None:
+                if not line.strip():
+                    continue
+                if _BLKPARSE_SUMMARY.match(line):
+                    self.in_summary = True  # the per-CPU/total statistics that end the output
+                    continue
+                raise LineError("not a blkparse event `maj,min cpu seq time pid action rwbs ...`")
+            maj, mnr, t, pid, action, rwbs, rest = m.groups()
+            if action not in ("Q", "D", "C", "M", "F"):
+                continue
+            dev = f"{maj},{mnr}"
+            r = rest_match(rest)
+            if r is not None:
+                sector, nsect, tail = int(r.group(1)), int(r.group(2)), r.group(3)
+            else:
+                r = _BLKPARSE_NODATA.match(rest)
+                if r is None:
+                    raise LineError(f"cannot read `sector + size [process]` from {rest!r}")
+                sector, nsect, tail = int(r.group(1) or 0), 0, r.group(2)
+            ts = _ns_from_decimal_seconds(t)
+            key = (dev, sector)
+            if action == "Q":
+                if len(queued) >= self.MAX_PENDING:
+                    queued.pop(next(iter(queued)))
+                    st.count("dropped_queue_events")
+                queued[key] = (ts, int(pid), tail)
+            elif action in ("M", "F"):
+                queued.pop(key, None)
+            elif action == "D":
+                op, sync, fua, preflush, meta, ra = parse_rwbs(rwbs)
+                q = queued.pop(key, None)
+                if op is None:  # zone management and driver-private requests: not workload I/O
+                    st.count("other_ops_skipped")
+                    continue
+                if key in issued:  # re-issued (requeue) or a duplicate: keep the newest issue
+                    issued.pop(key)
+                    inflight[dev] -= 1
+                    st.count("reissued")
+                n = inflight.get(dev, 0) + 1
+                inflight[dev] = n
+                if dev not in st.devices:
+                    st.devices.add(dev)
+                qts, qpid, qcomm = q if q is not None else (None, int(pid), tail)
+                issued[key] = [
+                    ts,
+                    qts,
+                    dev,
+                    sector * 512,
+                    nsect * 512,
+                    op,
+                    sync,
+                    fua,
+                    preflush,
+                    meta,
+                    ra,
+                    rwbs,
+                    qpid,
+                    qcomm,
+                    n,
+                ]
+            else:  # C
+                d = issued.pop(key, None)
+                if d is None:
+                    st.count("unmatched_completions")
+                    continue
+                inflight[dev] -= 1
+                try:
+                    err = int(tail) if tail is not None else None
+                except ValueError:
+                    err = None
+                yield (d[0], d[1], ts - d[0], *d[2:], err)
+
+    def finish(self) -> Iterator[tuple]:
+        for d in self.issued.values():
+            self.state.count("never_completed")
+            yield (d[0], d[1], None, *d[2:], None)
+        self.issued.clear()
+
+
+def _is_number(s: str) -> bool:
+    try:
+        float(s)
+    except ValueError:
+        return False
+    return True
+
+
+FORMATS: dict[str, type[Format]] = {f.name: f for f in (Blkparse, Blkreplay, Msr, Disksim, FioIolog, Alibaba)}
+# Most specific first: a disksim line is also five numbers, an alibaba line also comma-separated.
+DETECT_ORDER = (FioIolog, Blkparse, Blkreplay, Msr, Alibaba, Disksim)
