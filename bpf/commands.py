@@ -2,8 +2,111 @@
 
 from __future__ import annotations
 
+import json
+import re
+from pathlib import Path
+
 import typer
+
+from iofp.errors import BadInput
+
+_UNITS = {"ms": 1e-3, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
+
+
+def parse_duration(text: str, flag: str) -> float:
+    """ "30s", "500ms", "5m", "1h" or plain seconds -> seconds."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min|h)?\s*", text)
+    if not m or float(m.group(1)) <= 0:
+        raise BadInput(f"{flag} {text!r} is not a duration; use e.g. 30s, 500ms, 5m or 1h")
+    return float(m.group(1)) * _UNITS[m.group(2) or "s"]
+
+
+def parse_labels(items: list[str]) -> dict[str, str]:
+    labels = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise BadInput(f"--label {item!r} is not key=value; use e.g. --label service=orders")
+        labels[key.strip()] = value
+    return labels
+
+
+def capture_cmd(
+    device: list[str] = typer.Option(
+        [], "--device", "-d", help="Block device to trace, e.g. loop3 (repeatable; default all)."
+    ),
+    duration: str | None = typer.Option(
+        None, "--duration", help="Stop after this long, e.g. 30s or 5m (default: until Ctrl-C)."
+    ),
+    output: Path = typer.Option(
+        Path("trace"), "--output", "-o", help="Trace directory to create (must be new or empty)."
+    ),
+    label: list[str] = typer.Option(
+        [], "--label", help="key=value stored in the trace's metadata (repeatable)."
+    ),
+    comm: str | None = typer.Option(
+        None, "--comm", help="Only requests/syscalls submitted by this command name."
+    ),
+    pid: int | None = typer.Option(
+        None, "--pid", help="Only requests/syscalls submitted by this process id."
+    ),
+    rotate: str = typer.Option("5s", "--rotate", help="Write a complete Parquet file this often."),
+    json_out: bool = typer.Option(False, "--json", help="Print the summary as JSON on stdout."),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing, non-empty output directory."),
+    no_syscalls: bool = typer.Option(False, "--no-syscalls", help="Do not trace fsync-family syscalls."),
+) -> None:
+    """Record every block request (and fsync-family syscall) into a Parquet trace with eBPF.
+
+    Ends cleanly on --duration, Ctrl-C or SIGTERM; every file written is complete. Lost events are
+    counted in the kernel and reported.
+
+    Example: sudo iofp capture --device nvme0n1 --duration 60s --label service=orders -o orders-peak
+    """
+    from bpf.capture import CaptureOptions, capture, loss_warning, progress_line, render_summary
+
+    opts = CaptureOptions(
+        output=output,
+        devices=list(device),
+        duration_s=parse_duration(duration, "--duration") if duration else None,
+        labels=parse_labels(label),
+        comm=comm,
+        pid=pid,
+        rotate_s=parse_duration(rotate, "--rotate"),
+        force=force,
+        syscalls=not no_syscalls,
+    )
+    summary = capture(opts, progress=progress_line())
+    if (warning := loss_warning(summary)) is not None:
+        typer.echo(f"iofp: {warning}", err=True)
+    typer.echo(json.dumps(summary.to_dict(), indent=2) if json_out else "\n".join(render_summary(summary)))
+
+
+def doctor_cmd(
+    json_out: bool = typer.Option(False, "--json", help="Print the checks as JSON."),
+) -> None:
+    """Check that this machine can capture: privileges, tracefs, BTF, tracepoints, bcc, headers, fio.
+
+    Mounts tracefs if it is missing. Prints each missing piece with the command that fixes it on
+    Debian, Ubuntu and RHEL. Exits 0 only when capture can work.
+
+    Example: sudo iofp doctor
+    """
+    from bpf.probe import capture_ready, doctor_checks
+
+    checks = doctor_checks(mount=True)
+    ready = capture_ready(checks)
+    if json_out:
+        typer.echo(json.dumps({"ready": ready, "checks": [c.__dict__ for c in checks]}, indent=2))
+    else:
+        for c in checks:
+            mark = "ok  " if c.ok else ("FAIL" if c.required else "warn")
+            typer.echo(f"{mark} {c.name}: {c.detail}")
+            for family, fix in [] if c.ok else c.fix.items():
+                typer.echo(f"       fix ({family}): {fix}")
+        typer.echo("capture: ready" if ready else "capture: NOT ready (fix the FAIL lines above)")
+    raise typer.Exit(0 if ready else 3)
 
 
 def register(app: typer.Typer) -> None:
-    pass
+    app.command("capture")(capture_cmd)
+    app.command("doctor")(doctor_cmd)

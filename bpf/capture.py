@@ -1,0 +1,375 @@
+"""`capture()`: record every block request (and fsync-family syscall) into a trace directory.
+
+The loop: poll the ring buffer (the kernel sends whole batches), nudge the CPUs every 100 ms so an
+idle device's half-full batch is not held back, and every `rotate_s` hand what arrived to a writer
+thread that converts it with numpy/pyarrow and writes one complete Parquet file per table. Each
+file's footer carries the loss counters up to that file, so a trace cut short by kill -9 is still
+valid and honest; trace.json is written at the end.
+"""
+
+from __future__ import annotations
+
+import queue
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bpf.devices import device_names, resolve_devices
+from iofp.contract import IO_TABLE, SYNC_TABLE, TraceMeta, TraceWriter, device_facts
+from iofp.errors import BadInput
+
+FLUSH_TICK_S = 0.1
+MAX_PENDING_BYTES = 64 << 20  # write a file early rather than hold more than this in memory
+
+
+@dataclass
+class CaptureOptions:
+    output: Path
+    devices: list[str] = field(default_factory=list)  # names like "loop3"; empty = all
+    duration_s: float | None = None
+    labels: dict[str, str] = field(default_factory=dict)
+    comm: str | None = None
+    pid: int | None = None
+    rotate_s: float = 5.0
+    force: bool = False
+    syscalls: bool = True
+
+
+@dataclass
+class CaptureSummary:
+    output: Path
+    io_events: int
+    sync_events: int
+    lost_events: int
+    unmatched: int
+    duration_s: float
+    bytes: int
+    files: int
+    loss: dict[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["output"] = str(self.output)
+        return d
+
+
+ProgressFn = Callable[[dict[str, float]], None]
+
+
+def validate(opts: CaptureOptions) -> dict[str, int]:
+    """Check the options before anything is loaded or written; returns {device name: dev_t}."""
+    from bpf.probe import require_capture
+
+    if opts.duration_s is not None and opts.duration_s <= 0:
+        raise BadInput(f"--duration must be positive, got {opts.duration_s:g}s")
+    if opts.rotate_s <= 0:
+        raise BadInput(f"--rotate must be positive, got {opts.rotate_s:g}s")
+    if opts.pid is not None and opts.pid <= 0:
+        raise BadInput(f"--pid must be a positive process id, got {opts.pid}")
+    if opts.comm is not None and not opts.comm:
+        raise BadInput("--comm must not be empty")
+    devs = resolve_devices(opts.devices)
+    require_capture()
+    return devs
+
+
+class _Writer(threading.Thread):
+    """Converts and writes in the background so that polling never waits for Parquet."""
+
+    def __init__(self, writer: TraceWriter, t0: int, names: dict[int, str]) -> None:
+        super().__init__(name="iofp-writer", daemon=True)
+        from bpf.btf import kernel_btf
+        from bpf.record import ReqBits
+
+        self.writer = writer
+        self.t0 = t0
+        self.names = names
+        self.bits = ReqBits.from_btf(kernel_btf())
+        self.q: queue.Queue[tuple[np.ndarray, np.ndarray, dict[str, int]] | None] = queue.Queue(maxsize=4)
+        self.io_rows = 0
+        self.sync_rows = 0
+        self.bytes = 0
+        self.files = 0
+        self.skipped_ops = 0
+        self.file_bytes = 0
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        from bpf.record import io_table, sync_table
+
+        while (item := self.q.get()) is not None:
+            io, sync, loss = item
+            try:
+                self._note_devices(io)
+                if len(io):
+                    tbl, skipped = io_table(io, self.t0, self.bits, self.names)
+                    self.skipped_ops += skipped
+                    loss = {**loss, "skipped_ops": self.skipped_ops}
+                self.writer.meta.loss = loss
+                if len(io):
+                    self._write(IO_TABLE, tbl)
+                    self.io_rows += tbl.num_rows
+                    self.bytes += int(np.sum(io["bytes"], dtype=np.int64))
+                if len(sync):
+                    stbl = sync_table(sync[sync["enter_ns"] >= self.t0], self.t0)
+                    self._write(SYNC_TABLE, stbl)
+                    self.sync_rows += stbl.num_rows
+            except BaseException as e:  # surfaced by the capture loop
+                self.error = e
+                return
+
+    def _write(self, table: str, tbl: Any) -> None:
+        path = self.writer.write(table, tbl)
+        if path is not None:
+            self.files += 1
+            self.file_bytes += path.stat().st_size
+
+    def _note_devices(self, io: np.ndarray) -> None:
+        meta = self.writer.meta
+        for d in np.unique(io["dev"]) if len(io) else ():
+            name = self.names.get(int(d))
+            if name is None:
+                self.names.update(device_names())
+                name = self.names.get(int(d))
+            if name and name not in meta.devices:
+                meta.devices[name] = device_facts(name)
+
+
+def capture(
+    opts: CaptureOptions,
+    stop: threading.Event | None = None,
+    *,
+    ready: threading.Event | None = None,
+    progress: ProgressFn | None = None,
+) -> CaptureSummary:
+    """Capture until `duration_s`, `stop.set()`, SIGINT or SIGTERM; returns the summary.
+
+    `ready` is set once the probes are attached and recording. Raises BadInput for bad options and
+    MissingCapability when the machine cannot capture (before anything is written).
+    """
+    from bpf.loader import KernelCapture, KernelOptions
+
+    devs = validate(opts)
+    filters: dict[str, Any] = {"devices": sorted(devs), "comm": opts.comm, "pid": opts.pid}
+    meta = TraceMeta(source="capture", filters=filters, labels=dict(opts.labels))
+    meta.devices = {name: device_facts(name) for name in devs}
+    writer = TraceWriter(opts.output, meta, force=opts.force)
+    stop = stop or threading.Event()
+
+    kc = KernelCapture(
+        KernelOptions(devs=list(devs.values()), pid=opts.pid, comm=opts.comm, syscalls=opts.syscalls)
+    )
+    meta.extra = {
+        "probes": [tp for tp, _ in kc.probes()] + (["syscalls:sys_*_fsync-family"] if opts.syscalls else []),
+        "kernel_batch": kc.opts.io_batch,
+        "rotate_s": opts.rotate_s,
+    }
+    restore = _install_signal_handlers(stop)
+    out: _Writer | None = None
+    try:
+        t0, wall0 = kc.start()
+        meta.capture_start_ns = wall0
+        out = _Writer(writer, t0, device_names())
+        out.start()
+        if ready is not None:
+            ready.set()
+        end_reason = _loop(kc, out, opts, stop, t0, progress)
+        kc.stop()
+        duration_ns = time.monotonic_ns() - t0
+        meta.duration_ns = duration_ns
+        _hand_over(kc, out)
+        meta.extra["end"] = end_reason
+        meta.extra["inflight_at_end"] = kc.inflight_left()
+    finally:
+        if out is not None and out.is_alive():
+            out.q.put(None)
+            out.join()
+        restore()
+        kc.close()
+    if out.error is not None:
+        raise out.error
+    writer.close()
+    loss = meta.loss
+    return CaptureSummary(
+        output=Path(opts.output),
+        io_events=out.io_rows,
+        sync_events=out.sync_rows,
+        lost_events=meta.lost_events,
+        unmatched=int(loss.get("unmatched_completions", 0)),
+        duration_s=duration_ns / 1e9,
+        bytes=out.bytes,
+        files=out.files,
+        loss=dict(loss),
+    )
+
+
+def _loss(kc: Any) -> dict[str, int]:
+    c = kc.counters()
+    loss = {k: v for k, v in c.items() if k.startswith("lost_")}
+    loss["lost_recursion"] = kc.recursion_misses()
+    loss["unmatched_completions"] = c["unmatched_completions"]
+    loss["completed_unissued"] = c["completed_unissued"]
+    return loss
+
+
+def _hand_over(kc: Any, out: _Writer) -> None:
+    io, sync = kc.take()
+    out.q.put((io, sync, _loss(kc)))
+
+
+def _loop(
+    kc: Any, out: _Writer, opts: CaptureOptions, stop: threading.Event, t0: int, progress: ProgressFn | None
+) -> str:
+    next_flush = next_rotate = time.monotonic()
+    next_rotate += opts.rotate_s
+    last_report, last_events, last_bytes = time.monotonic(), 0, 0
+    while True:
+        kc.poll(int(FLUSH_TICK_S * 1000))
+        now = time.monotonic()
+        if out.error is not None:
+            return "writer error"
+        if stop.is_set():
+            return "stopped"
+        if opts.duration_s is not None and time.monotonic_ns() - t0 >= opts.duration_s * 1e9:
+            return "duration"
+        if now >= next_flush:
+            kc.flush()
+            next_flush = now + FLUSH_TICK_S
+        if now >= next_rotate or kc.pending_bytes >= MAX_PENDING_BYTES:
+            _hand_over(kc, out)
+            next_rotate = now + opts.rotate_s
+        if progress is not None and now - last_report >= 1.0:
+            c = kc.counters()
+            events = c["io_records"]
+            lost = sum(v for k, v in c.items() if k.startswith("lost_"))
+            total_bytes = out.bytes
+            dt = now - last_report
+            progress(
+                {
+                    "elapsed_s": (time.monotonic_ns() - t0) / 1e9,
+                    "events_per_s": (events - last_events) / dt,
+                    "mb_per_s": (total_bytes - last_bytes) / dt / 1e6,
+                    "events": events,
+                    "lost": lost,
+                    "file_bytes": out.file_bytes,
+                }
+            )
+            last_report, last_events, last_bytes = now, events, total_bytes
+
+
+def _install_signal_handlers(stop: threading.Event) -> Callable[[], None]:
+    """SIGINT/SIGTERM end the capture cleanly (only possible from the main thread)."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+
+    def handler(signum: int, _frame: Any) -> None:
+        stop.set()
+
+    for s in previous:
+        signal.signal(s, handler)
+
+    def restore() -> None:
+        for s, h in previous.items():
+            signal.signal(s, h)
+
+    return restore
+
+
+class BackgroundCapture:
+    """A capture running in a thread; `stop()` ends it and returns its summary."""
+
+    def __init__(self, opts: CaptureOptions) -> None:
+        self.opts = opts
+        self._stop = threading.Event()
+        self._ready = threading.Event()
+        self._summary: CaptureSummary | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="iofp-capture", daemon=True)
+
+    def _run(self) -> None:
+        try:
+            self._summary = capture(self.opts, self._stop, ready=self._ready)
+        except BaseException as e:
+            self._error = e
+        finally:
+            self._ready.set()
+
+    def _start(self) -> None:
+        self._thread.start()
+        self._ready.wait()
+        if self._error is not None:
+            self._thread.join()
+            raise self._error
+
+    def stop(self) -> CaptureSummary:
+        self._stop.set()
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        assert self._summary is not None
+        return self._summary
+
+    def __enter__(self) -> BackgroundCapture:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._thread.is_alive():
+            self.stop()
+
+
+def start_capture(opts: CaptureOptions) -> BackgroundCapture:
+    """Start capturing in the background; returns once the probes are attached and recording."""
+    bg = BackgroundCapture(opts)
+    bg._start()
+    return bg
+
+
+def progress_line(stream: Any = None) -> ProgressFn | None:
+    """A one-line live display on a terminal; None (quiet) when stderr is not a TTY."""
+    stream = stream or sys.stderr
+    if not stream.isatty():
+        return None
+
+    def show(p: dict[str, float]) -> None:
+        stream.write(
+            f"\r{p['elapsed_s']:7.1f}s  {p['events_per_s']:9.0f} events/s  {p['mb_per_s']:7.1f} MB/s  "
+            f"lost {int(p['lost'])}  written {p['file_bytes'] / 1e6:.1f} MB\x1b[K"
+        )
+        stream.flush()
+
+    return show
+
+
+def render_summary(s: CaptureSummary) -> list[str]:
+    lines = [
+        f"Captured {s.io_events} block requests and {s.sync_events} sync calls in {s.duration_s:.1f}s "
+        f"({s.bytes / 1e6:.1f} MB of I/O) into {s.files} files.",
+    ]
+    if s.unmatched:
+        lines.append(f"{s.unmatched} completions of requests issued before the capture were left out.")
+    lines.append(f"Wrote {s.output}. Next: iofp fingerprint {s.output}")
+    return lines
+
+
+def loss_warning(s: CaptureSummary) -> str | None:
+    if not s.lost_events:
+        return None
+    parts = ", ".join(f"{k}={v}" for k, v in sorted(s.loss.items()) if k.startswith("lost") and v)
+    return f"WARNING: this capture LOST {s.lost_events} events ({parts}); the trace is incomplete"
+
+
+__all__ = [
+    "BackgroundCapture",
+    "CaptureOptions",
+    "CaptureSummary",
+    "capture",
+    "start_capture",
+]

@@ -1,0 +1,304 @@
+"""Compiles capture.bpf.c with bcc, attaches it, and moves the kernel's record batches to numpy.
+
+Everything kernel-specific reaches the C code as a -D define computed here: struct offsets and
+enum values from BTF, the filters, the batch and buffer sizes. bcc is imported lazily so that
+`import bpf` works on a machine without it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import struct
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bpf.btf import BTF, kernel_btf
+from bpf.record import BATCH_HDR, COUNTERS, IO_DTYPE, KIND_IO, KIND_SYNC, SYNC_DTYPE
+
+SRC = Path(__file__).with_name("capture.bpf.c")
+
+# struct request & co: the fields read, by define name
+_FIELDS = {
+    "IOFP_OFF_RQ_Q": ("request", "q"),
+    "IOFP_OFF_RQ_CMD_FLAGS": ("request", "cmd_flags"),
+    "IOFP_OFF_RQ_DATA_LEN": ("request", "__data_len"),
+    "IOFP_OFF_RQ_SECTOR": ("request", "__sector"),
+    "IOFP_OFF_Q_DISK": ("request_queue", "disk"),
+    "IOFP_OFF_DISK_MAJOR": ("gendisk", "major"),
+    "IOFP_OFF_DISK_FIRST_MINOR": ("gendisk", "first_minor"),
+}
+_SIZES = {  # the program reads these with fixed-size reads
+    "IOFP_OFF_RQ_Q": 8,
+    "IOFP_OFF_RQ_CMD_FLAGS": 4,
+    "IOFP_OFF_RQ_DATA_LEN": 4,
+    "IOFP_OFF_RQ_SECTOR": 8,
+    "IOFP_OFF_Q_DISK": 8,
+    "IOFP_OFF_DISK_MAJOR": 4,
+    "IOFP_OFF_DISK_FIRST_MINOR": 4,
+}
+
+# bpf(2) commands and flags (include/uapi/linux/bpf.h; stable ABI)
+_SYS_BPF = 321  # x86_64
+_BPF_PROG_TEST_RUN = 10
+_BPF_OBJ_GET_INFO_BY_FD = 15
+_BPF_F_TEST_RUN_ON_CPU = 1
+
+
+class _TestRunAttr(ctypes.Structure):
+    _fields_ = [
+        ("prog_fd", ctypes.c_uint32),
+        ("retval", ctypes.c_uint32),
+        ("data_size_in", ctypes.c_uint32),
+        ("data_size_out", ctypes.c_uint32),
+        ("data_in", ctypes.c_uint64),
+        ("data_out", ctypes.c_uint64),
+        ("repeat", ctypes.c_uint32),
+        ("duration", ctypes.c_uint32),
+        ("ctx_size_in", ctypes.c_uint32),
+        ("ctx_size_out", ctypes.c_uint32),
+        ("ctx_in", ctypes.c_uint64),
+        ("ctx_out", ctypes.c_uint64),
+        ("flags", ctypes.c_uint32),
+        ("cpu", ctypes.c_uint32),
+        ("batch_size", ctypes.c_uint32),
+        ("_pad", ctypes.c_uint32),
+    ]
+
+
+class _InfoAttr(ctypes.Structure):
+    _fields_ = [("bpf_fd", ctypes.c_uint32), ("info_len", ctypes.c_uint32), ("info", ctypes.c_uint64)]
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _bpf(cmd: int, attr: ctypes.Structure) -> int:
+    return _libc.syscall(_SYS_BPF, cmd, ctypes.byref(attr), ctypes.sizeof(attr))
+
+
+def online_cpus() -> list[int]:
+    text = Path("/sys/devices/system/cpu/online").read_text().strip()
+    cpus: list[int] = []
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        cpus.extend(range(int(lo), int(hi or lo) + 1))
+    return cpus
+
+
+@dataclass
+class KernelOptions:
+    devs: list[int] = field(default_factory=list)  # kernel dev_t's; empty = every device
+    pid: int | None = None
+    comm: str | None = None
+    syscalls: bool = True
+    io_batch: int = 64  # records per kernel batch (power of two)
+    sync_batch: int = 16
+    flush_ms: int = 100  # a batch older than this is sent
+    ringbuf_mib: int = 32
+    max_inflight: int = 65536
+
+
+def comm_words(comm: str) -> tuple[int, int]:
+    """The kernel's 16-byte, NUL-padded comm as two little-endian u64 words (truncated to 15)."""
+    raw = comm.encode()[:15].ljust(16, b"\0")
+    return struct.unpack("<QQ", raw)
+
+
+def cflags(opts: KernelOptions, btf: BTF | None = None) -> list[str]:
+    btf = btf or kernel_btf()
+    out = []
+    for define, (struct_name, member) in _FIELDS.items():
+        off, size = btf.member(struct_name, member)
+        if size != _SIZES[define]:
+            raise RuntimeError(f"kernel BTF: {struct_name}.{member} is {size} bytes, not {_SIZES[define]}")
+        out.append(f"-D{define}={off}")
+    ev = btf.enum_values(["REQ_OP_FLUSH", "__REQ_FAILFAST_DEV", "__REQ_PREFLUSH"])
+    out += [
+        f"-DIOFP_REQ_OP_MASK={(1 << ev['__REQ_FAILFAST_DEV']) - 1}",
+        f"-DIOFP_REQ_OP_FLUSH={ev['REQ_OP_FLUSH']}",
+        f"-DIOFP_REQ_PREFLUSH={1 << ev['__REQ_PREFLUSH']}U",
+        f"-DIOFP_IO_REC_SIZE={IO_DTYPE.itemsize}",
+        f"-DIOFP_SYNC_REC_SIZE={SYNC_DTYPE.itemsize}",
+        f"-DIOFP_IO_BATCH={opts.io_batch}",
+        f"-DIOFP_SYNC_BATCH={opts.sync_batch}",
+        f"-DIOFP_FLUSH_NS={opts.flush_ms * 1_000_000}ULL",
+        f"-DIOFP_MAX_INFLIGHT={opts.max_inflight}",
+        f"-DIOFP_RINGBUF_PAGES={(opts.ringbuf_mib << 20) // os.sysconf('SC_PAGE_SIZE')}",
+    ]
+    if btf.has_typedef("btf_trace_block_io_start"):
+        out.append("-DIOFP_HAVE_IO_START")
+    if opts.devs:
+        out.append("-DIOFP_FILTER_DEV")
+    if opts.pid is not None:
+        out.append(f"-DIOFP_FILTER_PID={int(opts.pid)}")
+    if opts.comm is not None:
+        w0, w1 = comm_words(opts.comm)
+        out += ["-DIOFP_FILTER_COMM", f"-DIOFP_COMM_W0={w0}ULL", f"-DIOFP_COMM_W1={w1}ULL"]
+    if opts.syscalls:
+        out.append("-DIOFP_SYSCALLS")
+    out.append(f"-I{SRC.parent}")
+    return out
+
+
+def test_compile() -> None:
+    """Compile and load (verify) the program without attaching anything."""
+    from bcc import BPF
+
+    b = BPF(src_file=str(SRC).encode(), cflags=cflags(KernelOptions(syscalls=False)))
+    try:
+        for fn in ("iofp_rq_issue", "iofp_rq_complete", "iofp_flush"):
+            b.load_func(fn.encode(), BPF.RAW_TRACEPOINT)
+    finally:
+        b.cleanup()
+
+
+class KernelCapture:
+    """The loaded program: attach, poll, flush, drain, count. Not thread-safe; one owner thread."""
+
+    def __init__(self, opts: KernelOptions) -> None:
+        from bcc import BPF
+
+        self.opts = opts
+        self._BPF = BPF
+        self.btf = kernel_btf()
+        self.have_io_start = self.btf.has_typedef("btf_trace_block_io_start")
+        # TRACEPOINT_PROBEs (the syscalls) attach as bcc loads them; block probes attach in start()
+        self.bpf = BPF(src_file=str(SRC).encode(), cflags=cflags(opts, self.btf))
+        if opts.devs:
+            devs = self.bpf["devs"]
+            for d in opts.devs:
+                devs[devs.Key(d)] = devs.Leaf(1)
+        self._io: list[bytes] = []
+        self._sync: list[bytes] = []
+        self.pending_bytes = 0
+        self.bpf["events"].open_ring_buffer(self._on_batch)
+        self._flush_fn = self.bpf.load_func(b"iofp_flush", BPF.RAW_TRACEPOINT)
+        self._cpus = online_cpus()
+        self._attached: list[str] = []
+        self._flush_ok = True
+
+    # ---- lifecycle ------------------------------------------------------------------------
+
+    def probes(self) -> list[tuple[str, str]]:
+        tps = [
+            ("block_rq_complete", "iofp_rq_complete"),
+            ("block_rq_requeue", "iofp_rq_requeue"),
+            ("block_rq_merge", "iofp_rq_merge"),
+            ("block_rq_issue", "iofp_rq_issue"),
+        ]
+        if self.have_io_start:
+            tps.append(("block_io_start", "iofp_io_start"))
+        else:
+            tps.append(("block_rq_insert", "iofp_rq_insert"))
+        return tps
+
+    def start(self) -> tuple[int, int]:
+        """Attach the block probes; returns (monotonic ns, wall-clock ns) of the capture's start."""
+        mono, wall = time.monotonic_ns(), time.time_ns()
+        for tp, fn in self.probes():
+            self.bpf.attach_raw_tracepoint(tp=tp.encode(), fn_name=fn.encode())
+            self._attached.append(tp)
+        return mono, wall
+
+    def stop(self) -> None:
+        """Detach every probe, then hand over what the per-CPU batches still hold."""
+        for tp in self._attached:
+            self.bpf.detach_raw_tracepoint(tp=tp.encode())
+        self._attached.clear()
+        for tp in list(self.bpf.tracepoint_fds):
+            self.bpf.detach_tracepoint(tp)
+        self.flush(force=True)
+        if not self._flush_ok:
+            self._drain_maps()
+        self.bpf.ring_buffer_consume()
+
+    def close(self) -> None:
+        self.bpf.cleanup()
+
+    # ---- data -----------------------------------------------------------------------------
+
+    def _on_batch(self, _ctx: Any, data: int, size: int) -> None:
+        raw = ctypes.string_at(data, size)
+        kind, count, _ = struct.unpack_from("<IIQ", raw)
+        if kind == KIND_IO:
+            body = raw[BATCH_HDR.itemsize : BATCH_HDR.itemsize + count * IO_DTYPE.itemsize]
+            self._io.append(body)
+        elif kind == KIND_SYNC:
+            body = raw[BATCH_HDR.itemsize : BATCH_HDR.itemsize + count * SYNC_DTYPE.itemsize]
+            self._sync.append(body)
+        else:
+            return
+        self.pending_bytes += len(body)
+
+    def poll(self, timeout_ms: int) -> None:
+        self.bpf.ring_buffer_poll(timeout_ms)
+
+    def take(self) -> tuple[np.ndarray, np.ndarray]:
+        """Everything received since the last take, as record arrays."""
+        io = np.frombuffer(b"".join(self._io), dtype=IO_DTYPE)
+        sync = np.frombuffer(b"".join(self._sync), dtype=SYNC_DTYPE)
+        self._io, self._sync, self.pending_bytes = [], [], 0
+        return io, sync
+
+    def flush(self, force: bool = False) -> None:
+        """Ask every CPU to send its batch if it is older than flush_ms (or at all, if force)."""
+        if not self._flush_ok:
+            return
+        arg = ctypes.c_uint64(1 if force else 0)
+        for cpu in self._cpus:
+            attr = _TestRunAttr(
+                prog_fd=self._flush_fn.fd,
+                ctx_size_in=8,
+                ctx_in=ctypes.addressof(arg),
+                flags=_BPF_F_TEST_RUN_ON_CPU,
+                cpu=cpu,
+            )
+            if _bpf(_BPF_PROG_TEST_RUN, attr) != 0:
+                # No raw_tp test runs here (before v5.10): batches are sent when full or aged on
+                # the next event, and drained from the maps once the probes are detached.
+                self._flush_ok = False
+                return
+
+    def _drain_maps(self) -> None:
+        """Read the per-CPU batches directly; only safe once nothing is attached."""
+        for name, kind, dtype in (("io_batch", KIND_IO, IO_DTYPE), ("sync_batch", KIND_SYNC, SYNC_DTYPE)):
+            table = self.bpf[name]
+            for leaf in table.getvalue(table.Key(0)):
+                raw = bytes(leaf)
+                _, count, _ = struct.unpack_from("<IIQ", raw)
+                body = raw[BATCH_HDR.itemsize : BATCH_HDR.itemsize + count * dtype.itemsize]
+                (self._io if kind == KIND_IO else self._sync).append(body)
+
+    # ---- accounting -----------------------------------------------------------------------
+
+    def counters(self) -> dict[str, int]:
+        table = self.bpf["counters"]
+        out = {}
+        for i, name in enumerate(COUNTERS):
+            out[name] = int(sum(table.getvalue(table.Key(i))))
+        return out
+
+    def inflight_left(self) -> int:
+        """Requests issued during the capture that had not completed when it stopped."""
+        return sum(1 for _, v in self.bpf["reqs"].items() if v.issue_ns)
+
+    def recursion_misses(self) -> int:
+        """Program runs the kernel skipped because the program was already running on that CPU
+        (e.g. a completion interrupt arriving inside our own handler): events lost before we saw them."""
+        try:
+            off, size = self.btf.member("bpf_prog_info", "recursion_misses")
+            info_len = self.btf.sizeof(self.btf.struct_id("bpf_prog_info"))
+        except Exception:
+            return 0
+        total = 0
+        for fn in self.bpf.funcs.values():
+            buf = ctypes.create_string_buffer(info_len)
+            attr = _InfoAttr(bpf_fd=fn.fd, info_len=info_len, info=ctypes.addressof(buf))
+            if _bpf(_BPF_OBJ_GET_INFO_BY_FD, attr) == 0 and size == 8:
+                total += struct.unpack_from("<Q", buf.raw, off)[0]
+        return total

@@ -1,0 +1,251 @@
+"""The kernel's records as numpy dtypes (mirroring bpf/iofp_record.h), and their conversion to the
+trace contract's Arrow tables, a whole batch at a time.
+
+Opcodes and flag bits are not hard-coded: they are enumerators of the running kernel (`enum req_op`,
+`enum req_flag_bits`) read from BTF, because their values have changed between kernel versions.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from bpf.btf import BTF, BTFError
+from iofp.contract import IO_SCHEMA, OPS, SYNC_CALLS, SYNC_SCHEMA
+
+HEADER = Path(__file__).with_name("iofp_record.h")
+
+IO_DTYPE = np.dtype(
+    [
+        ("issue_ns", "<u8"),
+        ("queue_ns", "<u8"),
+        ("complete_ns", "<u8"),
+        ("sector", "<u8"),
+        ("bytes", "<u4"),
+        ("cmd_flags", "<u4"),
+        ("dev", "<u4"),
+        ("pid", "<u4"),
+        ("inflight", "<i4"),
+        ("error", "<i2"),
+        ("_pad", "<u2"),
+        ("comm", "S16"),
+    ]
+)
+
+SYNC_DTYPE = np.dtype(
+    [
+        ("enter_ns", "<u8"),
+        ("exit_ns", "<u8"),
+        ("ret", "<i8"),
+        ("pid", "<u4"),
+        ("tid", "<u4"),
+        ("fd", "<i4"),
+        ("call", "<u4"),
+        ("comm", "S16"),
+    ]
+)
+
+BATCH_HDR = np.dtype([("kind", "<u4"), ("count", "<u4"), ("first_ns", "<u8")])
+KIND_IO, KIND_SYNC = 1, 2
+
+# enum iofp_counter, in order
+COUNTERS = (
+    "io_records",
+    "sync_records",
+    "lost_io_ringbuf",
+    "lost_io_map_full",
+    "lost_sync_ringbuf",
+    "lost_sync_map_full",
+    "unmatched_completions",
+    "completed_unissued",
+    "flush_busy",
+)
+
+MINORBITS = 20  # kernel dev_t: major << 20 | minor (include/linux/kdev_t.h, stable)
+
+
+def kdev(major: int, minor: int) -> int:
+    return (major << MINORBITS) | minor
+
+
+@dataclass(frozen=True)
+class ReqBits:
+    """Where the kernel keeps the op and the flags in `cmd_flags` (from BTF enums)."""
+
+    op_mask: int
+    ops: dict[int, str]  # opcode -> contract op; opcodes absent here are not block data I/O
+    sync: int
+    meta: int
+    fua: int
+    preflush: int
+    rahead: int
+    atomic: int | None
+    rwbs_op: dict[int, str]  # opcode -> the letters blk_fill_rwbs prints
+
+    @classmethod
+    def from_btf(cls, btf: BTF) -> ReqBits:
+        v = btf.enum_values(
+            [
+                "REQ_OP_READ",
+                "REQ_OP_WRITE",
+                "REQ_OP_FLUSH",
+                "REQ_OP_DISCARD",
+                "REQ_OP_SECURE_ERASE",
+                "REQ_OP_WRITE_ZEROES",
+                "__REQ_FAILFAST_DEV",
+                "__REQ_SYNC",
+                "__REQ_META",
+                "__REQ_FUA",
+                "__REQ_PREFLUSH",
+                "__REQ_RAHEAD",
+            ]
+        )
+        optional = {}
+        for name in ("REQ_OP_ZONE_APPEND", "REQ_OP_DRV_IN", "REQ_OP_DRV_OUT", "__REQ_ATOMIC"):
+            # older kernels lack some; those ops simply never occur there
+            with contextlib.suppress(BTFError):
+                optional[name] = btf.enum_value(name)
+        ops = {
+            v["REQ_OP_READ"]: "read",
+            v["REQ_OP_WRITE"]: "write",
+            v["REQ_OP_FLUSH"]: "flush",
+            v["REQ_OP_DISCARD"]: "discard",
+            v["REQ_OP_SECURE_ERASE"]: "discard",
+            v["REQ_OP_WRITE_ZEROES"]: "write",
+        }
+        rwbs_op = {
+            v["REQ_OP_READ"]: "R",
+            v["REQ_OP_WRITE"]: "W",
+            v["REQ_OP_FLUSH"]: "F",
+            v["REQ_OP_DISCARD"]: "D",
+            v["REQ_OP_SECURE_ERASE"]: "DE",
+        }
+        if "REQ_OP_ZONE_APPEND" in optional:
+            ops[optional["REQ_OP_ZONE_APPEND"]] = "write"
+            rwbs_op[optional["REQ_OP_ZONE_APPEND"]] = "ZA"
+        if "REQ_OP_DRV_IN" in optional:
+            ops[optional["REQ_OP_DRV_IN"]] = "read"
+        if "REQ_OP_DRV_OUT" in optional:
+            ops[optional["REQ_OP_DRV_OUT"]] = "write"
+        atomic = optional.get("__REQ_ATOMIC")
+        return cls(
+            op_mask=(1 << v["__REQ_FAILFAST_DEV"]) - 1,  # the flag bits start right after REQ_OP_BITS
+            ops=ops,
+            sync=1 << v["__REQ_SYNC"],
+            meta=1 << v["__REQ_META"],
+            fua=1 << v["__REQ_FUA"],
+            preflush=1 << v["__REQ_PREFLUSH"],
+            rahead=1 << v["__REQ_RAHEAD"],
+            atomic=None if atomic is None else 1 << atomic,
+            rwbs_op=rwbs_op,
+        )
+
+    def rwbs(self, flags: int) -> str:
+        """The flag letters as the kernel's blk_fill_rwbs() prints them."""
+        out = "F" if flags & self.preflush else ""
+        out += self.rwbs_op.get(flags & self.op_mask, "N")
+        if flags & self.fua:
+            out += "F"
+        if flags & self.rahead:
+            out += "A"
+        if flags & self.sync:
+            out += "S"
+        if flags & self.meta:
+            out += "M"
+        if self.atomic and flags & self.atomic:
+            out += "U"
+        return out
+
+
+def _names(raw: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """Unique NUL-padded byte strings -> (indices, decoded names); few uniques, many rows."""
+    uniq, inverse = np.unique(raw, return_inverse=True)
+    return inverse.astype(np.int32), [u.rstrip(b"\0").decode("utf-8", "replace") for u in uniq]
+
+
+def _dict_to_strings(indices: np.ndarray, values: list[str]) -> pa.Array:
+    return pa.DictionaryArray.from_arrays(pa.array(indices, pa.int32()), pa.array(values, pa.string())).cast(
+        pa.string()
+    )
+
+
+def io_table(recs: np.ndarray, t0_ns: int, bits: ReqBits, dev_names: dict[int, str]) -> tuple[pa.Table, int]:
+    """Records -> an IO_SCHEMA table sorted by issue time, and the number of records skipped because
+    their op is not block data I/O (zone management, driver-private commands)."""
+    opcode = recs["cmd_flags"] & bits.op_mask
+    known = np.isin(opcode, np.fromiter(bits.ops, dtype=np.uint32))
+    skipped = int((~known).sum())
+    if skipped:
+        recs, opcode = recs[known], opcode[known]
+    recs = recs[np.argsort(recs["issue_ns"], kind="stable")]
+    opcode = recs["cmd_flags"] & bits.op_mask
+    n = len(recs)
+    flags = recs["cmd_flags"]
+    issue = recs["issue_ns"].astype(np.int64)
+    queue = recs["queue_ns"].astype(np.int64)
+
+    devs, dev_idx = np.unique(recs["dev"], return_inverse=True)
+    dnames = [dev_names.get(int(d), f"dev{d >> 20}:{d & 0xFFFFF}") for d in devs]
+    device = pa.DictionaryArray.from_arrays(pa.array(dev_idx.astype(np.int32)), pa.array(dnames))
+    op_idx = np.zeros(n, dtype=np.int8)
+    for code, name in bits.ops.items():
+        op_idx[opcode == code] = OPS.index(name)
+    op = pa.DictionaryArray.from_arrays(pa.array(op_idx, pa.int8()), pa.array(OPS, pa.string()))
+
+    uflags, flag_idx = np.unique(flags, return_inverse=True)
+    rwbs = _dict_to_strings(flag_idx.astype(np.int32), [bits.rwbs(int(f)) for f in uflags])
+    comm_idx, comm_names = _names(recs["comm"])
+    pid = recs["pid"].astype(np.int32)
+    unknown_pid = pid == 0
+    comm = _dict_to_strings(comm_idx, comm_names)
+    if unknown_pid.any():
+        comm = _mask(comm, unknown_pid)
+
+    cols = {
+        "ts_ns": pa.array(issue - t0_ns, pa.int64()),
+        "queue_ns": pa.array(queue - t0_ns, pa.int64(), mask=recs["queue_ns"] == 0),
+        "lat_ns": pa.array(recs["complete_ns"].astype(np.int64) - issue, pa.int64()),
+        "device": device,
+        "offset": pa.array(recs["sector"].astype(np.int64) * 512, pa.int64()),
+        "size": pa.array(recs["bytes"].astype(np.int32), pa.int32()),
+        "op": op,
+        "sync": pa.array((flags & bits.sync) != 0),
+        "fua": pa.array((flags & bits.fua) != 0),
+        "preflush": pa.array((flags & bits.preflush) != 0),
+        "meta": pa.array((flags & bits.meta) != 0),
+        "readahead": pa.array((flags & bits.rahead) != 0),
+        "rwbs": rwbs,
+        "pid": pa.array(pid, pa.int32(), mask=unknown_pid),
+        "comm": comm,
+        "inflight": pa.array(recs["inflight"], pa.int32()),
+        "error": pa.array(recs["error"], pa.int16()),
+    }
+    return pa.Table.from_pydict(cols, schema=IO_SCHEMA), skipped
+
+
+def _mask(arr: pa.Array, mask: np.ndarray) -> pa.Array:
+    import pyarrow.compute as pc
+
+    return pc.if_else(pa.array(mask), pa.scalar(None, arr.type), arr)
+
+
+def sync_table(recs: np.ndarray, t0_ns: int) -> pa.Table:
+    recs = recs[np.argsort(recs["enter_ns"], kind="stable")]
+    enter = recs["enter_ns"].astype(np.int64)
+    comm_idx, comm_names = _names(recs["comm"])
+    call_idx = np.minimum(recs["call"], len(SYNC_CALLS) - 1).astype(np.int8)
+    cols = {
+        "ts_ns": pa.array(enter - t0_ns, pa.int64()),
+        "lat_ns": pa.array(recs["exit_ns"].astype(np.int64) - enter, pa.int64()),
+        "call": pa.DictionaryArray.from_arrays(pa.array(call_idx, pa.int8()), pa.array(SYNC_CALLS)),
+        "pid": pa.array(recs["pid"].astype(np.int32), pa.int32()),
+        "tid": pa.array(recs["tid"].astype(np.int32), pa.int32()),
+        "comm": _dict_to_strings(comm_idx, comm_names),
+        "fd": pa.array(recs["fd"], pa.int32()),
+        "ret": pa.array(recs["ret"], pa.int64()),
+    }
+    return pa.Table.from_pydict(cols, schema=SYNC_SCHEMA)
