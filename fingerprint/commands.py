@@ -39,8 +39,39 @@ def import_cmd(
     typer.echo(f"Wrote {r.out}. Next: iofp fingerprint {r.out}")
 
 
+def fingerprint_cmd(
+    trace: Path = typer.Argument(..., help="An iofp trace directory (captured or imported)."),
+    window: str = typer.Option("1s", "--window", help="Window of the time series and regimes (1s, 500ms)."),
+    device: str | None = typer.Option(None, "--device", help="Only this device (as named in the trace)."),
+    between: tuple[str, str] | None = typer.Option(
+        None, "--between", help="Also summarise T1..T2: HH:MM:SS[.fff] wall clock or seconds from start."
+    ),
+    json_out: Path | None = typer.Option(None, "--json", help="Write the fingerprint JSON here."),
+    label: list[str] = typer.Option([], "--label", help="key=value added to the provenance (repeatable)."),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing --json file."),
+) -> None:
+    """Fingerprint a trace: IOPS/MB/s/latency, mix, sizes, locality, burstiness, flushes, the
+    steady and spike regimes, the workload shape and its bound.
+
+    Example: iofp fingerprint mysql.trace --window 1s --json mysql.fp.json --label service=db
+    """
+    from fingerprint.api import fingerprint_trace, parse_duration, parse_labels, write_json
+    from fingerprint.compute import Options
+    from fingerprint.summary import render
+
+    if json_out is not None and json_out.exists() and not force:
+        raise BadInput(f"{json_out} already exists; pass --force to overwrite it")
+    opts = Options(parse_duration(window), device, between, parse_labels(label))
+    fp = fingerprint_trace(trace, opts)
+    render(fp)
+    if json_out is not None:
+        write_json(fp, json_out, force=force)
+        typer.echo(f"Wrote {json_out}. Next: iofp report {trace} -o report.html")
+
+
 def register(app: typer.Typer) -> None:
     app.command("import")(import_cmd)
+    app.command("fingerprint")(fingerprint_cmd)
 
 
 __all__ = ["BadInput", "register"]

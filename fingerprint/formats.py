@@ -348,7 +348,8 @@ def parse_rwbs(rwbs: str) -> tuple[str | None, bool, bool, bool, bool, bool]:
     """Kernel RWBS flags -> (op, sync, fua, preflush, meta, readahead); op None for other ops.
 
     blk_fill_rwbs(): an optional leading F (REQ_PREFLUSH), the op (W, R, D discard, DE secure
-    erase, F flush, N anything else), then F (FUA), A (readahead), S (sync), M (meta).
+    erase, F flush, N anything else; "FN" is an empty flush), then F (FUA), A (readahead),
+    S (sync), M (meta).
     """
     i = 1 if rwbs.startswith("F") else 0
     preflush = i == 1
@@ -357,6 +358,8 @@ def parse_rwbs(rwbs: str) -> tuple[str | None, bool, bool, bool, bool, bool]:
     if c not in ops:
         raise LineError(f"bad RWBS flags {rwbs!r}")
     op = ops[c]
+    if c == "N" and preflush:  # older blkparse prints an empty flush as "FN"
+        op = "flush"
     rest = rwbs[i + 1 :]
     if op == "discard" and rest.startswith("E"):
         rest = rest[1:]

@@ -1,0 +1,105 @@
+"""Entry points over paths for the CLI (and the catalog): open a trace, fingerprint it, save it.
+
+The analyses themselves (`compute`, `diff`, `report`) take relations and dicts; this module is the
+one place that turns paths into those, and the one place that writes fingerprint files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from fingerprint.compute import Options, compute
+from iofp.contract import SYNC_TABLE, atomic_write_bytes, open_trace
+from iofp.errors import BadInput
+
+# 2 cores and several engineers share the machine: DuckDB gets a bounded share of both, and
+# spills the sorts of a big trace to disk instead of growing past the limit.
+DUCKDB_MEMORY_LIMIT = os.environ.get("IOFP_DUCKDB_MEMORY", "3GB")
+DUCKDB_THREADS = int(os.environ.get("IOFP_DUCKDB_THREADS", str(min(os.cpu_count() or 1, 4))))
+
+_UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000, "m": 60_000_000_000}
+
+
+def parse_duration(text: str, what: str = "--window") -> int:
+    """'1s', '100ms', '250us', '2m', '0.5s' -> nanoseconds (a bare number means seconds)."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ns|us|µs|ms|s|m)?\s*", text)
+    if not m or float(m.group(1)) <= 0:
+        raise BadInput(f"{what} {text!r}: give a positive duration such as 1s, 100ms or 250us")
+    return round(float(m.group(1)) * _UNITS[m.group(2) or "s"])
+
+
+def parse_labels(items: list[str]) -> dict[str, str]:
+    labels = {}
+    for item in items:
+        k, sep, v = item.partition("=")
+        if not sep or not k:
+            raise BadInput(f"--label {item!r}: use key=value, e.g. --label service=order-router")
+        labels[k] = v
+    return labels
+
+
+def connect() -> Any:
+    con = duckdb.connect()
+    spill = Path(tempfile.gettempdir()) / "iofp-duckdb"
+    con.execute("SET memory_limit = ?", [DUCKDB_MEMORY_LIMIT]).fetchall()
+    con.execute(f"SET threads = {int(DUCKDB_THREADS)}").fetchall()
+    con.execute("SET temp_directory = ?", [str(spill)]).fetchall()
+    con.execute("SET preserve_insertion_order = true").fetchall()
+    return con
+
+
+def fingerprint_trace(path: Path | str, options: Options | None = None) -> dict[str, Any]:
+    """Open the trace at `path` through the contract and fingerprint it."""
+    trace = open_trace(path)
+    con = connect()
+    try:
+        return compute(con, trace.relation(con), trace.relation(con, SYNC_TABLE), trace.meta, options)
+    finally:
+        con.close()
+
+
+def write_json(doc: dict[str, Any], out: Path, *, force: bool = False) -> Path:
+    """Write a JSON artifact whole (temp file + rename); never over an existing one without force."""
+    if out.exists() and not force:
+        raise BadInput(f"{out} already exists; pass --force to overwrite it")
+    atomic_write_bytes(out, json.dumps(doc, indent=1, default=_jsonable).encode())
+    return out
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    try:
+        doc = json.loads(Path(path).read_text())
+    except OSError as e:
+        raise BadInput(f"{path}: cannot read it ({e.strerror})") from None
+    except ValueError as e:
+        raise BadInput(f"{path}: not JSON ({e})") from None
+    if not isinstance(doc, dict) or "fingerprint_version" not in doc:
+        raise BadInput(
+            f"{path}: not an iofp fingerprint (no fingerprint_version); make one with iofp fingerprint"
+        )
+    from fingerprint.compute import FINGERPRINT_VERSION
+
+    if doc["fingerprint_version"] != FINGERPRINT_VERSION:
+        raise BadInput(
+            f"{path}: fingerprint v{doc['fingerprint_version']}; this iofp reads v{FINGERPRINT_VERSION}"
+        )
+    return doc
+
+
+def _jsonable(o: Any) -> Any:
+    if hasattr(o, "item"):  # numpy scalars
+        return o.item()
+    if isinstance(o, (set, tuple)):
+        return list(o)
+    import decimal
+
+    if isinstance(o, decimal.Decimal):
+        return float(o)
+    raise TypeError(f"not JSON serialisable: {type(o).__name__}")

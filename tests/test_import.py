@@ -1,0 +1,259 @@
+"""Importers: each format on small inline fixtures, malformed input, and the shared real traces."""
+
+from __future__ import annotations
+
+import gzip
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from fingerprint.api import fingerprint_trace
+from fingerprint.importing import detect_format, import_trace
+from iofp.cli import main
+from iofp.contract import open_trace
+
+
+def rows(trace: Path, table: str = "io") -> list[dict]:
+    t = open_trace(trace)
+    out: list[dict] = []
+    for p in t.files[table]:
+        out.extend(pq.read_table(p).to_pylist())
+    return sorted(out, key=lambda r: (r["ts_ns"], str(r.get("device"))))
+
+
+def iofp(monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
+    """Run the real `iofp` entry point in-process: exit status, stdout, stderr."""
+    monkeypatch.setattr(sys, "argv", ["iofp", *args])
+    code = 0
+    try:
+        main()
+    except SystemExit as e:
+        code = e.code
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def write(tmp_path: Path, name: str, text: str, gz: bool = False) -> Path:
+    p = tmp_path / name
+    if gz:
+        with gzip.open(p, "wt") as f:
+            f.write(text)
+    else:
+        p.write_text(text)
+    return p
+
+
+BLKPARSE = """\
+  8,16   1        1     0.000000000  4242  Q  WS 1000 + 8 [mysqld]
+  8,16   1        2     0.000001000  4242  G  WS 1000 + 8 [mysqld]
+  8,16   1        3     0.000002500   120  D  WS 1000 + 8 [kworker/1:1H]
+  8,16   1        4     0.000003000  4243  Q   R 5000 + 16 [backup]
+  8,16   1        5     0.000004000  4243  D   R 5000 + 16 [backup]
+  8,16   0        6     0.000102500     0  C  WS 1000 + 8 [0]
+  8,16   1        7     0.000200000   900  Q FWFS 2000 + 8 [jbd2/sda1-8]
+  8,16   1        8     0.000201000   900  D FWFS 2000 + 8 [jbd2/sda1-8]
+  8,16   0        9     0.000304000     0  C   R 5000 + 16 [0]
+  8,16   0       10     0.000701000     0  C FWFS 2000 + 8 [0]
+  8,16   1       11     0.000800000   900  Q  FN [jbd2/sda1-8]
+  8,16   1       12     0.000801000   900  D  FN [jbd2/sda1-8]
+  8,16   0       13     0.000901000     0  C  FN [0]
+  8,16   1       14     0.001000000   777  D  RA 9000 + 8 [cat]
+CPU0 (8,16):
+ Reads Queued:           1,        8KiB  Writes Queued:           2,        8KiB
+Total (8,16):
+"""
+
+
+def test_blkparse_matches_issue_to_completion_and_reads_rwbs(tmp_path):
+    src = write(tmp_path, "trace.txt", BLKPARSE)
+    assert detect_format(src) == "blkparse"
+    r = import_trace("blkparse", [src], tmp_path / "t")
+    assert r.rows == 5 and r.counters == {"never_completed": 1}
+    got = rows(tmp_path / "t")
+    ws, rd, fua, flush, ra = got
+    assert (ws["ts_ns"], ws["queue_ns"], ws["lat_ns"]) == (2500, 0, 100_000)
+    assert (ws["device"], ws["offset"], ws["size"], ws["op"]) == ("8,16", 512_000, 4096, "write")
+    assert (ws["sync"], ws["fua"], ws["preflush"], ws["rwbs"]) == (True, False, False, "WS")
+    assert (ws["pid"], ws["comm"], ws["inflight"], ws["error"]) == (4242, "mysqld", 1, 0)
+    assert (rd["op"], rd["size"], rd["lat_ns"], rd["inflight"], rd["comm"]) == (
+        "read",
+        8192,
+        300_000,
+        2,
+        "backup",
+    )
+    assert (fua["preflush"], fua["fua"], fua["sync"], fua["lat_ns"]) == (True, True, True, 500_000)
+    assert (flush["op"], flush["size"], flush["lat_ns"], flush["preflush"]) == ("flush", 0, 100_000, True)
+    assert (ra["op"], ra["readahead"], ra["lat_ns"], ra["queue_ns"]) == ("read", True, None, None)
+    meta = open_trace(tmp_path / "t").meta
+    assert meta.source == "import:blkparse" and meta.loss == {"never_completed": 1}
+    assert meta.extra["source_files"] == [str(src)] and list(meta.devices) == ["8,16"]
+
+
+def test_blkreplay_skips_header_counts_duplicates_and_reads_gzip(tmp_path):
+    text = (
+        "Copyright someone\n\nfree text ; with ; semicolons\n####\n"
+        "start ; sector; length ; op ;  replay_delay=0 ; replay_duration=0\n"
+        "      0.000000000 ;     100 ;   8 ; W ; 0.0 ; 0.0\n"
+        "      0.500000001 ;     108 ;   8 ; RA ; 0.0 ; 0.0\n"
+        "      0.500000001 ;     108 ;   8 ; RA ; 0.0 ; 0.0\n"
+        "      2.25 ;     7 ;   1 ; R ; 0.0 ; 0.0\n"
+    )
+    src = write(tmp_path, "db.load.gz", text, gz=True)
+    assert detect_format(src) == "blkreplay"
+    import_trace("auto", [src], tmp_path / "t")
+    got = rows(tmp_path / "t")
+    assert [(r["ts_ns"], r["offset"], r["size"], r["op"], r["readahead"]) for r in got] == [
+        (0, 51200, 4096, "write", False),
+        (500_000_001, 55296, 4096, "read", True),
+        (500_000_001, 55296, 4096, "read", True),
+        (2_250_000_000, 3584, 512, "read", False),
+    ]
+    assert {r["device"] for r in got} == {"db"} and got[0]["lat_ns"] is None and got[0]["sync"] is None
+
+
+def test_msr_filetime_wall_clock_and_latency(tmp_path):
+    text = "128166372003061629,hm,0,Read,3045015552,8192,1137\n128166372003071629,hm,1,Write,4096,4096,25\n"
+    src = write(tmp_path, "hm_0.csv", text)
+    assert detect_format(src) == "msr"
+    import_trace("msr", [src], tmp_path / "t")
+    a, b = rows(tmp_path / "t")
+    assert (a["ts_ns"], a["lat_ns"], a["device"], a["offset"], a["size"], a["op"]) == (
+        0, 113_700, "hm_0", 3045015552, 8192, "read",
+    )  # fmt: skip
+    assert (b["ts_ns"], b["lat_ns"], b["device"], b["op"]) == (1_000_000, 2_500, "hm_1", "write")
+    meta = open_trace(tmp_path / "t").meta
+    assert meta.capture_start_ns == (128166372003061629 - 116444736000000000) * 100  # 2007-02-22
+
+
+def test_disksim_time_unit_and_missing_final_newline(tmp_path):
+    src = write(tmp_path, "x.trace", "1000 4 100 16 0\n2500 3 200 8 1")
+    assert detect_format(src) == "disksim"
+    import_trace("disksim", [src], tmp_path / "ns")
+    import_trace("disksim", [src], tmp_path / "ms", time_unit="ms")
+    assert [(r["ts_ns"], r["device"], r["offset"], r["size"], r["op"]) for r in rows(tmp_path / "ns")] == [
+        (1000, "4", 51200, 8192, "write"),
+        (2500, "3", 102400, 4096, "read"),
+    ]
+    assert [r["ts_ns"] for r in rows(tmp_path / "ms")] == [1_000_000_000, 2_500_000_000]
+
+
+def test_fio_iolog_v3_timestamps_and_v2_waits(tmp_path):
+    v3 = write(
+        tmp_path,
+        "v3.log",
+        "fio version 3 iolog\n1 /dev/sdb add\n2 /dev/sdb open\n10 /dev/sdb write 4096 4096\n"
+        "15 /dev/sdb sync 0 0\n20 /dev/sdb read 0 8192\n30 /dev/sdb trim 8192 4096\n40 /dev/sdb close\n",
+    )
+    assert detect_format(v3) == "fio-iolog"
+    r = import_trace("fio-iolog", [v3], tmp_path / "t3")
+    assert (r.rows, r.sync_rows) == (3, 1)
+    assert [(x["ts_ns"], x["op"], x["offset"], x["size"]) for x in rows(tmp_path / "t3")] == [
+        (10_000, "write", 4096, 4096),
+        (20_000, "read", 0, 8192),
+        (30_000, "discard", 8192, 4096),
+    ]
+    assert [(x["ts_ns"], x["call"]) for x in rows(tmp_path / "t3", "sync")] == [(15_000, "fsync")]
+    v2 = write(
+        tmp_path,
+        "v2.log",
+        "fio version 2 iolog\n/dev/sdb add\n/dev/sdb open\n/dev/sdb write 0 4096\n"
+        "/dev/sdb wait 500 0\n/dev/sdb read 4096 4096\n/dev/sdb close\n",
+    )
+    import_trace("auto", [v2], tmp_path / "t2")
+    assert [x["ts_ns"] for x in rows(tmp_path / "t2")] == [0, 500_000]
+    assert "v2" in open_trace(tmp_path / "t2").meta.extra["timing"][str(v2)]
+
+
+def test_alibaba_unix_microseconds(tmp_path):
+    src = write(
+        tmp_path, "ali.csv", "7,W,126703644672,4096,1577808144000000\n7,R,4096,8192,1577808144000250\n"
+    )
+    assert detect_format(src) == "alibaba"
+    import_trace("alibaba", [src], tmp_path / "t")
+    assert [(r["ts_ns"], r["device"], r["op"], r["size"]) for r in rows(tmp_path / "t")] == [
+        (0, "7", "write", 4096),
+        (250_000, "7", "read", 8192),
+    ]
+    assert open_trace(tmp_path / "t").meta.capture_start_ns == 1577808144000000 * 1000
+
+
+BAD_BLKPARSE = "\n".join([*BLKPARSE.splitlines()[:8], "  8,16   1  9  0.0002  900  D  XZ 2000 + 8 [jbd2]"])
+
+
+@pytest.mark.parametrize(
+    ("fmt", "text", "line", "why"),
+    [
+        ("msr", "128166372003061629,hm,0,Read,3045015552,8192,1137\n128166372003061630,hm,0,Read\n", 2,
+         "expected 7 comma-separated fields, got 4"),
+        ("disksim", "1000 4 100 16 0\n1001 4 100 16 7\n", 2, "type must be 1 (read) or 0 (write), got '7'"),
+        ("blkreplay", "hdr\n 0.1 ; 8 ; 8 ; W ; 0 ; 0\n 0.2 ; 8 ; x ; W\n", 3,
+         "not a blkreplay record `start ; sector ; length ; op ; ...`"),
+        ("blkparse", BAD_BLKPARSE, 9, "bad RWBS flags 'XZ'"),
+        ("alibaba", "7,W,1,4096,1577808144000000\n7,Q,1,4096,1577808144000001\n", 2,
+         "opcode must be R or W, got 'Q'"),
+        ("fio-iolog", "fio version 3 iolog\n10 /dev/sdb write 0 4096\n20 /dev/sdb write zero 4096\n", 3,
+         "`write` needs `offset length` as integers"),
+    ],
+)  # fmt: skip
+def test_malformed_line_is_one_line_error_with_file_and_line(
+    tmp_path, monkeypatch, capsys, fmt, text, line, why
+):
+    src = write(tmp_path, "bad.txt", text)
+    code, _out, err = iofp(monkeypatch, capsys, "import", fmt, str(src), "-o", str(tmp_path / "t"))
+    assert code == 2
+    assert err == f"iofp: {src}:{line}: {why}; fix or remove that line\n"
+    assert not (tmp_path / "t").exists()  # nothing half-imported is left behind
+
+
+def test_cli_import_refuses_existing_output_and_names_next_step(tmp_path, monkeypatch, capsys):
+    src = write(tmp_path, "x.trace", "1000 4 100 16 0\n")
+    code, out, _ = iofp(monkeypatch, capsys, "import", "auto", str(src), "-o", str(tmp_path / "t"))
+    assert code == 0 and out.endswith(f"Wrote {tmp_path / 't'}. Next: iofp fingerprint {tmp_path / 't'}\n")
+    code, _, err = iofp(monkeypatch, capsys, "import", "auto", str(src), "-o", str(tmp_path / "t"))
+    assert (
+        code == 2
+        and err == f"iofp: {tmp_path / 't'} already exists and is not empty; pass --force to overwrite it\n"
+    )
+    code, _, err = iofp(
+        monkeypatch, capsys, "import", "auto", str(tmp_path / "nope"), "-o", str(tmp_path / "u")
+    )
+    assert code == 2 and err == f"iofp: {tmp_path / 'nope'}: no such file\n"
+
+
+def test_unknown_format_is_refused(tmp_path, monkeypatch, capsys):
+    src = write(tmp_path, "x.txt", "hello world\n")
+    code, _, err = iofp(monkeypatch, capsys, "import", "auto", str(src), "-o", str(tmp_path / "t"))
+    assert code == 2 and err.startswith(f"iofp: {src}: cannot tell its format; name it")
+
+
+# The figures in ../shared/traces/README.md, computed independently of iofp.
+README_FIGURES = {
+    "linux-mysql.load.gz": (80794, 3599.890, 0.08895, 0.07000, 14659.3, 0.1036, 21.79, 142563),
+    "windows-mssql.load.gz": (42976, 3062.338, 0.05882, 0.05025, 24609.0, 0.8441, 221.80, 154742),
+    "tpcc-small.trace": (6999, 0.136489, 0.62595, 0.60810, 8532.5, 0.0007, 1.0, 20422),
+}
+
+
+@pytest.mark.parametrize("name", list(README_FIGURES))
+def test_shared_traces_reproduce_the_readme_figures(shared_traces, tmp_path, name):
+    n, duration, rs_count, rs_bytes, mean_size, seq, p2m, footprint = README_FIGURES[name]
+    r = import_trace("auto", [shared_traces / name], tmp_path / "t")
+    assert r.rows == n
+    fp = fingerprint_trace(tmp_path / "t")
+    w = fp["whole"]
+    assert w["ios"] == n
+    assert w["footprint"]["blocks_4k"] == footprint
+    close = {
+        "duration": (fp["provenance"]["duration_s"], duration),
+        "read share by count": (w["mix"]["read_share_count"], rs_count),
+        "read share by bytes": (w["mix"]["read_share_bytes"], rs_bytes),
+        "mean size": (w["size"]["mean_bytes"], mean_size),
+        "peak-to-mean 1 s": (w["burstiness"]["1s"]["peak_to_mean"], p2m),
+    }
+    for what, (got, want) in close.items():
+        assert got == pytest.approx(want, rel=1e-3), what
+    # The README rounds the sequential share to 4 places: 0.0007 is 5/6999 = 0.000714.
+    assert w["sequential"]["share_any_device"] == pytest.approx(seq, abs=0.5e-4)
