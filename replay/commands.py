@@ -1,9 +1,150 @@
-"""CLI commands of this stage; `register(app)` adds them to the `iofp` typer app."""
+"""CLI commands of the replay stage: `iofp iolog`, `iofp replay`, `iofp compare`."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import typer
+
+from iofp.errors import BadInput
+
+DEVICE = typer.Option(None, "--device", help="Replay only this device of the trace (default: all of them).")
+BETWEEN = typer.Option(
+    None, "--between", help="Only I/Os issued in [T1, T2) seconds on the trace's clock.", metavar="T1 T2"
+)
+REGIME = typer.Option(
+    None, "--regime", help="steady: the longest steady-state span; spike: the busiest spike."
+)
+TIME_SCALE = typer.Option(1.0, "--time-scale", help="Replay X times as fast (0.5 = half speed).", metavar="X")
+TARGET_SIZE = typer.Option(
+    None, "--target-size", help="Fold offsets into the first BYTES of the target.", metavar="BYTES"
+)
+ALIGN = typer.Option(
+    None,
+    "--align",
+    help="Round offsets down and sizes up to this (default: target's logical block size, or 512).",
+)
+READS_ONLY = typer.Option(False, "--reads-only", help="Replay reads alone (always allowed on any target).")
+FORCE = typer.Option(False, "--force", help="Overwrite an existing output.")
+
+
+def _selection(device, between, regime, reads_only):  # type: ignore[no-untyped-def]
+    from replay.selection import Selection
+
+    sel = Selection(
+        device=device, between=tuple(between) if between else None, regime=regime, reads_only=reads_only
+    )
+    sel.check()
+    return sel
+
+
+def _labels(pairs: list[str]) -> dict[str, str]:
+    out = {}
+    for p in pairs:
+        name, sep, value = p.partition("=")
+        if not sep or not name:
+            raise BadInput(f"--label {p!r}: expected name=value, e.g. --label device=nvme-a")
+        out[name] = value
+    return out
+
+
+def iolog_cmd(
+    trace: Path = typer.Argument(..., help="An iofp trace directory (from `iofp capture` or `iofp import`)."),
+    output: Path = typer.Option(..., "-o", "--output", help="The iolog file to write."),
+    device: str | None = DEVICE,
+    between: tuple[float, float] | None = BETWEEN,
+    regime: str | None = REGIME,
+    time_scale: float = TIME_SCALE,
+    target_size: int | None = TARGET_SIZE,
+    align: int | None = ALIGN,
+    reads_only: bool = READS_ONLY,
+    target: str | None = typer.Option(
+        None, "--target", help="The file name the log uses (default /dev/DEVICE)."
+    ),
+    force: bool = FORCE,
+    as_json: bool = typer.Option(False, "--json", help="Print the conversion report as JSON."),
+) -> None:
+    """Write a fio v3 iolog of a trace selection that fio 3.33 replays as written."""
+    from iofp.contract import open_trace
+    from replay import fiocaps, iolog
+
+    sel = _selection(device, between, regime, reads_only)
+    mapping = iolog.Mapping(
+        target=target or "",
+        fold_size=target_size,
+        align=align or 512,
+        time_scale=time_scale,
+        trim=fiocaps.probe().iolog_trim,
+    )
+    report = iolog.convert(open_trace(trace), output, sel, mapping, force=force)
+    typer.echo(json.dumps(report.to_dict(), indent=2) if as_json else report.summary())
+    typer.echo(f"Wrote {output}. Next: fio --name=replay --ioengine=libaio --direct=1 --read_iolog={output}")
+
+
+def replay_cmd(
+    trace: Path = typer.Argument(..., help="An iofp trace directory."),
+    target: Path = typer.Option(..., "--target", help="Block device or regular file to replay onto."),
+    device: str | None = DEVICE,
+    between: tuple[float, float] | None = BETWEEN,
+    regime: str | None = REGIME,
+    time_scale: float = TIME_SCALE,
+    target_size: int | None = TARGET_SIZE,
+    fold: bool = typer.Option(
+        False, "--fold", help="Fold offsets into the whole target when it is too small."
+    ),
+    align: int | None = ALIGN,
+    reads_only: bool = READS_ONLY,
+    iodepth: int | None = typer.Option(
+        None, "--iodepth", help="Default: the selection's peak in-flight, or 32."
+    ),
+    engine: str = typer.Option(
+        "libaio", "--engine", help="fio ioengine: libaio, io_uring, psync or pvsync2."
+    ),
+    label: list[str] = typer.Option([], "--label", help="name=value recorded with the result (repeatable)."),
+    allow_destructive: bool = typer.Option(
+        False, "--allow-destructive", help="Write even to a device that is mounted, partitioned or formatted."
+    ),
+    output: Path | None = typer.Option(
+        None, "--output", help="Results directory (default results/TARGET-TIME)."
+    ),
+    no_fidelity: bool = typer.Option(
+        False, "--no-fidelity", help="Do not capture the target during the replay."
+    ),
+    force: bool = FORCE,
+) -> None:
+    """Replay a trace selection on a candidate device with fio, capture it, and judge its fidelity."""
+    from iofp.contract import open_trace
+    from replay import render, runner
+
+    opts = runner.ReplayOptions(
+        target=target,
+        output=output or runner.default_output(target),
+        selection=_selection(device, between, regime, reads_only),
+        time_scale=time_scale,
+        target_size=target_size,
+        fold=fold,
+        align=align,
+        iodepth=iodepth,
+        engine=engine,
+        labels=_labels(label),
+        allow_destructive=allow_destructive,
+        fidelity=not no_fidelity,
+        force=force,
+    )
+    path, record = runner.replay(open_trace(trace), opts)
+    typer.echo(render.replay_summary(record))
+    typer.echo(f"Wrote {path}. Next: iofp compare {path.parent}")
+
+
+EXAMPLES = {
+    "iolog": "Example: iofp iolog traces/mysql -o mysql.iolog --regime spike --target /dev/loop3 "
+    "--target-size 268435456",
+    "replay": "Example: iofp replay traces/mysql --target /dev/loop3 --regime spike --fold "
+    "--label device=ram-loop",
+}
 
 
 def register(app: typer.Typer) -> None:
-    pass
+    app.command("iolog", epilog=EXAMPLES["iolog"])(iolog_cmd)
+    app.command("replay", epilog=EXAMPLES["replay"])(replay_cmd)

@@ -1,0 +1,189 @@
+"""Replay fidelity: did the target see the I/Os the selection demands, when it demands them?
+
+The comparison takes two opened traces: the *expected* one (the converter's output: the selection's
+I/Os as the iolog demands them, with target offsets and scaled times) and the *replayed* one (iofp's
+own capture of the target while fio ran). Both are block-layer issue times, so the comparison is like
+for like. SQL lives in sql/fidelity_*.sql. Figures (notes/workload-characterisation.md section 6):
+
+- content: expected / replayed / matched counts per op, where matched means same (op, offset, size)
+  as a multiset (flushes match on op alone); `missing` = expected - matched, `extra` = replayed - matched;
+- rate: per-window IOPS of both sides aligned at the first I/O; MAPE over windows with demand, the
+  largest single-window error, and WAPE (sum |e - r| / sum e, robust at low rates);
+- timing: per-I/O lateness (n-th I/O of a key paired with the n-th replayed one, both clocks aligned at
+  the first I/O): median, p99, max, the final drift, the share later than 1 ms; and the inter-arrival
+  error |ΔIAT| (median, p99);
+- concurrency: in-flight at issue, mean and p99, expected (the original device) vs replayed;
+- duration stretch: replayed span / expected span - 1.
+
+Verdict. A replay is **faithful** when a user can say "the device saw my workload":
+  every demanded I/O was replayed with the same op, offset and size and nothing else was issued
+  (missing == extra == 0), the per-second IOPS MAPE is <= 5% (per-window request counts within
+  95%, the low end of Thesios's 95-99.5% count accuracy), and the run lasted within 5% of the
+  selection (fio 3.33 measured +2-8%; more than 5% means the device or the replayer could not keep up
+  and the rates it saw were lower than demanded).
+Timing is graded separately: **precise** when median lateness <= 50 µs, p99 <= 1 ms, |stretch| <= 1%
+and IOPS MAPE <= 2% (the Buttress-class bar and this project's benchmark targets); otherwise
+**drifting**. fio's pacing accumulates lateness (it waits relative to the previous issue), so a long
+fio replay is typically faithful but drifting: that is measured here, never assumed.
+In-flight figures are reported, not judged: on a faster or slower candidate device they differ by
+design.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import duckdb
+
+from iofp.contract import Trace
+from iofp.sqlfiles import load_sql
+
+SQL = "replay.sql"
+
+FAITHFUL_MAPE = 0.05
+FAITHFUL_STRETCH = 0.05
+PRECISE_LATE_P50_NS = 50_000
+PRECISE_LATE_P99_NS = 1_000_000
+PRECISE_STRETCH = 0.01
+PRECISE_MAPE = 0.02
+
+
+@dataclass
+class Fidelity:
+    expected: int = 0
+    replayed: int = 0
+    matched: int = 0
+    missing: int = 0
+    extra: int = 0
+    per_op: dict[str, dict[str, int]] = field(default_factory=dict)
+    window_s: float = 1.0
+    iops_mape: float | None = None
+    iops_max_error: float | None = None
+    iops_wape: float | None = None
+    iops_series: list[tuple[float, float]] = field(default_factory=list)  # (expected, replayed) per window
+    late_p50_us: float | None = None
+    late_p99_us: float | None = None
+    late_max_us: float | None = None
+    late_min_us: float | None = None
+    final_drift_us: float | None = None
+    late_over_1ms: int = 0
+    iat_err_p50_us: float | None = None
+    iat_err_p99_us: float | None = None
+    inflight: dict[str, dict[str, float | None]] = field(default_factory=dict)
+    expected_span_s: float = 0.0
+    replayed_span_s: float = 0.0
+    stretch: float | None = None
+    faithful: bool = False
+    timing: str = "drifting"
+    reasons: list[str] = field(default_factory=list)
+
+    @property
+    def verdict(self) -> str:
+        return "faithful" if self.faithful else "not faithful"
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["verdict"] = self.verdict
+        d["thresholds"] = thresholds()
+        return d
+
+    def summary(self) -> str:
+        from replay.render import fidelity_line
+
+        return fidelity_line(self.to_dict())
+
+
+def pct(x: float | None) -> float | None:
+    return None if x is None else 100 * x
+
+
+def thresholds() -> dict[str, float]:
+    return {
+        "faithful_iops_mape": FAITHFUL_MAPE,
+        "faithful_abs_stretch": FAITHFUL_STRETCH,
+        "precise_late_p50_us": PRECISE_LATE_P50_NS / 1e3,
+        "precise_late_p99_us": PRECISE_LATE_P99_NS / 1e3,
+        "precise_abs_stretch": PRECISE_STRETCH,
+        "precise_iops_mape": PRECISE_MAPE,
+    }
+
+
+def compare(expected: Trace, replayed: Trace, *, comm: str | None = "fio", window_s: float = 1.0) -> Fidelity:
+    """Compare the demanded I/Os with a capture of their replay (see the module docstring)."""
+    con = duckdb.connect()
+    try:
+        expected.relation(con).create_view("exp_all")
+        replayed.relation(con).create_view("rep_all")
+        con.execute(load_sql(SQL, "fidelity_sides"), {"comm": comm})
+        return _measure(con, window_s)
+    finally:
+        con.close()
+
+
+def _rows(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any] | None = None) -> list[dict]:
+    res = con.execute(load_sql(SQL, name), params or {})
+    cols = [d[0] for d in res.description]
+    return [dict(zip(cols, r, strict=True)) for r in res.fetchall()]
+
+
+def _measure(con: duckdb.DuckDBPyConnection, window_s: float) -> Fidelity:
+    fid = Fidelity(window_s=window_s)
+    for r in _rows(con, "fidelity_content"):
+        fid.per_op[r["op"]] = {k: int(r[k]) for k in ("expected", "replayed", "matched")}
+    fid.expected = sum(v["expected"] for v in fid.per_op.values())
+    fid.replayed = sum(v["replayed"] for v in fid.per_op.values())
+    fid.matched = sum(v["matched"] for v in fid.per_op.values())
+    fid.missing, fid.extra = fid.expected - fid.matched, fid.replayed - fid.matched
+    late = _rows(con, "fidelity_lateness")[0]
+    if not late["matched"]:
+        fid.reasons.append("no replayed I/O matches a demanded one")
+        return fid
+    us = lambda ns: None if ns is None else ns / 1e3  # noqa: E731
+    fid.late_p50_us, fid.late_p99_us = us(late["late_p50_ns"]), us(late["late_p99_ns"])
+    fid.late_max_us, fid.late_min_us = us(late["late_max_ns"]), us(late["late_min_ns"])
+    fid.final_drift_us, fid.late_over_1ms = us(late["final_drift_ns"]), int(late["late_over_1ms"])
+    fid.iat_err_p50_us, fid.iat_err_p99_us = us(late["iat_err_p50_ns"]), us(late["iat_err_p99_ns"])
+
+    series = _rows(
+        con, "fidelity_iops", {"te0": late["te0"], "tr0": late["tr0"], "window_ns": round(window_s * 1e9)}
+    )
+    fid.iops_series = [(r["expected_iops"], r["replayed_iops"]) for r in series]
+    errs = [abs(r - e) / e for e, r in fid.iops_series if e > 0]
+    if errs:
+        fid.iops_mape, fid.iops_max_error = sum(errs) / len(errs), max(errs)
+        total = sum(e for e, _ in fid.iops_series)
+        fid.iops_wape = sum(abs(r - e) for e, r in fid.iops_series) / total
+
+    for r in _rows(con, "fidelity_shape", {"tr0": late["tr0"]}):
+        side = "expected" if r["side"] == "exp" else "replayed"
+        fid.inflight[side] = {k: r[k] for k in ("inflight_mean", "inflight_p99", "inflight_max")}
+        if side == "expected":
+            fid.expected_span_s = r["span_ns"] / 1e9
+        else:
+            fid.replayed_span_s = r["span_ns"] / 1e9
+    if fid.expected_span_s > 0:
+        fid.stretch = fid.replayed_span_s / fid.expected_span_s - 1
+    _judge(fid)
+    return fid
+
+
+def _judge(fid: Fidelity) -> None:
+    if fid.missing or fid.extra:
+        fid.reasons.append(f"{fid.missing} demanded I/Os missing, {fid.extra} extra")
+    if fid.iops_mape is not None and fid.iops_mape > FAITHFUL_MAPE:
+        fid.reasons.append(f"IOPS MAPE {100 * fid.iops_mape:.1f}% > {100 * FAITHFUL_MAPE:.0f}%")
+    if fid.stretch is not None and abs(fid.stretch) > FAITHFUL_STRETCH:
+        fid.reasons.append(
+            f"duration stretch {100 * fid.stretch:+.1f}% beyond ±{100 * FAITHFUL_STRETCH:.0f}%"
+        )
+    fid.faithful = not fid.reasons
+    precise = (
+        fid.late_p50_us is not None
+        and abs(fid.late_p50_us) <= PRECISE_LATE_P50_NS / 1e3
+        and fid.late_p99_us is not None
+        and abs(fid.late_p99_us) <= PRECISE_LATE_P99_NS / 1e3
+        and (fid.stretch is None or abs(fid.stretch) <= PRECISE_STRETCH)
+        and (fid.iops_mape is None or fid.iops_mape <= PRECISE_MAPE)
+    )
+    fid.timing = "precise" if precise else "drifting"

@@ -1,0 +1,87 @@
+"""The results record of one replay: DIR/results.json next to every raw artifact of the fio run.
+
+Layout of a results directory (all kept, so a run can be re-examined without re-running it):
+
+    job.fio        the fio job file            replay.iolog   the iolog fio read
+    fio.cmd        the exact command line      fio.stdout     fio's stdout (JSON, maybe after warnings)
+    fio.stderr     fio's stderr                fio.json       the JSON, non-JSON lines trimmed
+    fio.rc         fio's exit status           expected/      the demanded I/Os (an iofp trace)
+    capture/       iofp's capture of the target during the replay (block-device targets)
+    results.json   settings, target provenance, fio version, timing, labels, fidelity
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from iofp.contract import atomic_write_bytes
+from iofp.errors import BadInput
+
+KIND = "iofp-replay-result"
+VERSION = 1
+RECORD = "results.json"
+
+
+def write(root: Path, record: dict[str, Any]) -> Path:
+    path = root / RECORD
+    atomic_write_bytes(path, json.dumps(record, indent=2, sort_keys=True, default=str).encode())
+    return path
+
+
+def load(path: Path | str) -> tuple[Path, dict[str, Any]]:
+    """Load a results record from its directory or its results.json; BadInput if it is not one."""
+    p = Path(path)
+    f = p / RECORD if p.is_dir() else p
+    if not f.exists():
+        raise BadInput(f"{p}: no {RECORD}; pass a directory written by `iofp replay`")
+    try:
+        rec = json.loads(f.read_text())
+    except ValueError as e:
+        raise BadInput(f"{f}: not valid JSON ({e})") from None
+    if rec.get("kind") != KIND:
+        raise BadInput(f"{f}: not an iofp replay result")
+    if rec.get("version") != VERSION:
+        raise BadInput(f"{f}: result format v{rec.get('version')}; this iofp reads v{VERSION}")
+    return f.parent, rec
+
+
+def parse_fio_json(text: str) -> dict[str, Any] | None:
+    """fio's JSON output, ignoring anything fio printed around it (warnings go to stdout too)."""
+    start, end = text.find("{"), text.rfind("}")
+    if start < 0 or end < start:
+        return None
+    try:
+        return json.loads(text[start : end + 1])
+    except ValueError:
+        return None
+
+
+def fio_summary(doc: dict[str, Any] | None) -> dict[str, Any]:
+    """The parts of fio's JSON a comparison needs, per direction (read/write/trim) plus sync."""
+    if not doc or not doc.get("jobs"):
+        return {}
+    job = doc["jobs"][0]
+    out: dict[str, Any] = {"job_runtime_ms": job.get("job_runtime"), "error": job.get("error")}
+    for d in ("read", "write", "trim"):
+        s = job.get(d) or {}
+        clat = s.get("clat_ns") or {}
+        out[d] = {
+            "total_ios": s.get("total_ios", 0),
+            "short_ios": s.get("short_ios", 0),
+            "drop_ios": s.get("drop_ios", 0),
+            "io_bytes": s.get("io_bytes", 0),
+            "iops": s.get("iops", 0.0),
+            "bw_bytes": s.get("bw_bytes", 0),
+            "clat_mean_ns": clat.get("mean"),
+            "clat_percentile_ns": clat.get("percentile", {}),
+        }
+    sync = job.get("sync") or {}
+    lat = sync.get("lat_ns") or {}
+    out["sync"] = {
+        "total_ios": sync.get("total_ios", 0),
+        "lat_mean_ns": lat.get("mean"),
+        "lat_percentile_ns": lat.get("percentile", {}),
+    }
+    return out

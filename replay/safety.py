@@ -1,0 +1,205 @@
+"""Will this replay destroy something? Checked before fio is started, refused with the reason.
+
+A replay that writes (writes, flushes or trims in the selection) may go to:
+
+- a regular file: one the tool creates (it does not exist yet) or one the user names (told to use);
+- a block device that is not mounted (itself or through any partition, per /proc/self/mountinfo), not
+  used as swap, has no partitions (/sys/class/block/X/*/partition), no holders (device-mapper, md,
+  bcache: /sys/class/block/X/holders), no filesystem, RAID, LVM or partition-table signature
+  (`blkid -p`, util-linux's low-level probe, which reads the device rather than a cache), and that
+  nobody holds exclusively (an O_EXCL open fails with EBUSY while a filesystem or md uses it).
+
+Anything else is refused unless the user passes --allow-destructive. Replaying reads only is always
+allowed. A target smaller than the end of the selection's highest I/O is refused in every mode (fio
+aborts on a read past the end and fails on a write past it) unless the offsets were folded into it:
+never silently truncated.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import stat
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from iofp.errors import BadInput, MissingCapability, Refused
+
+OVERRIDE = "pass --allow-destructive to replay onto it"
+
+
+@dataclass
+class Target:
+    """What the replay will write to, as found on disk."""
+
+    path: Path  # as the user named it, made absolute
+    kind: str  # "file" | "new-file" | "block"
+    size: int | None  # bytes; None for a file that does not exist yet
+    name: str | None = None  # kernel name of a block device ("loop3")
+    logical_block_size: int = 512
+    checks: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_block(self) -> bool:
+        return self.kind == "block"
+
+
+def inspect(path: Path | str) -> Target:
+    """Resolve the target and read its size and kind; BadInput for things fio cannot replay onto."""
+    p = Path(path).absolute()
+    try:
+        st = os.stat(p)
+    except FileNotFoundError:
+        if not p.parent.is_dir():
+            raise BadInput(
+                f"{p}: directory {p.parent} does not exist; create it or name another target"
+            ) from None
+        return Target(p, "new-file", None)
+    except OSError as e:
+        raise BadInput(f"{p}: cannot stat the target ({e.strerror})") from None
+    if stat.S_ISREG(st.st_mode):
+        return Target(p, "file", st.st_size)
+    if stat.S_ISBLK(st.st_mode):
+        name = _block_name(st.st_rdev, p)
+        sysfs = Path("/sys/class/block") / name
+        size = int((sysfs / "size").read_text()) * 512
+        lbs_file = sysfs / "queue" / "logical_block_size"
+        if not lbs_file.exists():  # a partition: its queue is its disk's
+            lbs_file = sysfs.resolve().parent / "queue" / "logical_block_size"
+        lbs = int(lbs_file.read_text()) if lbs_file.exists() else 512
+        return Target(p, "block", size, name=name, logical_block_size=lbs)
+    raise BadInput(f"{p}: not a regular file or block device; replay onto a file or an unused block device")
+
+
+def _block_name(rdev: int, p: Path) -> str:
+    link = Path(f"/sys/dev/block/{os.major(rdev)}:{os.minor(rdev)}")
+    try:
+        return link.resolve(strict=True).name
+    except OSError:
+        raise BadInput(f"{p}: block device {os.major(rdev)}:{os.minor(rdev)} is not in sysfs") from None
+
+
+def check(target: Target, *, writes: bool, allow_destructive: bool) -> None:
+    """Raise Refused (exit 2) naming the object and the fix when writing to `target` is unsafe."""
+    if not writes or allow_destructive or not target.is_block:
+        return
+    assert target.name is not None
+    dev = f"/dev/{target.name}"
+    parts = partitions(target.name)
+    mounts = mountpoints([target.name, *parts])
+    if mounts:
+        where, via = mounts[0]
+        through = f" (via /dev/{via})" if via != target.name else ""
+        raise Refused(f"{dev} is mounted on {where}{through}; {OVERRIDE}")
+    swaps = swap_users([target.name, *parts])
+    if swaps:
+        raise Refused(f"{dev} is in use as swap ({swaps[0]}); {OVERRIDE}")
+    holders = holders_of([target.name, *parts])
+    if holders:
+        raise Refused(f"{dev} is held by {', '.join(holders)}; {OVERRIDE}")
+    if parts:
+        raise Refused(f"{dev} has partitions ({', '.join(parts)}); {OVERRIDE}")
+    sig = signature(dev)
+    if sig:
+        raise Refused(f"{dev} carries a {sig}; {OVERRIDE} (or erase it first: wipefs -a {dev})")
+    if busy(dev):
+        raise Refused(f"{dev} is in use (an exclusive open failed with EBUSY); {OVERRIDE}")
+
+
+def check_size(target: Target, needed: int, *, folded: bool) -> None:
+    """Refuse a target that cannot hold the selection's highest byte (reads past the end abort fio)."""
+    if target.size is None or needed <= target.size:
+        return
+    hint = "" if folded else f"; pass --fold to fold offsets into it (or --target-size {target.size})"
+    raise Refused(
+        f"{target.path} ({_mib(target.size)}) is smaller than the selection, which reaches "
+        f"{_mib(needed)}{hint}, or use a larger target"
+    )
+
+
+def _mib(n: int) -> str:
+    return f"{n / (1 << 20):.1f} MiB" if n % (1 << 20) else f"{n >> 20} MiB"
+
+
+def partitions(name: str) -> list[str]:
+    base = Path("/sys/class/block") / name
+    try:
+        return sorted(c.name for c in base.iterdir() if (c / "partition").exists())
+    except OSError:
+        return []
+
+
+def holders_of(names: list[str]) -> list[str]:
+    out: list[str] = []
+    for n in names:
+        h = Path("/sys/class/block") / n / "holders"
+        if h.is_dir():
+            out += sorted(x.name for x in h.iterdir())
+    return out
+
+
+def mountpoints(names: list[str]) -> list[tuple[str, str]]:
+    """(mount point, device name) for every mount of the given devices, by major:minor."""
+    wanted: dict[str, str] = {}
+    for n in names:
+        try:
+            wanted[(Path("/sys/class/block") / n / "dev").read_text().strip()] = n
+        except OSError:
+            continue
+    found = []
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            fields = line.split()
+            if len(fields) > 4 and fields[2] in wanted:
+                found.append((_unescape(fields[4]), wanted[fields[2]]))
+    return found
+
+
+def _unescape(path: str) -> str:
+    # mountinfo escapes space, tab, newline and backslash as octal
+    for code, ch in (("\\040", " "), ("\\011", "\t"), ("\\012", "\n"), ("\\134", "\\")):
+        path = path.replace(code, ch)
+    return path
+
+
+def swap_users(names: list[str]) -> list[str]:
+    try:
+        lines = Path("/proc/swaps").read_text().splitlines()[1:]
+    except OSError:
+        return []
+    devs = {f"/dev/{n}" for n in names}
+    return [ln.split()[0] for ln in lines if ln.split() and os.path.realpath(ln.split()[0]) in devs]
+
+
+def signature(dev: str) -> str | None:
+    """What blkid finds on the device ("filesystem signature (ext4)", "partition table (dos)"), or None."""
+    blkid = shutil.which("blkid")
+    if blkid is None:
+        raise MissingCapability(
+            f"cannot check {dev} for signatures: blkid not found; "
+            "install util-linux or pass --allow-destructive"
+        )
+    res = subprocess.run([blkid, "-p", "-o", "export", dev], capture_output=True, text=True, timeout=60)
+    if res.returncode == 2:  # nothing found
+        return None
+    if res.returncode != 0:
+        raise Refused(f"cannot probe {dev} for signatures (blkid exit {res.returncode}); {OVERRIDE}")
+    tags = dict(ln.split("=", 1) for ln in res.stdout.splitlines() if "=" in ln)
+    if "PTTYPE" in tags and "TYPE" not in tags:
+        return f"partition table ({tags['PTTYPE']})"
+    usage = {"raid": "RAID/LVM", "crypto": "encryption"}.get(
+        tags.get("USAGE", ""), tags.get("USAGE", "filesystem")
+    )
+    return f"{usage} signature ({tags.get('TYPE', 'unknown type')})"
+
+
+def busy(dev: str) -> bool:
+    try:
+        fd = os.open(dev, os.O_RDONLY | os.O_EXCL)
+    except OSError as e:
+        return e.errno == errno.EBUSY
+    os.close(fd)
+    return False

@@ -1,0 +1,169 @@
+"""Which part of a trace a replay uses: one device or all, a time window or a regime, reads only.
+
+A selection is always one contiguous span of the trace's clock, so replaying it keeps every time gap
+between the I/Os it contains. `--regime` picks that span from the per-window IOPS series
+(sql/regime_windows.sql, which cites the steady-state and spike rule):
+
+- steady: the longest run of steady windows (earliest on a tie);
+- spike:  the run of consecutive spike windows that holds the busiest window, kept verbatim.
+
+Without --device, the I/Os of every device in the trace go to the one replay target, in time order
+(offsets of different devices may then overlap on the target).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import duckdb
+
+from iofp.contract import IO_SCHEMA, IO_TABLE, Trace
+from iofp.errors import BadInput
+from iofp.sqlfiles import load_sql
+
+SQL = "replay.sql"
+REGIMES = ("steady", "spike")
+STEADY_BLOCK = 5  # windows per SNIA block (sql/regime_windows.sql)
+_ALL = (-(2**63), 2**63 - 1)
+
+
+@dataclass(frozen=True)
+class Selection:
+    device: str | None = None
+    between: tuple[float, float] | None = None  # seconds on the trace's clock (ts_ns / 1e9), half-open
+    regime: str | None = None  # "steady" | "spike"
+    reads_only: bool = False
+    window_s: float = 1.0  # regime window
+
+    def check(self) -> None:
+        if self.between is not None and self.regime is not None:
+            raise BadInput("--between and --regime both choose the time span; pass only one of them")
+        if self.between is not None:
+            t1, t2 = self.between
+            if not (0 <= t1 < t2):
+                raise BadInput(f"--between {t1:g} {t2:g}: need 0 <= T1 < T2 (seconds on the trace's clock)")
+        if self.regime is not None and self.regime not in REGIMES:
+            raise BadInput(f"--regime {self.regime}: choose one of {', '.join(REGIMES)}")
+        if self.window_s <= 0:
+            raise BadInput(f"window {self.window_s:g} s: must be > 0")
+
+
+@dataclass
+class SelectionStats:
+    """The resolved span and what is in it (after --reads-only)."""
+
+    t_lo_ns: int
+    t_hi_ns: int
+    rows: int
+    first_ns: int | None
+    last_ns: int | None
+    max_end: int
+    max_size: int
+    peak_inflight: int | None
+    reads: int
+    writes: int
+    discards: int
+    flushes: int
+    bytes: int
+    devices: list[str] = field(default_factory=list)
+    how: str = "whole trace"
+
+    @property
+    def writes_anything(self) -> bool:
+        return self.writes + self.discards + self.flushes > 0
+
+    @property
+    def duration_ns(self) -> int:
+        return 0 if self.first_ns is None or self.last_ns is None else self.last_ns - self.first_ns
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        for k in ("t_lo_ns", "t_hi_ns"):  # "unbounded" reads better than int64 limits
+            if d[k] in _ALL:
+                d[k] = None
+        return d
+
+
+def connect(trace: Trace) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection with the trace's io table as view `io` (plus file order, for stable ties)."""
+    con = duckdb.connect()
+    # Bounded memory: large sorts spill to disk instead of growing with the trace.
+    con.execute("SET memory_limit = '1GB'")
+    con.execute("SET preserve_insertion_order = false")
+    con.execute(f"SET temp_directory = '{tempfile.gettempdir()}/iofp-duckdb-{os.getpid()}'")
+    if trace.has(IO_TABLE):
+        rel = con.read_parquet([str(p) for p in trace.files[IO_TABLE]], filename=True, file_row_number=True)
+    else:
+        empty = con.from_arrow(IO_SCHEMA.empty_table())
+        rel = empty.project("*, '' AS filename, 0::BIGINT AS file_row_number")
+    rel.create_view("io")
+    return con
+
+
+def resolve(con: duckdb.DuckDBPyConnection, trace: Trace, sel: Selection) -> SelectionStats:
+    """Turn the user's selection into a span of the trace clock and describe what it holds."""
+    sel.check()
+    if sel.device is not None:
+        devices = [r[0] for r in con.execute("SELECT DISTINCT device FROM io ORDER BY 1").fetchall()]
+        if sel.device not in devices:
+            raise BadInput(
+                f"{trace.root}: no device {sel.device!r} in the trace "
+                f"(it has: {', '.join(devices) or 'none'})"
+            )
+    how = "whole trace"
+    t_lo, t_hi = _ALL
+    if sel.between is not None:
+        t_lo, t_hi = round(sel.between[0] * 1e9), round(sel.between[1] * 1e9)
+        how = f"between {sel.between[0]:g} s and {sel.between[1]:g} s"
+    elif sel.regime is not None:
+        t_lo, t_hi, how = _regime_span(con, trace, sel)
+    row = con.execute(
+        load_sql(SQL, "selection_stats"),
+        {"device": sel.device, "t_lo_ns": t_lo, "t_hi_ns": t_hi, "reads_only": sel.reads_only},
+    ).fetchall()[0]
+    cols = [d[0] for d in con.description]
+    stats = SelectionStats(t_lo_ns=t_lo, t_hi_ns=t_hi, how=how, **dict(zip(cols, row, strict=True)))
+    if stats.rows == 0:
+        what = "reads " if sel.reads_only else "I/Os "
+        raise BadInput(f"{trace.root}: the selection ({how}) holds no {what}to replay; widen it")
+    return stats
+
+
+def _regime_span(con: duckdb.DuckDBPyConnection, trace: Trace, sel: Selection) -> tuple[int, int, str]:
+    window_ns = round(sel.window_s * 1e9)
+    rows = con.execute(
+        load_sql(SQL, "regime_windows"), {"device": sel.device, "window_ns": window_ns}
+    ).fetchall()
+    flag = 3 if sel.regime == "steady" else 4
+    runs: list[tuple[int, int]] = []  # [first, last] window indexes of consecutive flagged windows
+    for i, r in enumerate(rows):
+        if r[flag]:
+            if runs and runs[-1][1] == i - 1:
+                runs[-1] = (runs[-1][0], i)
+            else:
+                runs.append((i, i))
+    if not runs:
+        raise BadInput(
+            f"{trace.root}: no {sel.regime} windows at {sel.window_s:g} s windows "
+            f"({len(rows)} windows); pass --between T1 T2 instead"
+        )
+    if sel.regime == "steady":
+        first, last = max(runs, key=lambda r: (r[1] - r[0], -r[0]))
+    else:
+        peak = max((i for a, b in runs for i in range(a, b + 1)), key=lambda i: (rows[i][2], -i))
+        first, last = next((a, b) for a, b in runs if a <= peak <= b)
+    t_lo = rows[first][1]
+    t_hi = rows[last][1] + window_ns
+    how = f"{sel.regime} windows {first}-{last} ({t_lo / 1e9:.3f} s to {t_hi / 1e9:.3f} s)"
+    return t_lo, t_hi, how
+
+
+def ordered_batches(
+    con: duckdb.DuckDBPyConnection, sel: Selection, stats: SelectionStats, rows: int = 1 << 18
+):
+    """Stream the selection's rows in issue order as Arrow record batches."""
+    params = {"device": sel.device, "t_lo_ns": stats.t_lo_ns, "t_hi_ns": stats.t_hi_ns}
+    yield from con.sql(load_sql(SQL, "selected_io"), params=params).to_arrow_reader(rows)

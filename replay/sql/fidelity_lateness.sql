@@ -1,0 +1,35 @@
+-- Per-I/O lateness of the replay: each demanded I/O is paired with the replayed I/O of the same key and
+-- rank; both clocks are aligned at the first demanded I/O and its replayed match, and
+-- lateness = (replay time - replay anchor) - (demanded time - demanded anchor), in ns.
+-- The inter-arrival error is the change of the gap between consecutive matched I/Os (demanded order).
+-- Nearest-rank quantiles (quantile_disc), as fio reports its percentiles.
+WITH m AS (
+    SELECT e.ts_ns AS te, r.ts_ns AS tr
+    FROM sides AS e
+    JOIN sides AS r ON e.op = r.op AND e.o = r.o AND e.s = r.s AND e.k = r.k AND r.side = 'rep'
+    WHERE e.side = 'exp'
+),
+anchor AS (
+    SELECT arg_min(te, te) AS te0, arg_min(tr, te) AS tr0 FROM m
+),
+late AS (
+    SELECT te, tr, (tr - tr0) - (te - te0) AS late_ns FROM m, anchor
+),
+iat AS (
+    SELECT abs((tr - lag(tr) OVER w) - (te - lag(te) OVER w)) AS err_ns
+    FROM late
+    WINDOW w AS (ORDER BY te, tr)
+)
+SELECT
+    count(*) AS matched,
+    (SELECT te0 FROM anchor) AS te0,
+    (SELECT tr0 FROM anchor) AS tr0,
+    quantile_disc(late_ns, 0.5) AS late_p50_ns,
+    quantile_disc(late_ns, 0.99) AS late_p99_ns,
+    max(late_ns) AS late_max_ns,
+    min(late_ns) AS late_min_ns,
+    arg_max(late_ns, te) AS final_drift_ns,
+    count(*) FILTER (WHERE abs(late_ns) > 1000000) AS late_over_1ms,
+    (SELECT quantile_disc(err_ns, 0.5) FROM iat) AS iat_err_p50_ns,
+    (SELECT quantile_disc(err_ns, 0.99) FROM iat) AS iat_err_p99_ns
+FROM late

@@ -1,0 +1,384 @@
+"""The trace -> fio v3 iolog converter: exact lines on known traces, and fio accepting them."""
+
+from __future__ import annotations
+
+import gzip
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from conftest import needs_fio
+from typer.testing import CliRunner
+
+from iofp.cli import main
+from iofp.contract import TraceMeta, TraceWriter, open_trace
+from replay import fiocaps, iolog
+from replay.selection import Selection
+
+# --------------------------------------------------------------------------------------------
+# Helpers shared by the replay tests (imported from here by test_replay*, test_safety, test_compare)
+# --------------------------------------------------------------------------------------------
+
+
+def run_iofp(*args: str) -> tuple[int, str, str]:
+    """Run the real `iofp` entry point (with its error mapping) in-process: (exit code, stdout, stderr)."""
+    runner = CliRunner()
+    argv = sys.argv
+    with runner.isolation() as (out, err, _):
+        sys.argv = ["iofp", *map(str, args)]
+        try:
+            main()
+            code = 0
+        except SystemExit as e:
+            code = int(e.code or 0)
+        finally:
+            sys.argv = argv
+        stdout, stderr = out.getvalue().decode(), err.getvalue().decode()
+    return code, stdout, stderr
+
+
+def import_trace(fmt: str, src: Path, out: Path) -> Path:
+    """Import a shared trace with the public `iofp import` (the fingerprint stage's importer)."""
+    code, _, stderr = run_iofp("import", fmt, str(src), "-o", str(out))
+    assert code == 0, stderr
+    return out
+
+
+def write_trace(root: Path, rows: dict, **meta) -> Path:
+    """A small real trace written through the contract."""
+    n = len(rows["ts_ns"])
+    rows = {"device": ["loop9"] * n, **rows}
+    with TraceWriter(root, TraceMeta(source="test", **meta)) as w:
+        w.write("io", pa.table(rows))
+    return root
+
+
+def blkreplay_records(src: Path) -> list[tuple[int, str]]:
+    """(ts_ns, op) of every record of a blkreplay .load file, parsed independently of iofp."""
+    out = []
+    with gzip.open(src, "rt") as f:
+        for line in f:
+            p = [x.strip() for x in line.split(";")]
+            try:
+                t, op = float(p[0]), p[3]
+                int(p[1]), int(p[2])
+            except (ValueError, IndexError):
+                continue
+            out.append((round(t * 1e9), "read" if op.startswith("R") else "write"))
+    return out
+
+
+@pytest.fixture(scope="session")
+def mysql_trace(tmp_path_factory, shared_traces_dir) -> Path:
+    return import_trace(
+        "blkreplay", shared_traces_dir / "linux-mysql.load.gz", tmp_path_factory.mktemp("t") / "m"
+    )
+
+
+@pytest.fixture(scope="session")
+def tpcc_trace(tmp_path_factory, shared_traces_dir) -> Path:
+    return import_trace(
+        "disksim", shared_traces_dir / "tpcc-small.trace", tmp_path_factory.mktemp("t") / "tpcc"
+    )
+
+
+@pytest.fixture(scope="session")
+def shared_traces_dir() -> Path:
+    from conftest import SHARED_TRACES
+
+    if not SHARED_TRACES.is_dir():
+        pytest.skip(f"needs the shared traces at {SHARED_TRACES}")
+    return SHARED_TRACES
+
+
+def io_lines(path: Path) -> list[str]:
+    return path.read_text().splitlines()
+
+
+# --------------------------------------------------------------------------------------------
+# Format rules (notes/fio-iolog-replay.md, checklist)
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def mixed_trace(tmp_path) -> Path:
+    # Out of order (completion order, as a capture writes rows), starting late, with a flush,
+    # a discard, a zero-size write and a second device.
+    return write_trace(
+        tmp_path / "mixed",
+        {
+            "ts_ns": [5_000_000, 2_000_000, 2_000_000, 3_500_500, 4_000_000, 9_000_999, 7_000_000],
+            "device": ["loop9", "loop9", "loop9", "loop9", "loop9", "loop9", "loop8"],
+            "offset": [8192, 0, 4096, 0, 1 << 20, 12288, 0],
+            "size": [4096, 4096, 8192, 0, 65536, 0, 4096],
+            "op": ["write", "read", "write", "flush", "discard", "write", "read"],
+        },
+    )
+
+
+def test_log_is_v3_with_add_open_first_sorted_and_timestamps_from_1(mixed_trace, tmp_path):
+    out = tmp_path / "x.iolog"
+    rep = iolog.convert(
+        open_trace(mixed_trace), out, Selection(device="loop9"), iolog.Mapping(target="/dev/loop3")
+    )
+    assert io_lines(out) == [
+        "fio version 3 iolog",
+        "1 /dev/loop3 add",
+        "1 /dev/loop3 open",
+        "1 /dev/loop3 read 0 4096",
+        "1 /dev/loop3 write 4096 8192",
+        "1501 /dev/loop3 sync 0 0",
+        "3001 /dev/loop3 write 8192 4096",
+    ]
+    # the discard (fio 3.33 cannot read trim from an iolog) and the zero-size write are counted
+    assert rep.dropped == {"discard_unsupported": 1, "zero_size": 1}
+    assert rep.kept == 4 and rep.rows_in == 6
+    assert rep.ops == {"read": 1, "write": 2, "trim": 0, "sync": 1}
+    assert rep.duration_us == 3000
+
+
+def test_trim_is_written_only_when_fio_reads_it(mixed_trace, tmp_path):
+    out = tmp_path / "x.iolog"
+    rep = iolog.convert(
+        open_trace(mixed_trace), out, Selection(device="loop9"), iolog.Mapping(target="/dev/loop3", trim=True)
+    )
+    assert "2001 /dev/loop3 trim 1048576 65536" in io_lines(out)
+    assert rep.ops["trim"] == 1 and "discard_unsupported" not in rep.dropped
+
+
+def test_installed_fio_decides_trim():
+    caps = fiocaps.probe() if fiocaps.shutil.which("fio") else None
+    if caps is None:
+        pytest.skip("needs fio (apt install fio)")
+    assert caps.iolog_trim == (fiocaps.parse_version(caps.version) >= (3, 34))
+    assert fiocaps.parse_version("fio-3.33") == (3, 33)
+    assert fiocaps.parse_version("fio-3.42-135-gf5344384") == (3, 42)
+
+
+def test_all_devices_go_to_the_one_target_and_default_target_needs_one_device(mixed_trace, tmp_path):
+    rep = iolog.convert(
+        open_trace(mixed_trace), tmp_path / "a.iolog", Selection(), iolog.Mapping(target="/x/t")
+    )
+    assert rep.kept == 5
+    code, _, err = run_iofp("iolog", str(mixed_trace), "-o", str(tmp_path / "b.iolog"))
+    assert code == 2
+    assert err.strip() == (
+        "iofp: the selection spans devices loop8, loop9; pass --device to pick one "
+        "or --target to name the file the log should use"
+    )
+    code, out, _ = run_iofp("iolog", str(mixed_trace), "-o", str(tmp_path / "b.iolog"), "--device", "loop8")
+    assert code == 0
+    assert io_lines(tmp_path / "b.iolog")[1:] == [
+        "1 /dev/loop8 add",
+        "1 /dev/loop8 open",
+        "1 /dev/loop8 read 0 4096",
+    ]
+    assert out.splitlines()[-1].startswith(f"Wrote {tmp_path / 'b.iolog'}. Next: fio ")
+
+
+def test_reads_only_keeps_the_reads_at_their_original_times(tmp_path):
+    t = write_trace(
+        tmp_path / "t",
+        {
+            "ts_ns": [1_000_000, 2_000_000, 3_000_000, 4_000_000],
+            "offset": [0, 4096, 8192, 12288],
+            "size": [4096] * 4,
+            "op": ["write", "read", "flush", "read"],
+        },
+    )
+    out = tmp_path / "r.iolog"
+    rep = iolog.convert(open_trace(t), out, Selection(reads_only=True), iolog.Mapping(target="/dev/loop3"))
+    # the gap between the two reads survives: the writes and flush are filtered here, not by fio
+    assert io_lines(out)[3:] == ["1 /dev/loop3 read 4096 4096", "2001 /dev/loop3 read 12288 4096"]
+    assert rep.dropped == {"not_read": 2}
+
+
+def test_folding_and_alignment_are_exact_and_counted(tmp_path):
+    t = write_trace(
+        tmp_path / "t",
+        {
+            "ts_ns": [0, 10, 20, 30, 40],
+            "offset": [0, 1 << 30, (1 << 30) + 512, 5000 * 512, 7],
+            "size": [4096, 8192, 1024, 512, 100],
+            "op": ["read", "write", "write", "read", "read"],
+        },
+    )
+    out = tmp_path / "f.iolog"
+    m = iolog.Mapping(target="/dev/loop3", fold_size=1 << 20, align=4096)
+    rep = iolog.convert(open_trace(t), out, Selection(), m)
+    modulus = (1 << 20) - 8192  # fold size minus the largest I/O, aligned
+    assert rep.fold_modulus == modulus
+    expect = [
+        (0, 4096),
+        ((1 << 30) % modulus // 4096 * 4096, 8192),
+        (((1 << 30) + 512) % modulus // 4096 * 4096, 4096),
+        (5000 * 512 % modulus // 4096 * 4096, 4096),
+        (0, 4096),
+    ]
+    got = [(int(x.split()[3]), int(x.split()[4])) for x in io_lines(out)[3:]]
+    assert got == expect
+    assert all(off + size <= 1 << 20 for off, size in got)
+    assert (rep.folded, rep.realigned, rep.resized) == (3, 2, 3)
+
+
+def test_fold_is_identity_when_the_selection_fits(tmp_path):
+    t = write_trace(tmp_path / "t", {"ts_ns": [0], "offset": [4096], "size": [4096], "op": ["read"]})
+    rep = iolog.convert(
+        open_trace(t), tmp_path / "f.iolog", Selection(), iolog.Mapping("/t", fold_size=1 << 20)
+    )
+    assert rep.fold_modulus is None and rep.folded == 0
+
+
+def test_time_scale_divides_the_schedule(tmp_path):
+    t = write_trace(
+        tmp_path / "t",
+        {"ts_ns": [10_000, 1_010_000, 3_010_000], "offset": [0, 0, 0], "size": [512] * 3, "op": ["read"] * 3},
+    )
+    out = tmp_path / "s.iolog"
+    iolog.convert(open_trace(t), out, Selection(), iolog.Mapping("/dev/loop3", time_scale=2.0))
+    assert [x.split()[0] for x in io_lines(out)[3:]] == ["1", "501", "1501"]
+
+
+def test_existing_output_needs_force_and_is_left_intact(mixed_trace, tmp_path):
+    out = tmp_path / "x.iolog"
+    out.write_text("precious\n")
+    code, _, err = run_iofp("iolog", str(mixed_trace), "-o", str(out), "--device", "loop9")
+    assert (code, err.strip()) == (2, f"iofp: {out} already exists; pass --force to overwrite it")
+    assert out.read_text() == "precious\n"
+    code, _, _ = run_iofp("iolog", str(mixed_trace), "-o", str(out), "--device", "loop9", "--force")
+    assert code == 0 and io_lines(out)[0] == "fio version 3 iolog"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["--between", "1", "2", "--regime", "spike"],
+            "--between and --regime both choose the time span; pass only one of them",
+        ),
+        (["--between", "2", "1"], "--between 2 1: need 0 <= T1 < T2 (seconds on the trace's clock)"),
+        (["--regime", "busy"], "--regime busy: choose one of steady, spike"),
+        (["--align", "1000"], "--align 1000: must be a power of two >= 512"),
+        (["--device", "sdz"], "no device 'sdz' in the trace (it has: loop8, loop9)"),
+        (
+            ["--target", "/tmp/a b"],
+            "'/tmp/a b': fio iologs need an absolute path without whitespace; rename it",
+        ),
+    ],
+)
+def test_bad_options_are_one_line_exit_2(mixed_trace, tmp_path, args, message):
+    code, _, err = run_iofp(
+        "iolog", str(mixed_trace), "-o", str(tmp_path / "o.iolog"), "--target", "/dev/x", *args
+    )
+    assert code == 2
+    assert err.count("\n") == 1 and err.startswith("iofp: ") and err.strip().endswith(message)
+    assert not (tmp_path / "o.iolog").exists()
+
+
+# --------------------------------------------------------------------------------------------
+# Selections on the shared real traces
+# --------------------------------------------------------------------------------------------
+
+
+def test_between_selects_exactly_the_window(mysql_trace, shared_traces_dir, tmp_path):
+    recs = blkreplay_records(shared_traces_dir / "linux-mysql.load.gz")
+    lo, hi = 1640 * 10**9, 1650 * 10**9
+    want = [r for r in recs if lo <= r[0] < hi]
+    out = tmp_path / "w.iolog"
+    rep = iolog.convert(
+        open_trace(mysql_trace),
+        out,
+        Selection(between=(1640, 1650)),
+        iolog.Mapping("/dev/loop3", fold_size=1 << 28),
+    )
+    assert rep.kept == len(want)
+    assert rep.ops["read"] == sum(op == "read" for _, op in want)
+    lines = io_lines(out)[3:]
+    assert len(lines) == len(want)
+    ts = [int(x.split()[0]) for x in lines]
+    assert ts[0] == 1 and ts == sorted(ts)
+    assert ts[-1] == (want[-1][0] - want[0][0]) // 1000 + 1  # µs from the first I/O, plus 1
+    assert all(int(x.split()[3]) + int(x.split()[4]) <= 1 << 28 for x in lines)
+
+
+def test_spike_regime_is_the_busiest_run_of_spike_windows(mysql_trace, shared_traces_dir, tmp_path):
+    rep = iolog.convert(
+        open_trace(mysql_trace),
+        tmp_path / "s.iolog",
+        Selection(regime="spike"),
+        iolog.Mapping("/dev/loop3", fold_size=1 << 28),
+    )
+    # Recompute the busiest 1 s window independently: the spike span must contain it.
+    recs = blkreplay_records(shared_traces_dir / "linux-mysql.load.gz")
+    counts: dict[int, int] = {}
+    for ts, _ in recs:
+        counts[ts // 10**9] = counts.get(ts // 10**9, 0) + 1
+    busiest = max(counts, key=lambda w: (counts[w], -w))
+    sel = rep.selection
+    assert sel["t_lo_ns"] <= busiest * 10**9 < sel["t_hi_ns"]
+    assert rep.kept == sum(1 for ts, _ in recs if sel["t_lo_ns"] <= ts < sel["t_hi_ns"])
+
+
+def test_steady_regime_picks_the_longest_steady_run(tmp_path):
+    # 1 s windows: 3 idle-ish, 8 steady at 100 IOPS, 2 at 1000 IOPS, 6 steady at 100 IOPS.
+    rates = [5, 40, 5] + [100] * 8 + [1000, 1000] + [100] * 6
+    ts = [w * 10**9 + i * (10**9 // r) for w, r in enumerate(rates) for i in range(r)]
+    t = write_trace(
+        tmp_path / "t",
+        {"ts_ns": ts, "offset": [0] * len(ts), "size": [512] * len(ts), "op": ["read"] * len(ts)},
+    )
+    rep = iolog.convert(open_trace(t), tmp_path / "s.iolog", Selection(regime="steady"), iolog.Mapping("/d"))
+    assert (rep.selection["t_lo_ns"], rep.selection["t_hi_ns"]) == (3 * 10**9, 11 * 10**9)
+    assert rep.kept == 800
+    rep = iolog.convert(
+        open_trace(t), tmp_path / "p.iolog", Selection(regime="spike"), iolog.Mapping("/d"), force=True
+    )
+    assert (rep.selection["t_lo_ns"], rep.selection["t_hi_ns"]) == (11 * 10**9, 13 * 10**9)
+
+
+def test_no_steady_windows_is_a_clear_error(tpcc_trace, tmp_path):
+    code, _, err = run_iofp(
+        "iolog", str(tpcc_trace), "-o", str(tmp_path / "o"), "--target", "/d", "--regime", "steady"
+    )
+    assert code == 2
+    assert (
+        err.strip()
+        == f"iofp: {tpcc_trace}: no steady windows at 1 s windows (1 windows); pass --between T1 T2 instead"
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# fio accepts what we write
+# --------------------------------------------------------------------------------------------
+
+
+@needs_fio
+@pytest.mark.parametrize("which", ["mysql", "tpcc"])
+def test_fio_parses_every_line_of_the_generated_logs(which, mysql_trace, tpcc_trace, tmp_path):
+    """The whole log through fio's parser (null engine, no pacing): no line rejected, every I/O issued."""
+    trace = mysql_trace if which == "mysql" else tpcc_trace
+    target = tmp_path / "target.bin"
+    out = tmp_path / "all.iolog"
+    rep = iolog.convert(open_trace(trace), out, Selection(), iolog.Mapping(str(target), fold_size=1 << 28))
+    res = subprocess.run(
+        [
+            "fio",
+            "--name=parse",
+            "--ioengine=null",
+            "--replay_no_stall=1",
+            f"--read_iolog={out}",
+            "--output-format=json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert res.returncode == 0, res.stderr
+    assert "bad iolog" not in res.stderr + res.stdout and "bad ddir" not in res.stderr + res.stdout
+    from replay.results import parse_fio_json
+
+    job = parse_fio_json(res.stdout)["jobs"][0]
+    assert (job["read"]["total_ios"], job["write"]["total_ios"]) == (rep.ops["read"], rep.ops["write"])
+    assert rep.kept == open_trace(trace).num_rows()
