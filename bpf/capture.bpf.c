@@ -320,7 +320,7 @@ int iofp_rq_complete(struct bpf_raw_tracepoint_args *ctx)
 	if (!r) {
 		/* Issued before the capture started (the only other way: a device we do not trace). */
 		if (dev_wanted(rq_dev(rq)))
-			count(IOFP_CNT_UNMATCHED, 1);
+			count(IOFP_CNT_UNMATCHED_COMPLETIONS, 1);
 		return 0;
 	}
 	u32 dev = r->dev;
@@ -329,7 +329,7 @@ int iofp_rq_complete(struct bpf_raw_tracepoint_args *ctx)
 		struct iofp_flusher *f = flushers.lookup(&dev);
 		if (f && f->rq == rq)
 			flushers.delete(&dev);
-		count(IOFP_CNT_UNISSUED, 1);
+		count(IOFP_CNT_COMPLETED_UNISSUED, 1);
 		reqs.delete(&rq);
 		return 0;
 	}

@@ -15,13 +15,14 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from bpf.devices import device_names, resolve_devices
+from bpf.loader import KernelOptions
 from iofp.contract import IO_TABLE, SYNC_TABLE, TraceMeta, TraceWriter, device_facts
 from iofp.errors import BadInput
 
@@ -148,13 +149,15 @@ def capture(
     *,
     ready: threading.Event | None = None,
     progress: ProgressFn | None = None,
+    kernel: KernelOptions | None = None,
 ) -> CaptureSummary:
     """Capture until `duration_s`, `stop.set()`, SIGINT or SIGTERM; returns the summary.
 
-    `ready` is set once the probes are attached and recording. Raises BadInput for bad options and
-    MissingCapability when the machine cannot capture (before anything is written).
+    `ready` is set once the probes are attached and recording. `kernel` tunes the in-kernel side
+    (batch and ring buffer sizes; its filters are taken from `opts`). Raises BadInput for bad options
+    and MissingCapability when the machine cannot capture (before anything is written).
     """
-    from bpf.loader import KernelCapture, KernelOptions
+    from bpf.loader import KernelCapture
 
     devs = validate(opts)
     filters: dict[str, Any] = {"devices": sorted(devs), "comm": opts.comm, "pid": opts.pid}
@@ -163,8 +166,9 @@ def capture(
     writer = TraceWriter(opts.output, meta, force=opts.force)
     stop = stop or threading.Event()
 
+    tuning = kernel or KernelOptions()
     kc = KernelCapture(
-        KernelOptions(devs=list(devs.values()), pid=opts.pid, comm=opts.comm, syscalls=opts.syscalls)
+        replace(tuning, devs=list(devs.values()), pid=opts.pid, comm=opts.comm, syscalls=opts.syscalls)
     )
     meta.extra = {
         "probes": [tp for tp, _ in kc.probes()] + (["syscalls:sys_*_fsync-family"] if opts.syscalls else []),
@@ -286,8 +290,9 @@ def _install_signal_handlers(stop: threading.Event) -> Callable[[], None]:
 class BackgroundCapture:
     """A capture running in a thread; `stop()` ends it and returns its summary."""
 
-    def __init__(self, opts: CaptureOptions) -> None:
+    def __init__(self, opts: CaptureOptions, kernel: KernelOptions | None = None) -> None:
         self.opts = opts
+        self.kernel = kernel
         self._stop = threading.Event()
         self._ready = threading.Event()
         self._summary: CaptureSummary | None = None
@@ -296,7 +301,7 @@ class BackgroundCapture:
 
     def _run(self) -> None:
         try:
-            self._summary = capture(self.opts, self._stop, ready=self._ready)
+            self._summary = capture(self.opts, self._stop, ready=self._ready, kernel=self.kernel)
         except BaseException as e:
             self._error = e
         finally:
@@ -325,9 +330,9 @@ class BackgroundCapture:
             self.stop()
 
 
-def start_capture(opts: CaptureOptions) -> BackgroundCapture:
+def start_capture(opts: CaptureOptions, *, kernel: KernelOptions | None = None) -> BackgroundCapture:
     """Start capturing in the background; returns once the probes are attached and recording."""
-    bg = BackgroundCapture(opts)
+    bg = BackgroundCapture(opts, kernel)
     bg._start()
     return bg
 

@@ -99,7 +99,7 @@ class KernelOptions:
     io_batch: int = 64  # records per kernel batch (power of two)
     sync_batch: int = 16
     flush_ms: int = 100  # a batch older than this is sent
-    ringbuf_mib: int = 32
+    ringbuf_bytes: int = 32 << 20  # a power-of-two number of pages
     max_inflight: int = 65536
 
 
@@ -128,7 +128,7 @@ def cflags(opts: KernelOptions, btf: BTF | None = None) -> list[str]:
         f"-DIOFP_SYNC_BATCH={opts.sync_batch}",
         f"-DIOFP_FLUSH_NS={opts.flush_ms * 1_000_000}ULL",
         f"-DIOFP_MAX_INFLIGHT={opts.max_inflight}",
-        f"-DIOFP_RINGBUF_PAGES={(opts.ringbuf_mib << 20) // os.sysconf('SC_PAGE_SIZE')}",
+        f"-DIOFP_RINGBUF_PAGES={max(1, opts.ringbuf_bytes // os.sysconf('SC_PAGE_SIZE'))}",
     ]
     if btf.has_typedef("btf_trace_block_io_start"):
         out.append("-DIOFP_HAVE_IO_START")

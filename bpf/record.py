@@ -205,12 +205,15 @@ def io_table(recs: np.ndarray, t0_ns: int, bits: ReqBits, dev_names: dict[int, s
     if unknown_pid.any():
         comm = _mask(comm, unknown_pid)
 
+    # Requests without a position (a flush: __sector = (sector_t)-1) are at 0, as the kernel prints them
+    sector = recs["sector"]
+    offset = np.where(sector == np.uint64(2**64 - 1), 0, sector).astype(np.int64) * 512
     cols = {
         "ts_ns": pa.array(issue - t0_ns, pa.int64()),
         "queue_ns": pa.array(queue - t0_ns, pa.int64(), mask=recs["queue_ns"] == 0),
         "lat_ns": pa.array(recs["complete_ns"].astype(np.int64) - issue, pa.int64()),
         "device": device,
-        "offset": pa.array(recs["sector"].astype(np.int64) * 512, pa.int64()),
+        "offset": pa.array(offset, pa.int64()),
         "size": pa.array(recs["bytes"].astype(np.int32), pa.int32()),
         "op": op,
         "sync": pa.array((flags & bits.sync) != 0),
