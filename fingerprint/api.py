@@ -70,7 +70,23 @@ def write_json(doc: dict[str, Any], out: Path, *, force: bool = False) -> Path:
     if out.exists() and not force:
         raise BadInput(f"{out} already exists; pass --force to overwrite it")
     atomic_write_bytes(out, json.dumps(doc, indent=1, default=_jsonable).encode())
+    _readable(out)
     return out
+
+
+def write_text(text: str, out: Path, *, force: bool = False) -> Path:
+    if out.exists() and not force:
+        raise BadInput(f"{out} already exists; pass --force to overwrite it")
+    atomic_write_bytes(out, text.encode())
+    _readable(out)
+    return out
+
+
+def _readable(path: Path) -> None:
+    """The atomic writer's temp file is private (0600); a report is meant to be shared."""
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(path, 0o666 & ~umask)
 
 
 def read_json(path: Path) -> dict[str, Any]:

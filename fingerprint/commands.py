@@ -69,9 +69,57 @@ def fingerprint_cmd(
         typer.echo(f"Wrote {json_out}. Next: iofp report {trace} -o report.html")
 
 
+def diff_cmd(
+    a: Path = typer.Argument(..., help="The earlier fingerprint JSON (iofp fingerprint --json)."),
+    b: Path = typer.Argument(..., help="The later fingerprint JSON."),
+    as_json: bool = typer.Option(False, "--json", help="Print the comparison as JSON."),
+) -> None:
+    """What changed between two fingerprints: demand (the workload got harder) versus service
+    (the device got slower), with per-metric relative change and the flags beyond thresholds.
+
+    Example: iofp diff q1.fp.json q2.fp.json
+    """
+    from fingerprint.api import read_json
+    from fingerprint.diff import diff
+    from fingerprint.diff_view import render
+
+    result = diff(read_json(a), read_json(b))
+    if as_json:
+        import json
+
+        typer.echo(json.dumps(result.to_dict(), indent=1))
+    else:
+        render(result)
+
+
+def report_cmd(
+    trace: Path = typer.Argument(..., help="An iofp trace directory."),
+    out: Path = typer.Option(..., "-o", "--out", help="The HTML file to write."),
+    window: str = typer.Option("1s", "--window", help="Window of the timeline and regimes."),
+    device: str | None = typer.Option(None, "--device", help="Only this device."),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing report."),
+) -> None:
+    """Write one self-contained HTML report (timeline with steady and spike regions shaded,
+    histograms, fingerprint tables); it needs no network to view.
+
+    Example: iofp report mysql.trace -o mysql.html
+    """
+    from fingerprint.api import fingerprint_trace, parse_duration, write_text
+    from fingerprint.compute import Options
+    from fingerprint.report import render_html
+
+    if out.exists() and not force:
+        raise BadInput(f"{out} already exists; pass --force to overwrite it")
+    fp = fingerprint_trace(trace, Options(parse_duration(window), device))
+    write_text(render_html(fp), out, force=force)
+    typer.echo(f"Wrote {out}. Next: open it in a browser, or iofp fingerprint {trace} --json fp.json")
+
+
 def register(app: typer.Typer) -> None:
     app.command("import")(import_cmd)
     app.command("fingerprint")(fingerprint_cmd)
+    app.command("diff")(diff_cmd)
+    app.command("report")(report_cmd)
 
 
 __all__ = ["BadInput", "register"]

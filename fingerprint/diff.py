@@ -1,0 +1,170 @@
+"""What changed between two fingerprints, split into demand changes and service changes.
+
+`diff(a, b) -> DiffResult` compares two fingerprint dicts (A = before, B = after) metric by metric.
+Demand metrics describe what the workload asked for (IOPS, MB/s, mix, size, sequentiality,
+burstiness, flush and commit rates, footprint); service metrics describe how the device answered
+(latency percentiles, fsync latency). A metric is flagged when it moves beyond its threshold:
+relative for rates and sizes, absolute (in share points) for shares.
+
+The verdict separates "the workload got harder" (demand moved) from "the device got slower"
+(latency moved while demand stayed comparable). When both moved, latency cannot be pinned on the
+device from fingerprints alone, and the verdict says so. The steady-state scope is compared when
+both fingerprints have one (it is the like-for-like regime); otherwise the whole trace.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    path: tuple[str, ...]
+    kind: str  # "demand" or "service"
+    threshold: float
+    absolute: bool = False  # threshold in share points rather than relative change
+    harder_when: int = 1  # +1: a rise makes the workload harder (or the device slower); -1: a fall
+
+
+METRICS: tuple[Metric, ...] = (
+    Metric("IOPS", ("intensity", "iops_mean"), "demand", 0.20),
+    Metric("MB/s", ("intensity", "mbps_mean"), "demand", 0.20),
+    Metric("read share (count)", ("mix", "read_share_count"), "demand", 0.10, absolute=True, harder_when=-1),
+    Metric("mean size (bytes)", ("size", "mean_bytes"), "demand", 0.25, harder_when=-1),
+    Metric("sequential share", ("sequential", "share"), "demand", 0.10, absolute=True, harder_when=-1),
+    Metric("peak/mean IOPS, 1 s", ("burstiness", "1s", "peak_to_mean"), "demand", 0.50),
+    Metric("peak/mean IOPS, 100 ms", ("burstiness", "100ms", "peak_to_mean"), "demand", 0.50),
+    Metric("dispersion index, 1 s", ("burstiness", "1s", "index_of_dispersion"), "demand", 1.00),
+    Metric("flush+FUA per s", ("durability", "flush_rate_per_s"), "demand", 0.25),
+    Metric("fsync-family calls per s", ("durability", "commit_rate_per_s"), "demand", 0.25),
+    Metric("footprint (4 KiB blocks)", ("footprint", "blocks_4k"), "demand", 0.25),
+    Metric("latency p50", ("latency", "all", "p50_us"), "service", 0.20),
+    Metric("latency p99", ("latency", "all", "p99_us"), "service", 0.25),
+    Metric("latency p99.9", ("latency", "all", "p99_9_us"), "service", 0.50),
+    Metric("read latency p99", ("latency", "read", "p99_us"), "service", 0.25),
+    Metric("write latency p99", ("latency", "write", "p99_us"), "service", 0.25),
+)
+# Demand metrics whose movement makes a latency comparison unfair ("comparable demand").
+LOAD_METRICS = ("IOPS", "MB/s", "mean size (bytes)", "read share (count)", "sequential share")
+
+
+@dataclass
+class Change:
+    metric: str
+    kind: str
+    a: float | None
+    b: float | None
+    rel_change: float | None
+    abs_change: float | None
+    threshold: float
+    threshold_is_absolute: bool
+    flagged: bool
+    direction: str  # "harder", "easier", "slower", "faster" or "" when not flagged
+
+
+@dataclass
+class DiffResult:
+    scope: str
+    changes: list[Change]
+    demand_changed: bool
+    service_changed: bool
+    comparable_demand: bool
+    verdict: str
+    notes: list[str] = field(default_factory=list)
+    a_labels: dict[str, str] = field(default_factory=dict)
+    b_labels: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def flagged(self) -> list[Change]:
+        return [c for c in self.changes if c.flagged]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _get(d: dict[str, Any] | None, path: tuple[str, ...]) -> float | None:
+    for k in path:
+        if not isinstance(d, dict):
+            return None
+        d = d.get(k)
+    return d if isinstance(d, (int, float)) and not isinstance(d, bool) else None
+
+
+def _sync_p99(scope: dict[str, Any]) -> float | None:
+    calls = (scope.get("durability") or {}).get("sync_calls") or {}
+    if not calls:
+        return None
+    main = max(calls.values(), key=lambda c: c["calls"])
+    return main.get("p99_us")
+
+
+def diff(a: dict[str, Any], b: dict[str, Any]) -> DiffResult:
+    """Compare fingerprint `a` (before) with `b` (after)."""
+    notes = []
+    if a.get("steady") and b.get("steady"):
+        scope = "steady"
+    else:
+        scope = "whole"
+        notes.append("compared whole traces: at least one fingerprint has no steady-state windows")
+    sa, sb = a[scope], b[scope]
+    changes = [_change(m, _get(sa, m.path), _get(sb, m.path)) for m in METRICS]
+    fs = Metric("fsync p99", ("fsync_p99",), "service", 0.25)
+    changes.append(_change(fs, _sync_p99(sa), _sync_p99(sb)))
+
+    demand = [c for c in changes if c.kind == "demand" and c.flagged]
+    service = [c for c in changes if c.kind == "service" and c.flagged]
+    comparable = not any(c.metric in LOAD_METRICS for c in demand)
+    harder = sum(c.direction == "harder" for c in demand) - sum(c.direction == "easier" for c in demand)
+    slower = sum(c.direction == "slower" for c in service) - sum(c.direction == "faster" for c in service)
+    if a[scope].get("latency") is None or b[scope].get("latency") is None:
+        notes.append("at least one trace has no latency: only demand can be compared")
+
+    if not demand and not service:
+        verdict = "no significant change"
+    elif demand and not service:
+        verdict = (
+            "the workload got harder"
+            if harder > 0
+            else ("the workload got lighter" if harder < 0 else "the workload changed shape")
+        )
+    elif service and comparable:
+        what = "slower" if slower > 0 else "faster" if slower < 0 else "different"
+        verdict = f"the device got {what}: latency moved at comparable demand"
+        if demand:
+            verdict += " (other demand features moved too: " + ", ".join(c.metric for c in demand) + ")"
+    else:
+        verdict = (
+            "the workload got harder and latency moved with it: cannot tell from fingerprints whether the "
+            "device got slower; replay A's trace on B's device to separate them"
+            if harder >= 0
+            else "the workload got lighter but latency moved: check the device"
+        )  # fmt: skip
+    return DiffResult(
+        scope=scope,
+        changes=changes,
+        demand_changed=bool(demand),
+        service_changed=bool(service),
+        comparable_demand=comparable,
+        verdict=verdict,
+        notes=notes,
+        a_labels=(a.get("provenance") or {}).get("labels", {}),
+        b_labels=(b.get("provenance") or {}).get("labels", {}),
+    )
+
+
+def _change(m: Metric, va: float | None, vb: float | None) -> Change:
+    rel = None if va in (None, 0) or vb is None else (vb - va) / abs(va)
+    delta = None if va is None or vb is None else vb - va
+    if m.absolute:
+        flagged = delta is not None and abs(delta) > m.threshold
+    else:
+        flagged = rel is not None and abs(rel) > m.threshold
+        if va == 0 and vb not in (None, 0):  # from nothing to something is always a change
+            flagged = True
+    direction = ""
+    if flagged and delta is not None:
+        up = delta * m.harder_when > 0
+        direction = ("harder" if up else "easier") if m.kind == "demand" else ("slower" if up else "faster")
+    return Change(m.name, m.kind, va, vb, rel, delta, m.threshold, m.absolute, flagged, direction)

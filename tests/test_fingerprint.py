@@ -1,0 +1,192 @@
+"""Fingerprint: exact features on a hand-checkable tiny trace, regimes on a synthetic trace with a
+known steady part and a known spike, null features for columns a trace lacks, and the CLI."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from fingerprint.api import fingerprint_trace
+from fingerprint.compute import BINS, Options
+from iofp.cli import main
+from iofp.contract import TraceMeta, TraceWriter
+
+MS = 1_000_000
+
+
+def iofp(monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
+    monkeypatch.setattr(sys, "argv", ["iofp", *args])
+    code = 0
+    try:
+        main()
+    except SystemExit as e:
+        code = e.code
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+# ts, lat, offset, size, op, sync, fua, preflush, pid, comm, inflight
+TINY = [
+    (0 * MS, 100_000, 0, 4096, "write", True, False, False, 10, "db", 1),
+    (1 * MS, 200_000, 4096, 4096, "write", True, False, False, 10, "db", 1),  # sequential
+    (2 * MS, 300_000, 8192, 8192, "write", True, True, False, 10, "db", 2),  # sequential, FUA
+    (3 * MS, 400_000, 1 << 20, 512, "read", False, False, False, 20, "cat", 3),  # a seek
+    (4 * MS, 1_000_000, 0, 0, "flush", False, False, True, 10, "db", 1),  # neither starts nor breaks a run
+    (10 * MS, 500_000, (1 << 20) + 512, 65536, "read", False, False, False, 20, "cat", 1),  # sequential
+]
+TINY_COLS = ("ts_ns", "lat_ns", "offset", "size", "op", "sync", "fua", "preflush", "pid", "comm", "inflight")
+
+
+@pytest.fixture
+def tiny_trace(tmp_path):
+    """Six I/Os on one device with latency, flags, processes and in-flight, written via the contract."""
+    cols = {c: [r[i] for r in TINY] for i, c in enumerate(TINY_COLS)}
+    cols["device"] = ["d0"] * len(TINY)
+    meta = TraceMeta(source="capture", host="h1", kernel="6.18", devices={"d0": {"model": "m"}})
+    meta.capture_start_ns = 1_700_000_000 * 10**9
+    meta.loss = {"lost_events": 0}
+    with TraceWriter(tmp_path / "tiny", meta) as w:
+        w.write("io", pa.table(cols))
+        w.write("sync", pa.table({"ts_ns": [1 * MS, 5 * MS], "lat_ns": [2_000_000, 4_000_000],
+                                  "call": ["fsync", "fsync"], "pid": [10, 10]}))  # fmt: skip
+    return tmp_path / "tiny"
+
+
+def counts(hist: dict, limits_key: str) -> dict[float, int]:
+    """{limit: count} of the non-empty buckets (inf for the '> last' bucket)."""
+    limits = [*BINS[limits_key], float("inf")]
+    return {limits[i]: c for i, c in enumerate(hist["counts"]) if c}
+
+
+def test_tiny_trace_features_are_exact(tiny_trace):
+    fp = fingerprint_trace(tiny_trace, Options(window_ns=10 * MS))
+    assert fp["fingerprint_version"] == 1
+    p = fp["provenance"]
+    assert (p["host"], p["kernel"], p["source"], p["lost_events"]) == ("h1", "6.18", "capture", 0)
+    assert p["devices"] == {"d0": {"model": "m"}} and p["capture_window_ns"] == [0, 10 * MS]
+    w = fp["whole"]
+    assert (w["ios"], w["bytes"], w["mix"]["reads"], w["mix"]["writes"], w["mix"]["flushes"]) == (
+        6,
+        82432,
+        2,
+        3,
+        1,
+    )
+    assert w["mix"]["read_share_count"] == pytest.approx(2 / 6)
+    assert w["mix"]["read_share_bytes"] == pytest.approx(66048 / 82432)
+    assert w["size"]["mean_bytes"] == pytest.approx(82432 / 5)  # flushes carry no size
+    assert counts(w["size"]["hist"]["all"], "io_length_bytes") == {512: 1, 4096: 2, 8192: 1, 65536: 1}
+    assert counts(w["size"]["hist"]["read"], "io_length_bytes") == {512: 1, 65536: 1}
+    seq = w["sequential"]
+    assert (seq["share"], seq["runs"], seq["mean_run_ios"]) == (pytest.approx(3 / 5), 2, 2.5)
+    # seek in LBNs from the previous data I/O's last LBN: +1 sequential; 2048 - 31 = +2017; 2049 - 2048 = +1
+    assert counts(w["seek"]["hist"]["all"], "seek_lbn") == {1: 3, 5000: 1}
+    assert counts(w["inflight"]["hist"]["all"], "outstanding_ios") == {1: 4, 2: 1, 4: 1}
+    assert w["inflight"]["max"] == 3
+    # gaps 1, 1, 1, 1, 6 ms -> all in the <= 5000 µs bucket except the 6 ms one
+    assert counts(w["interarrival"]["hist"], "interarrival_us") == {1000: 4, 15000: 1}
+    assert w["interarrival"]["mean_us"] == pytest.approx(2000)
+    lat = w["latency"]
+    assert (lat["all"]["p50_us"], lat["all"]["p99_us"], lat["all"]["p99_9_us"]) == (300, 1000, 1000)
+    assert (lat["write"]["p50_us"], lat["write"]["p99_us"], lat["read"]["p50_us"]) == (200, 300, 400)
+    assert counts(lat["all"]["hist_us"], "latency_us") == {100: 1, 500: 4, 1000: 1}
+    d = w["durability"]
+    assert (d["flush_ops"], d["fua"], d["preflush"], d["sync_writes"]) == (1, 1, 1, 3)
+    assert d["flush_fua_share"] == pytest.approx(2 / 6) and d["sync_write_share"] == 1.0
+    assert d["flush_rate_per_s"] == pytest.approx(2 / 0.010)
+    assert (d["flush_gap_p50_us"], d["flush_gap_p99_us"]) == (2000, 2000)
+    assert d["sync_calls"]["fsync"]["calls"] == 2 and d["sync_calls"]["fsync"]["p99_us"] == 4000
+    assert d["commit_rate_per_s"] == pytest.approx(2 / 0.010)
+    # blocks 0-3 (0..16 KiB) and 256-272 ((1 MiB) .. 1 MiB + 66 KiB): 4 + 17
+    assert w["footprint"]["blocks_4k"] == 21 and w["footprint"]["hot_1pct_blocks"] == 1
+    # the hottest block (1 of them: 1% of 21, rounded up) is block 256, where both reads start
+    assert w["footprint"]["hot_1pct_io_share"] == pytest.approx(2 / 5)
+    assert [(p["pid"], p["comm"], p["ios"]) for p in w["top_processes"]] == [(10, "db", 4), (20, "cat", 2)]
+    # 2 fsyncs in 10 ms at a 2 ms p50: the commit path is busy 40% of the time
+    assert fp["bound"]["verdict"] == "fsync-latency-bound" and fp["bound"]["side"] == "demand+service"
+    assert fp["bound"]["numbers"]["commit_busy_share"] == pytest.approx(0.4)
+    json.dumps(fp)  # JSON-ready as returned
+
+
+def test_imported_trace_without_latency_gives_null_features_and_a_demand_side_verdict(tmp_path):
+    meta = TraceMeta(source="import:test")
+    n = 1000
+    with TraceWriter(tmp_path / "t", meta) as w:
+        w.write("io", pa.table({"ts_ns": [i * MS for i in range(n)], "device": ["x"] * n,
+                                "offset": [i * 8192 * 7 for i in range(n)], "size": [8192] * n,
+                                "op": ["read"] * n}))  # fmt: skip
+    fp = fingerprint_trace(tmp_path / "t")
+    w = fp["whole"]
+    assert w["latency"] is None and w["inflight"] is None
+    assert w["durability"]["flush_fua_share"] is None and w["durability"]["commit_rate_per_s"] is None
+    assert w["top_processes"] == []
+    assert fp["shape"]["class"] == "OLTP point-read"
+    assert fp["bound"]["side"] == "demand-only" and "demand-side only" in fp["bound"]["why"]
+    assert fp["bound"]["numbers"]["fsync_p50_us"] is None
+
+
+def synthetic_steady_with_spike(tmp_path, rate=1000, seconds=60, spike=(30, 35), spike_rate=5000):
+    """Poisson arrivals at `rate`/s, at `spike_rate`/s during [spike) seconds."""
+    rng = np.random.default_rng(7)
+    ts = []
+    for s in range(seconds):
+        r = spike_rate if spike[0] <= s < spike[1] else rate
+        ts.append(np.sort(rng.uniform(s, s + 1, rng.poisson(r))))
+    t = (np.concatenate(ts) * 1e9).astype(np.int64)
+    n = len(t)
+    with TraceWriter(tmp_path / "syn", TraceMeta(source="import:synthetic")) as w:
+        w.write("io", pa.table({
+            "ts_ns": t, "device": ["d"] * n, "offset": rng.integers(0, 1 << 20, n) * 4096,
+            "size": np.full(n, 4096, np.int32), "op": np.where(rng.random(n) < 0.7, "read", "write"),
+            "lat_ns": rng.integers(50_000, 150_000, n),
+        }))  # fmt: skip
+    return tmp_path / "syn"
+
+
+def test_synthetic_steady_part_and_spike_are_split_within_one_window(tmp_path):
+    fp = fingerprint_trace(synthetic_steady_with_spike(tmp_path))
+    reg = fp["regimes"]
+    assert len(reg["spikes"]) == 1
+    sp = reg["spikes"][0]
+    assert abs(sp["start_s"] - 30) <= 1 and abs(sp["end_s"] - 35) <= 1
+    assert sp["peak_iops"] > 4500 and 4 <= sp["duration_s"] <= 6
+    # every window outside the spike (and its neighbours) is steady
+    assert reg["steady_windows"] >= 60 - 5 - 2
+    steady = fp["steady"]
+    assert steady["intensity"]["iops_mean"] == pytest.approx(1000, rel=0.05)
+    assert fp["spike"]["intensity"]["iops_mean"] == pytest.approx(5000, rel=0.05)
+    assert fp["whole"]["ios"] >= steady["ios"] + fp["spike"]["ios"]  # disjoint regimes
+    # Poisson arrivals: inter-arrival CV near 1 in the steady state; IDC(1 s) far above 1 overall
+    assert steady["interarrival"]["cv"] == pytest.approx(1.0, abs=0.1)
+    assert fp["whole"]["burstiness"]["1s"]["index_of_dispersion"] > 100
+
+
+def test_between_selects_a_user_window_by_seconds_and_wall_clock(tmp_path):
+    trace = synthetic_steady_with_spike(tmp_path)
+    fp = fingerprint_trace(trace, Options(between=("30", "35")))
+    assert fp["between"]["intensity"]["iops_mean"] == pytest.approx(5000, rel=0.05)
+    from iofp.errors import BadInput
+
+    with pytest.raises(BadInput, match="no wall clock"):
+        fingerprint_trace(trace, Options(between=("09:15:00", "09:16:00")))
+
+
+def test_cli_fingerprint_writes_json_and_refuses_to_overwrite(tiny_trace, tmp_path, monkeypatch, capsys):
+    out = tmp_path / "fp.json"
+    code, stdout, _ = iofp(monkeypatch, capsys, "fingerprint", str(tiny_trace), "--window", "10ms",
+                           "--json", str(out), "--label", "service=db")  # fmt: skip
+    assert code == 0 and f"Wrote {out}. Next: iofp report {tiny_trace} -o report.html" in stdout
+    assert "fsync-latency-bound" in stdout
+    doc = json.loads(out.read_text())
+    assert doc["provenance"]["labels"] == {"service": "db"}
+    assert list(doc)[:4] == ["fingerprint_version", "provenance", "params", "whole"]
+    code, _, err = iofp(monkeypatch, capsys, "fingerprint", str(tiny_trace), "--json", str(out))
+    assert code == 2 and err == f"iofp: {out} already exists; pass --force to overwrite it\n"
+    code, _, err = iofp(monkeypatch, capsys, "fingerprint", str(tiny_trace), "--window", "fast")
+    assert code == 2 and err == "iofp: --window 'fast': give a positive duration such as 1s, 100ms or 250us\n"
+    code, _, err = iofp(monkeypatch, capsys, "fingerprint", str(tiny_trace), "--device", "sdz")
+    assert code == 2 and err == "iofp: the trace has no I/O on device sdz; its devices: d0\n"
