@@ -97,9 +97,7 @@ def read_json(path: Path) -> dict[str, Any]:
     except ValueError as e:
         raise BadInput(f"{path}: not JSON ({e})") from None
     if not isinstance(doc, dict) or "fingerprint_version" not in doc:
-        raise BadInput(
-            f"{path}: not an iofp fingerprint (no fingerprint_version); make one with iofp fingerprint"
-        )
+        raise BadInput(f"{path}: not an iofp fingerprint; make one with iofp fingerprint TRACE --json OUT")
     from fingerprint.compute import FINGERPRINT_VERSION
 
     if doc["fingerprint_version"] != FINGERPRINT_VERSION:

@@ -68,7 +68,8 @@ def _timeline(fp: dict[str, Any], key: str, label: str, scale: float = 1.0, extr
     for sp in reg["spikes"]:
         a, z = sp["start_s"], sp["end_s"]
         out.append(
-            f'<rect class="regime spike" data-start="{a:g}" data-end="{z:g}" data-peak="{sp["peak_iops"]:.0f}" '
+            f'<rect class="regime spike" data-start="{a:g}" data-end="{z:g}" '
+            f'data-peak="{sp["peak_iops"]:.0f}" '
             f'x="{X(a):.1f}" y="{PAD_T}" width="{max(X(z) - X(a), 0.5):.1f}" height="{H - PAD_T - PAD_B}" '
             f'fill="{SPIKE}"/>'
         )
@@ -86,7 +87,8 @@ def _timeline(fp: dict[str, Any], key: str, label: str, scale: float = 1.0, extr
     out.append(f'<text x="{PAD_L}" y="{H - 4}" font-size="11">0 s</text>')
     out.append(f'<text x="{W - 80}" y="{H - 4}" font-size="11">{_fmt(t_end)} s</text>')
     out.append(
-        f'<text x="{PAD_L + 6}" y="{PAD_T + 12}" font-size="12" font-weight="bold">{html.escape(label)}</text>'
+        f'<text x="{PAD_L + 6}" y="{PAD_T + 12}" font-size="12" font-weight="bold">'
+        f"{html.escape(label)}</text>"
     )
     out.append("</svg>")
     return "\n".join(out)
@@ -113,7 +115,8 @@ def _bars(hist: dict[str, Any] | None, title: str, unit: str) -> str:
             f"<title>{lab}: {c:,} ({c / total:.1%})</title></rect>"
         )
         out.append(
-            f'<text font-size="9" transform="translate({x + 8},{h + 16}) rotate(60)">{html.escape(lab)}</text>'
+            f'<text font-size="9" transform="translate({x + 8},{h + 16}) rotate(60)">'
+            f"{html.escape(lab)}</text>"
         )
     out.append("</svg></div>")
     return "\n".join(out)
@@ -156,7 +159,8 @@ def render_html(fp: dict[str, Any]) -> str:
     lat = whole.get("latency") or {}
     parts = [
         f"<h1>{html.escape(title)}</h1>",
-        f'<div class="prov">host {html.escape(str(prov["host"]))} · kernel {html.escape(str(prov["kernel"]))} · '
+        f'<div class="prov">host {html.escape(str(prov["host"]))} · '
+        f"kernel {html.escape(str(prov['kernel']))} · "
         f"{prov['duration_s']:,.3f} s · trace by iofp {html.escape(str(prov['trace_tool_version']))}, "
         f"fingerprint v{fp['fingerprint_version']} · lost events {prov['lost_events']} · labels "
         f"{html.escape(', '.join(f'{k}={v}' for k, v in prov['labels'].items()) or '-')}</div>",

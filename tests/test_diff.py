@@ -1,0 +1,85 @@
+"""diff: doubled demand is a demand change; doubled p99 at the same demand is a service change."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from fingerprint.api import fingerprint_trace, write_json
+from fingerprint.diff import diff
+from iofp.cli import main
+from iofp.contract import TraceMeta, TraceWriter
+
+
+def trace(tmp_path, name: str, rate: int, lat_scale: float, seconds: int = 20) -> dict:
+    """Poisson 4 KiB random reads at `rate`/s whose latency is `lat_scale` x (50..150 µs)."""
+    rng = np.random.default_rng(11)
+    t = np.sort(rng.uniform(0, seconds, rng.poisson(rate * seconds)))
+    n = len(t)
+    with TraceWriter(tmp_path / name, TraceMeta(source="import:synthetic")) as w:
+        w.write("io", pa.table({
+            "ts_ns": (t * 1e9).astype(np.int64), "device": ["d"] * n,
+            "offset": rng.integers(0, 1 << 20, n) * 4096, "size": np.full(n, 4096, np.int32),
+            "op": ["read"] * n, "lat_ns": (rng.integers(50_000, 150_000, n) * lat_scale).astype(np.int64),
+        }))  # fmt: skip
+    return fingerprint_trace(tmp_path / name)
+
+
+@pytest.fixture(scope="module")
+def fps(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("diff")
+    return {
+        "base": trace(tmp, "base", 2000, 1.0),
+        "double_iops": trace(tmp, "double_iops", 4000, 1.0),
+        "double_lat": trace(tmp, "double_lat", 2000, 2.0),
+    }
+
+
+def flagged(r) -> dict[str, str]:
+    return {c.metric: c.direction for c in r.flagged}
+
+
+def test_doubled_iops_is_a_demand_change(fps):
+    r = diff(fps["base"], fps["double_iops"])
+    assert r.scope == "steady"
+    assert r.demand_changed and not r.service_changed
+    # twice the random reads over the same span also touch more distinct blocks
+    assert flagged(r) == {"IOPS": "harder", "MB/s": "harder", "footprint (4 KiB blocks)": "harder"}
+    iops = next(c for c in r.changes if c.metric == "IOPS")
+    assert iops.rel_change == pytest.approx(1.0, rel=0.05)
+    assert r.verdict == "the workload got harder"
+
+
+def test_doubled_p99_at_the_same_demand_is_a_service_change(fps):
+    r = diff(fps["base"], fps["double_lat"])
+    assert not r.demand_changed and r.service_changed and r.comparable_demand
+    f = flagged(r)
+    assert f["latency p99"] == "slower" and f["latency p50"] == "slower" and f["read latency p99"] == "slower"
+    p99 = next(c for c in r.changes if c.metric == "latency p99")
+    assert p99.rel_change == pytest.approx(1.0, rel=0.05)
+    assert r.verdict == "the device got slower: latency moved at comparable demand"
+
+
+def test_same_fingerprint_has_no_change_and_to_dict_is_json(fps):
+    r = diff(fps["base"], fps["base"])
+    assert r.verdict == "no significant change" and not r.flagged
+    assert json.loads(json.dumps(r.to_dict()))["verdict"] == "no significant change"
+
+
+def test_cli_diff_json_and_bad_input(fps, tmp_path, monkeypatch, capsys):
+    a, b = write_json(fps["base"], tmp_path / "a.json"), write_json(fps["double_lat"], tmp_path / "b.json")
+    monkeypatch.setattr(sys, "argv", ["iofp", "diff", str(a), str(b), "--json"])
+    main()
+    assert json.loads(capsys.readouterr().out)["service_changed"] is True
+    (tmp_path / "x.json").write_text("{}")
+    monkeypatch.setattr(sys, "argv", ["iofp", "diff", str(a), str(tmp_path / "x.json")])
+    with pytest.raises(SystemExit) as e:
+        main()
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    x = tmp_path / "x.json"
+    assert err == f"iofp: {x}: not an iofp fingerprint; make one with iofp fingerprint TRACE --json OUT\n"

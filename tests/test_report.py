@@ -1,0 +1,71 @@
+"""report: one self-contained HTML page, rendered by headless Chromium, with regions and numbers."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+from test_fingerprint import synthetic_steady_with_spike
+
+from fingerprint.importing import import_trace
+from iofp.cli import main
+
+
+def chromium() -> str:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        if path := shutil.which(name):
+            return path
+    pytest.skip("needs chromium (apt install chromium) to render the report")
+
+
+def run_chromium(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_report_renders_with_steady_and_spike_regions(tmp_path, monkeypatch, capsys):
+    trace = synthetic_steady_with_spike(tmp_path)
+    out = tmp_path / "report.html"
+    monkeypatch.setattr(sys, "argv", ["iofp", "report", str(trace), "-o", str(out)])
+    main()
+    assert f"Wrote {out}." in capsys.readouterr().out
+    page = out.read_text()
+    assert not re.search(r"(src|href)=\"https?://", page)  # nothing fetched from the network
+    dom = run_chromium("--dump-dom", out.as_uri())
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    html = dom.stdout
+    spikes = re.findall(r'class="regime spike" data-start="([\d.]+)" data-end="([\d.]+)"', html)
+    assert set(spikes) == {("30", "35")}  # the one spike, on every timeline chart
+    assert 'class="regime steady"' in html
+    assert re.search(r"Steady state: <b>\d+</b> of 60 windows", html)
+    assert '<table id="spikes">' in html and "<td>30</td><td>35</td>" in html
+    assert '<table id="scopes">' in html and "IOPS-bound" in html and 'data-hist="latency"' in html
+    png = tmp_path / "report.png"
+    shot = run_chromium(f"--screenshot={png}", "--window-size=1200,1600", out.as_uri())
+    assert shot.returncode == 0 and png.stat().st_size > 20_000  # a real rendering, not a blank page
+
+
+def test_report_of_an_imported_trace_and_refusal_to_overwrite(shared_traces, tmp_path, monkeypatch, capsys):
+    import_trace("auto", [shared_traces / "tpcc-small.trace"], tmp_path / "t")
+    out = tmp_path / "r.html"
+    out.write_text("keep me")
+    monkeypatch.setattr(
+        sys, "argv", ["iofp", "report", str(tmp_path / "t"), "-o", str(out), "--window", "10ms"]
+    )
+    with pytest.raises(SystemExit) as e:
+        main()
+    assert e.value.code == 2 and out.read_text() == "keep me"
+    assert capsys.readouterr().err == f"iofp: {out} already exists; pass --force to overwrite it\n"
+    monkeypatch.setattr(
+        sys, "argv", ["iofp", "report", str(tmp_path / "t"), "-o", str(out), "--window", "10ms", "--force"]
+    )
+    main()
+    page = out.read_text()
+    assert "mixed OLTP" in page and "demand-side only" in page
