@@ -72,15 +72,24 @@ def check_privileges() -> Check:
     return Check("privileges", False, "not root and no CAP_BPF+CAP_PERFMON", {"any": fix})
 
 
+def _is_dir(p: Path) -> bool:
+    try:
+        return p.is_dir()
+    except OSError:  # e.g. tracefs is root-only: not usable by us either way
+        return False
+
+
 def check_tracefs(mount: bool = False) -> Check:
     fix = {"any": f"mount -t tracefs nodev {TRACEFS}"}
-    if (TRACEFS / "events").is_dir():
+    if _is_dir(TRACEFS / "events"):
         return Check("tracefs", True, f"mounted at {TRACEFS}")
     if mount and os.geteuid() == 0:
         r = subprocess.run(["mount", "-t", "tracefs", "nodev", str(TRACEFS)], capture_output=True, text=True)
-        if r.returncode == 0 and (TRACEFS / "events").is_dir():
+        if r.returncode == 0 and _is_dir(TRACEFS / "events"):
             return Check("tracefs", True, f"was not mounted; mounted it at {TRACEFS}")
         return Check("tracefs", False, f"could not mount it: {r.stderr.strip() or 'mount failed'}", fix)
+    if os.geteuid() != 0 and TRACEFS.is_dir():
+        return Check("tracefs", False, f"{TRACEFS} is not readable without root", {"any": "run as root"})
     return Check("tracefs", False, f"not mounted at {TRACEFS}", fix)
 
 
@@ -92,6 +101,8 @@ def check_btf() -> Check:
     }
     if not VMLINUX_BTF.exists():
         return Check("BTF", False, f"{VMLINUX_BTF} is missing", fix)
+    if not os.access(VMLINUX_BTF, os.R_OK):
+        return Check("BTF", False, f"{VMLINUX_BTF} is not readable (needs root)", {"any": "run as root"})
     try:
         btf = kernel_btf()
         for struct_name, member in KERNEL_FIELDS:
@@ -116,7 +127,7 @@ def check_syscall_tracepoints() -> Check:
         f"sys_{d}_{c}"
         for c in SYNC_TPS
         for d in ("enter", "exit")
-        if not (TRACEFS / "events" / "syscalls" / f"sys_{d}_{c}").is_dir()
+        if not _is_dir(TRACEFS / "events" / "syscalls" / f"sys_{d}_{c}")
     ]
     fix = {"any": "a kernel with CONFIG_FTRACE_SYSCALLS=y; or capture with syscalls off"}
     if missing:

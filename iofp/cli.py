@@ -41,10 +41,11 @@ def _register() -> None:
     # Imported here so that `iofp --help` works even where a stage's optional system
     # dependency (bcc) is absent; stages import their heavy dependencies lazily.
     from bpf import commands as capture_cmds
+    from fingerprint import catalog_commands
     from fingerprint import commands as fingerprint_cmds
     from replay import commands as replay_cmds
 
-    for mod in (capture_cmds, fingerprint_cmds, replay_cmds):
+    for mod in (capture_cmds, fingerprint_cmds, replay_cmds, catalog_commands):
         mod.register(app)
 
 
@@ -54,7 +55,10 @@ _register()
 def main() -> None:
     """Entry point: run the app; an IofpError becomes one line on stderr and its exit status."""
     try:
-        app(standalone_mode=False)
+        rv = app(standalone_mode=False)
+        # in non-standalone mode click returns a typer.Exit's code instead of exiting with it
+        if isinstance(rv, int) and rv:
+            sys.exit(rv)
     except IofpError as e:
         typer.echo(f"iofp: {e}", err=True)
         sys.exit(e.exit_code)
@@ -66,10 +70,11 @@ def main() -> None:
     except KeyboardInterrupt:
         sys.exit(130)
     except Exception as e:  # click usage errors arrive here in non-standalone mode
-        import click
-
-        if isinstance(e, click.ClickException):
-            e.show()
+        # Recognised by their interface: typer >= 0.2x vendors click as typer._click, so there may
+        # be no importable `click` at all.
+        show = getattr(e, "show", None)
+        if callable(show) and isinstance(getattr(e, "exit_code", None), int):
+            show()
             sys.exit(2)
         raise
 

@@ -1,0 +1,189 @@
+"""`iofp capture` as a user runs it: signals end it with valid files, bad flags give one line and exit 2."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from conftest import REPO, is_root
+
+from iofp.contract import MANIFEST, open_trace
+
+IOFP = [sys.executable, "-m", "iofp.cli"]
+needs_capture = [
+    pytest.mark.skipif(not is_root(), reason="needs root (eBPF capture, loop devices)"),
+    pytest.mark.skipif(shutil.which("fio") is None, reason="needs fio (apt install fio)"),
+]
+
+
+def iofp(*args: str, user: str | None = None) -> subprocess.CompletedProcess[str]:
+    prefix = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups"] if user else []
+    return subprocess.run([*prefix, *IOFP, *args], capture_output=True, text=True, cwd=REPO, timeout=120)
+
+
+def start_fio(dev: str, seconds: int = 30) -> subprocess.Popen[str]:
+    args = [
+        "fio", "--name=bg", f"--filename={dev}", "--direct=1", "--rw=randrw", "--bs=4k", "--size=64m",
+        "--ioengine=libaio", "--iodepth=4", "--time_based", f"--runtime={seconds}", "--rate_iops=2000",
+        "--fsync=50", "--output=/dev/null",
+    ]  # fmt: skip
+    return subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True)
+
+
+def wait_for_files(root: Path, n: int, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if len(list((root / "io").glob("part-*.parquet"))) >= n:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"{root}: fewer than {n} files after {timeout}s")
+
+
+def assert_all_files_valid(root: Path) -> int:
+    rows = 0
+    for p in sorted(root.glob("*/part-*.parquet")):
+        rows += pq.read_table(p).num_rows  # raises on a truncated or corrupt file
+    return rows
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+@pytest.mark.usefixtures()
+def test_signal_ends_the_capture_with_valid_files(
+    tmp_path: Path, loop_device: str, sig: signal.Signals
+) -> None:
+    for mark in needs_capture:
+        if mark.args[0]:
+            pytest.skip(mark.kwargs["reason"])
+    out = tmp_path / "t"
+    name = loop_device.removeprefix("/dev/")
+    fio = start_fio(loop_device)
+    cap = subprocess.Popen(
+        [*IOFP, "capture", "--device", name, "-o", str(out), "--rotate", "1s", "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
+    )  # fmt: skip
+    try:
+        wait_for_files(out, 2)
+        cap.send_signal(sig)
+        stdout, stderr = cap.communicate(timeout=60)
+    finally:
+        fio.kill()
+        fio.wait()
+    assert cap.returncode == 0, stderr
+    assert stderr == ""  # quiet in a pipe, and nothing lost
+    summary = json.loads(stdout)
+    assert (out / MANIFEST).exists()
+    trace = open_trace(out)
+    assert trace.meta.extra["end"] == "stopped"
+    assert trace.meta.lost_events == 0
+    rows = assert_all_files_valid(out)
+    assert rows == summary["io_events"] + summary["sync_events"] > 0
+    assert trace.num_rows("sync") == summary["sync_events"] > 0
+
+
+def test_kill_9_leaves_only_valid_files(tmp_path: Path, loop_device: str) -> None:
+    for mark in needs_capture:
+        if mark.args[0]:
+            pytest.skip(mark.kwargs["reason"])
+    out = tmp_path / "t"
+    name = loop_device.removeprefix("/dev/")
+    fio = start_fio(loop_device)
+    cap = subprocess.Popen(
+        [*IOFP, "capture", "--device", name, "-o", str(out), "--rotate", "1s"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=REPO,
+    )  # fmt: skip
+    try:
+        wait_for_files(out, 3)
+        cap.kill()
+        cap.wait()
+    finally:
+        fio.kill()
+        fio.wait()
+    assert not (out / MANIFEST).exists()
+    assert assert_all_files_valid(out) > 0
+    trace = open_trace(out)  # metadata from the newest file's footer
+    assert "lost_io_ringbuf" in trace.meta.loss
+    assert trace.meta.capture_start_ns is not None
+
+
+def test_duration_ends_the_capture(tmp_path: Path, loop_device: str) -> None:
+    for mark in needs_capture:
+        if mark.args[0]:
+            pytest.skip(mark.kwargs["reason"])
+    name = loop_device.removeprefix("/dev/")
+    r = iofp("capture", "--device", name, "-o", str(tmp_path / "t"), "--duration", "1s", "--label", "k=v")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[-1] == f"Wrote {tmp_path / 't'}. Next: iofp fingerprint {tmp_path / 't'}"
+    meta = open_trace(tmp_path / "t").meta
+    assert meta.labels == {"k": "v"} and meta.extra["end"] == "duration"
+    assert 1.0 <= meta.duration_ns / 1e9 < 2.0
+
+
+# ---- bad flags: one line, exit 2, nothing written ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["--device", "nosuch0"],
+            "iofp: no block device named 'nosuch0'; pass --device NAME from `lsblk -d`, e.g. loop3",
+        ),
+        (["--duration", "soon"], "iofp: --duration 'soon' is not a duration; use e.g. 30s, 500ms, 5m or 1h"),
+        (["--rotate", "0s"], "iofp: --rotate '0s' is not a duration; use e.g. 30s, 500ms, 5m or 1h"),
+        (["--label", "novalue"], "iofp: --label 'novalue' is not key=value; use e.g. --label service=orders"),
+        (["--pid", "-4"], "iofp: --pid must be a positive process id, got -4"),
+    ],
+)
+def test_bad_flags_give_one_line_and_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
+    r = iofp("capture", "-o", str(tmp_path / "t"), *args)
+    assert r.returncode == 2
+    assert r.stderr.strip() == message
+    assert not (tmp_path / "t").exists()
+
+
+def test_non_empty_output_needs_force(tmp_path: Path) -> None:
+    if not is_root():
+        pytest.skip("needs root (the privilege check comes first)")
+    out = tmp_path / "t"
+    out.mkdir()
+    (out / "keep.txt").write_text("precious")
+    r = iofp("capture", "-o", str(out), "--duration", "1s")
+    assert r.returncode == 2
+    assert r.stderr.strip() == f"iofp: {out} already exists and is not empty; pass --force to overwrite it"
+    assert (out / "keep.txt").read_text() == "precious"
+
+
+def test_unwritable_output_is_refused(tmp_path: Path) -> None:
+    if not is_root():
+        pytest.skip("needs root (the privilege check comes first)")
+    r = iofp("capture", "-o", "/proc/iofp-trace", "--duration", "1s")
+    assert r.returncode == 2
+    assert r.stderr.strip().startswith("iofp: cannot write the trace to /proc/iofp-trace: ")
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_not_root_is_refused_with_exit_2(tmp_path: Path) -> None:
+    if not is_root() or shutil.which("setpriv") is None:
+        pytest.skip("needs root and setpriv (util-linux) to drop to an unprivileged user")
+    out = Path("/tmp") / f"iofp-notroot-{os.getpid()}"
+    r = iofp("capture", "-o", str(out), "--duration", "1s", user="65534")
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.strip() == (
+        "iofp: iofp capture needs root for eBPF: run it as root: sudo iofp capture ... "
+        "(or grant CAP_BPF, CAP_PERFMON and CAP_SYS_RESOURCE)"
+    )
+    assert not out.exists()
+
+
+def test_help_ends_with_an_example() -> None:
+    r = iofp("capture", "--help")
+    assert r.returncode == 0
+    assert "Example: sudo iofp capture --device" in r.stdout
