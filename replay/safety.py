@@ -113,10 +113,11 @@ def check_size(target: Target, needed: int, *, folded: bool) -> None:
     """Refuse a target that cannot hold the selection's highest byte (reads past the end abort fio)."""
     if target.size is None or needed <= target.size:
         return
-    hint = "" if folded else f"; pass --fold to fold offsets into it (or --target-size {target.size})"
+    fix = (
+        "use a larger target" if folded else "pass --fold to fold the offsets into it, or use a larger target"
+    )
     raise Refused(
-        f"{target.path} ({_mib(target.size)}) is smaller than the selection, which reaches "
-        f"{_mib(needed)}{hint}, or use a larger target"
+        f"{target.path} ({_mib(target.size)}) is smaller than the selection (up to {_mib(needed)}); {fix}"
     )
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from conftest import needs_fio
+from conftest import SHARED_TRACES, needs_fio
 from typer.testing import CliRunner
 
 from iofp.cli import main
@@ -70,27 +70,29 @@ def blkreplay_records(src: Path) -> list[tuple[int, str]]:
     return out
 
 
-@pytest.fixture(scope="session")
-def mysql_trace(tmp_path_factory, shared_traces_dir) -> Path:
-    return import_trace(
-        "blkreplay", shared_traces_dir / "linux-mysql.load.gz", tmp_path_factory.mktemp("t") / "m"
-    )
+SHARED = {"mysql": ("blkreplay", "linux-mysql.load.gz"), "tpcc": ("disksim", "tpcc-small.trace")}
 
 
-@pytest.fixture(scope="session")
-def tpcc_trace(tmp_path_factory, shared_traces_dir) -> Path:
-    return import_trace(
-        "disksim", shared_traces_dir / "tpcc-small.trace", tmp_path_factory.mktemp("t") / "tpcc"
-    )
-
-
-@pytest.fixture(scope="session")
-def shared_traces_dir() -> Path:
-    from conftest import SHARED_TRACES
-
-    if not SHARED_TRACES.is_dir():
+def shared_trace(which: str, tmp_path_factory) -> Path:
+    """One of the shared real traces, imported into a scratch trace (skips without the shared files)."""
+    fmt, name = SHARED[which]
+    if not (SHARED_TRACES / name).exists():
         pytest.skip(f"needs the shared traces at {SHARED_TRACES}")
-    return SHARED_TRACES
+    return import_trace(fmt, SHARED_TRACES / name, tmp_path_factory.mktemp("t") / which)
+
+
+def mysql_load() -> Path:
+    return SHARED_TRACES / "linux-mysql.load.gz"
+
+
+@pytest.fixture(scope="module")
+def mysql_trace(tmp_path_factory) -> Path:
+    return shared_trace("mysql", tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def tpcc_trace(tmp_path_factory) -> Path:
+    return shared_trace("tpcc", tmp_path_factory)
 
 
 def io_lines(path: Path) -> list[str]:
@@ -282,8 +284,8 @@ def test_bad_options_are_one_line_exit_2(mixed_trace, tmp_path, args, message):
 # --------------------------------------------------------------------------------------------
 
 
-def test_between_selects_exactly_the_window(mysql_trace, shared_traces_dir, tmp_path):
-    recs = blkreplay_records(shared_traces_dir / "linux-mysql.load.gz")
+def test_between_selects_exactly_the_window(mysql_trace, tmp_path):
+    recs = blkreplay_records(mysql_load())
     lo, hi = 1640 * 10**9, 1650 * 10**9
     want = [r for r in recs if lo <= r[0] < hi]
     out = tmp_path / "w.iolog"
@@ -303,7 +305,7 @@ def test_between_selects_exactly_the_window(mysql_trace, shared_traces_dir, tmp_
     assert all(int(x.split()[3]) + int(x.split()[4]) <= 1 << 28 for x in lines)
 
 
-def test_spike_regime_is_the_busiest_run_of_spike_windows(mysql_trace, shared_traces_dir, tmp_path):
+def test_spike_regime_is_the_busiest_run_of_spike_windows(mysql_trace, tmp_path):
     rep = iolog.convert(
         open_trace(mysql_trace),
         tmp_path / "s.iolog",
@@ -311,7 +313,7 @@ def test_spike_regime_is_the_busiest_run_of_spike_windows(mysql_trace, shared_tr
         iolog.Mapping("/dev/loop3", fold_size=1 << 28),
     )
     # Recompute the busiest 1 s window independently: the spike span must contain it.
-    recs = blkreplay_records(shared_traces_dir / "linux-mysql.load.gz")
+    recs = blkreplay_records(mysql_load())
     counts: dict[int, int] = {}
     for ts, _ in recs:
         counts[ts // 10**9] = counts.get(ts // 10**9, 0) + 1

@@ -1,0 +1,195 @@
+"""`iofp replay` end to end: real fio 3.33 on real loop devices, fidelity from a real eBPF capture."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import destroy_loop_device, make_loop_device, needs_fio, needs_root
+from test_iolog import blkreplay_records, mysql_load, run_iofp, shared_trace
+
+from iofp.contract import open_trace
+from replay import fiocaps
+from replay.results import load, parse_fio_json
+
+pytestmark = [needs_root, needs_fio]
+
+
+@pytest.fixture(scope="module")
+def mysql_trace(tmp_path_factory) -> Path:
+    return shared_trace("mysql", tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def tpcc_trace(tmp_path_factory) -> Path:
+    return shared_trace("tpcc", tmp_path_factory)
+
+
+def fio_totals(out: Path) -> dict[str, int]:
+    job = parse_fio_json((out / "fio.stdout").read_text())["jobs"][0]
+    return {d: job[d]["total_ios"] for d in ("read", "write", "trim")} | {"sync": job["sync"]["total_ios"]}
+
+
+def assert_fio_accepted(out: Path) -> None:
+    text = (out / "fio.stderr").read_text() + (out / "fio.stdout").read_text()
+    assert (out / "fio.rc").read_text() == "0\n"
+    for bad in ("bad iolog", "bad ddir", "ignoring wait", "err="):
+        assert bad not in text
+
+
+def assert_artifacts(out: Path) -> None:
+    for name in (
+        "job.fio",
+        "replay.iolog",
+        "fio.cmd",
+        "fio.stdout",
+        "fio.stderr",
+        "fio.json",
+        "fio.rc",
+        "results.json",
+    ):
+        assert (out / name).is_file(), name
+    assert open_trace(out / "expected").num_rows() > 0
+
+
+def test_mysql_spike_replayed_exactly_with_measured_fidelity(mysql_trace, loop_device, tmp_path):
+    out = tmp_path / "r"
+    code, stdout, err = run_iofp(
+        "replay", mysql_trace, "--target", loop_device, "--regime", "spike", "--fold",
+        "--label", "device=ram-loop", "--output", out,
+    )  # fmt: skip
+    assert code == 0, err
+    assert stdout.splitlines()[-1] == f"Wrote {out / 'results.json'}. Next: iofp compare {out}"
+    assert_fio_accepted(out)
+    assert_artifacts(out)
+    _, rec = load(out)
+
+    # The demanded I/Os, counted independently from the raw .load file in the resolved span.
+    lo, hi = rec["selection"]["t_lo_ns"], rec["selection"]["t_hi_ns"]
+    want = [op for ts, op in blkreplay_records(mysql_load()) if lo <= ts < hi]
+    n_read, n_write = want.count("read"), want.count("write")
+    assert fio_totals(out) == {"read": n_read, "write": n_write, "trim": 0, "sync": 0}
+
+    fid = rec["fidelity"]
+    assert fid["status"] == "measured"
+    assert fid["capture"]["lost_events"] == 0
+    # From the capture of the replay: every I/O seen once with the demanded op, offset and size.
+    assert fid["per_op"] == {
+        "read": {"expected": n_read, "replayed": n_read, "matched": n_read},
+        "write": {"expected": n_write, "replayed": n_write, "matched": n_write},
+    }
+    assert (fid["missing"], fid["extra"]) == (0, 0)
+    assert open_trace(out / "capture").num_rows() == len(want)
+    # Figures are measured, so only their consistency is asserted: lateness is what fio's drift made it.
+    assert fid["late_p50_us"] <= fid["late_p99_us"] <= fid["late_max_us"]
+    assert fid["final_drift_us"] == pytest.approx(fid["stretch"] * fid["expected_span_s"] * 1e6, abs=2000)
+    assert fid["window_s"] == 1.0 and len(fid["iops_series"]) == 2  # 570 I/Os: too few for 0.1 s windows
+    assert fid["inflight"]["replayed"]["inflight_max"] <= rec["settings"]["iodepth"]
+    assert fid["verdict"] in ("faithful", "not faithful") and fid["timing"] in ("precise", "drifting")
+    assert rec["labels"] == {"device": "ram-loop"}
+    assert rec["target"]["device_facts"]["backing_file"].startswith("/dev/shm/")
+    assert rec["fio"]["version"] == fiocaps.probe().version
+
+
+def test_tpcc_folded_onto_a_loop_device(tpcc_trace, loop_device, tmp_path):
+    out = tmp_path / "r"
+    code, _, err = run_iofp("replay", tpcc_trace, "--target", loop_device, "--fold", "--output", out)
+    assert code == 0, err
+    assert_fio_accepted(out)
+    _, rec = load(out)
+    assert rec["conversion"]["kept"] == 6999 and rec["conversion"]["folded"] > 0
+    assert rec["settings"]["iodepth"] == 32 and rec["settings"]["iodepth_from"] == "default"
+    assert fio_totals(out) == {"read": 4381, "write": 2618, "trim": 0, "sync": 0}  # shared/traces/README
+    fid = rec["fidelity"]
+    assert fid["capture"]["lost_events"] == 0
+    assert (fid["expected"], fid["replayed"], fid["matched"]) == (6999, 6999, 6999)
+    assert fid["window_s"] == 0.01
+    # 51k IOPS demanded: fio 3.33 on 2 vCPUs falls behind, and the verdict must say so.
+    if fid["stretch"] > 0.05:
+        assert not fid["faithful"] and any("stretch" in r for r in fid["reasons"])
+
+
+def test_live_captured_trace_replays_onto_another_device(loop_device, tmp_path):
+    """Capture a known fio workload (reads, writes, fsyncs) with iofp, then replay the capture."""
+    import bpf
+
+    src, backing = make_loop_device(64)
+    try:
+        job = [
+            "fio", "--name=orig", f"--filename={src}", "--direct=1", "--ioengine=libaio", "--iodepth=4",
+            "--rw=randrw", "--rwmixread=70", "--bs=4k", "--size=64m", "--number_ios=600", "--rate_iops=1200",
+            "--fsync=25", "--output-format=json",
+        ]  # fmt: skip
+        with bpf.start_capture(bpf.CaptureOptions(output=tmp_path / "orig", devices=[Path(src).name])) as bg:
+            res = subprocess.run(job, capture_output=True, text=True, timeout=120)
+            summary = bg.stop()
+    finally:
+        destroy_loop_device(src, backing)
+    assert res.returncode == 0, res.stderr
+    orig = parse_fio_json(res.stdout)["jobs"][0]
+    assert summary.lost_events == 0
+    trace = open_trace(tmp_path / "orig")
+    sel_ops = {"read": 0, "write": 0, "flush": 0}
+    import duckdb
+
+    for op, n in trace.relation(duckdb.connect()).aggregate("op, count(*)", "op").fetchall():
+        sel_ops[op] = n
+    # The capture holds what fio issued, less what it reports as still in flight when it stopped.
+    missed = orig["read"]["total_ios"] + orig["write"]["total_ios"] - sel_ops["read"] - sel_ops["write"]
+    assert 0 <= missed <= trace.meta.extra.get("inflight_at_end", 0)
+
+    out = tmp_path / "r"
+    code, _, err = run_iofp("replay", tmp_path / "orig", "--target", loop_device, "--output", out)
+    assert code == 0, err
+    assert_fio_accepted(out)
+    _, rec = load(out)
+    # iodepth defaults to the captured peak in-flight count
+    assert rec["settings"]["iodepth_from"] == "peak inflight"
+    assert rec["settings"]["iodepth"] == rec["selection"]["peak_inflight"] >= 1
+    assert sel_ops["flush"] == orig["sync"]["total_ios"]  # each fsync of the block device is one flush
+    tot = fio_totals(out)
+    assert tot == {"read": sel_ops["read"], "write": sel_ops["write"], "trim": 0, "sync": sel_ops["flush"]}
+    fid = rec["fidelity"]
+    assert fid["per_op"] == {op: {"expected": n, "replayed": n, "matched": n} for op, n in sel_ops.items()}
+    assert (fid["missing"], fid["extra"]) == (0, 0)
+    assert fid["inflight"]["expected"]["inflight_max"] == rec["selection"]["peak_inflight"]
+    # Measured, not assumed: fio 3.33 runs each fsync synchronously after draining libaio, and its pacing
+    # waits from the previous issue, so the stalls add up (+7% to +26% over these 0.25 s); the verdict
+    # follows the documented thresholds either way.
+    assert fid["iat_err_p50_us"] <= fid["iat_err_p99_us"]
+    assert fid["faithful"] == (fid["iops_mape"] <= 0.05 and abs(fid["stretch"]) <= 0.05)
+
+
+def test_regular_file_target_records_why_fidelity_is_not_measured(tpcc_trace, tmp_path):
+    target = Path("/dev/shm") / f"iofp-test-{tmp_path.name}.bin"
+    try:
+        out = tmp_path / "r"
+        code, stdout, err = run_iofp(
+            "replay", tpcc_trace, "--target", target, "--target-size", 64 << 20, "--output", out
+        )
+        assert code == 0, err
+        _, rec = load(out)
+        assert rec["target"]["kind"] == "file" and rec["target"]["created"]
+        assert rec["fidelity"] == {
+            "status": "not measured",
+            "reason": "the target is a regular file; fidelity is measured on block-device targets only",
+        }
+        assert "fidelity: not measured: the target is a regular file" in stdout
+        assert fio_totals(out)["read"] == 4381
+        assert json.loads((out / "fio.json").read_text())["fio version"] == fiocaps.probe().version
+    finally:
+        target.unlink(missing_ok=True)
+
+
+def test_existing_results_directory_is_never_overwritten(tpcc_trace, loop_device, tmp_path):
+    out = tmp_path / "r"
+    out.mkdir()
+    (out / "results.json").write_text("{}")
+    code, _, err = run_iofp("replay", tpcc_trace, "--target", loop_device, "--fold", "--output", out)
+    assert (code, err) == (
+        2,
+        f"iofp: {out} already exists and is not empty; pass --force or choose another --output\n",
+    )
+    assert (out / "results.json").read_text() == "{}"
