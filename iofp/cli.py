@@ -6,14 +6,30 @@ this module only assembles them and maps errors to exit codes, in one place.
 
 from __future__ import annotations
 
-import sys
-
 import typer
+from typer.core import TyperGroup
 
 from iofp import __version__
 from iofp.errors import IofpError
 
+
+class IofpGroup(TyperGroup):
+    """The root command group: the one place where library errors become exit codes.
+
+    Every command (sub-apps included) runs inside this invoke(), so an IofpError from anywhere is
+    printed as one line and exits with its status, also under typer.testing.CliRunner.
+    """
+
+    def invoke(self, ctx: typer.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except IofpError as e:
+            typer.echo(f"iofp: {e}", err=True)
+            raise typer.Exit(e.exit_code) from None
+
+
 app = typer.Typer(
+    cls=IofpGroup,
     name="iofp",
     help="I/O workload fingerprinting: capture block I/O with eBPF, fingerprint it, replay it with fio.",
     no_args_is_help=True,
@@ -53,30 +69,8 @@ _register()
 
 
 def main() -> None:
-    """Entry point: run the app; an IofpError becomes one line on stderr and its exit status."""
-    try:
-        rv = app(standalone_mode=False)
-        # in non-standalone mode click returns a typer.Exit's code instead of exiting with it
-        if isinstance(rv, int) and rv:
-            sys.exit(rv)
-    except IofpError as e:
-        typer.echo(f"iofp: {e}", err=True)
-        sys.exit(e.exit_code)
-    except typer.Exit as e:
-        sys.exit(e.exit_code)
-    except typer.Abort:
-        typer.echo("iofp: aborted", err=True)
-        sys.exit(130)
-    except KeyboardInterrupt:
-        sys.exit(130)
-    except Exception as e:  # click usage errors arrive here in non-standalone mode
-        # Recognised by their interface: typer >= 0.2x vendors click as typer._click, so there may
-        # be no importable `click` at all.
-        show = getattr(e, "show", None)
-        if callable(show) and isinstance(getattr(e, "exit_code", None), int):
-            show()
-            sys.exit(2)
-        raise
+    """Console-script entry point (click's standalone mode: usage errors exit 2)."""
+    app()
 
 
 if __name__ == "__main__":

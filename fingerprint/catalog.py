@@ -1,0 +1,149 @@
+"""The fingerprint catalog for quarterly reviews: a service's fingerprints over time, in DuckDB.
+
+A catalog is one DuckDB file (default: $IOFP_CATALOG, else $XDG_DATA_HOME/iofp/catalog.duckdb, else
+~/.local/share/iofp/catalog.duckdb). Fingerprint documents are stored whole; the same document is
+stored once per service. `trend` walks a service's fingerprints in capture order and diffs each
+with the one before (fingerprint.diff), so a reviewer sees every quarter's drift and its verdict:
+"the workload got harder" or "the device got slower".
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from fingerprint.diff import DiffResult, diff
+from iofp.errors import BadInput
+from iofp.sqlfiles import load_sql
+
+SQL = "fingerprint.sql"
+
+
+def default_path() -> Path:
+    if env := os.environ.get("IOFP_CATALOG"):
+        return Path(env)
+    data = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+    return data / "iofp" / "catalog.duckdb"
+
+
+@dataclass
+class Entry:
+    id: int
+    service: str
+    taken_at: datetime
+    taken_is_added_time: bool
+    source_file: str | None
+    source: str | None
+    host: str | None
+    scope: str
+    iops: float | None
+    mbps: float | None
+    read_share: float | None
+    p99_us: float | None
+    flush_per_s: float | None
+    shape: str | None
+    bound: str | None
+    doc: dict[str, Any] = field(repr=False)
+
+    def headline(self) -> dict[str, Any]:
+        d = {k: v for k, v in self.__dict__.items() if k != "doc"}
+        d["taken_at"] = self.taken_at.isoformat()
+        return d
+
+
+@dataclass
+class TrendStep:
+    before: Entry
+    after: Entry
+    diff: DiffResult
+
+
+class Catalog:
+    """A DuckDB-backed store of fingerprints; use as a context manager."""
+
+    def __init__(self, path: Path | str | None = None) -> None:
+        self.path = Path(path) if path else default_path()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.con = duckdb.connect(str(self.path))
+        except (OSError, duckdb.Error) as e:
+            raise BadInput(f"cannot open the catalog {self.path}: {e}; pass --catalog PATH") from None
+        self.con.execute(load_sql(SQL, "catalog_schema"))
+
+    def close(self) -> None:
+        self.con.close()
+
+    def __enter__(self) -> Catalog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def add(self, doc: dict[str, Any], service: str, source_file: str | None = None) -> int:
+        """Store a fingerprint for `service`; returns its id. The same document is refused twice."""
+        if not service.strip():
+            raise BadInput("--service must name the service, e.g. --service order-router")
+        if not isinstance(doc, dict) or "fingerprint_version" not in doc or "whole" not in doc:
+            raise BadInput(f"{source_file or 'document'}: not an iofp fingerprint (no fingerprint_version)")
+        text = json.dumps(doc, sort_keys=True)
+        digest = hashlib.sha256(text.encode()).hexdigest()
+        dup = self.con.execute(load_sql(SQL, "catalog_find_digest"), {"service": service, "digest": digest})
+        if row := dup.fetchone():
+            raise BadInput(f"{source_file or 'this fingerprint'} is already in the catalog as #{row[0]}")
+        start_ns = (doc.get("provenance") or {}).get("capture_start_ns")
+        params = {
+            "service": service,
+            "added_us": time.time_ns() // 1000,
+            "captured_us": None if start_ns is None else start_ns // 1000,
+            "source_file": source_file,
+            "digest": digest,
+            "doc": text,
+        }
+        return int(self.con.execute(load_sql(SQL, "catalog_insert"), params).fetchone()[0])
+
+    def entries(self, service: str | None = None, entry_id: int | None = None) -> list[Entry]:
+        cur = self.con.execute(load_sql(SQL, "catalog_entries"), {"service": service, "id": entry_id})
+        cols = [d[0] for d in cur.description]
+        out = []
+        for row in cur.fetchall():
+            rec = dict(zip(cols, row, strict=True))
+            rec["doc"] = json.loads(rec["doc"])
+            out.append(Entry(**rec))
+        return out
+
+    def get(self, entry_id: int) -> Entry:
+        found = self.entries(entry_id=entry_id)
+        if not found:
+            raise BadInput(f"no fingerprint #{entry_id} in {self.path}; see iofp catalog list")
+        return found[0]
+
+    def services(self) -> list[tuple[str, int, datetime, datetime]]:
+        return self.con.execute(load_sql(SQL, "catalog_services")).fetchall()
+
+    def trend(self, service: str) -> tuple[list[Entry], list[TrendStep]]:
+        """The service's fingerprints in capture order, and the diff of each with the one before."""
+        found = self.entries(service=service)
+        if not found:
+            raise BadInput(
+                f"no fingerprints for service {service!r} in {self.path}; add one with iofp catalog add"
+            )
+        steps = [TrendStep(a, b, diff(a.doc, b.doc)) for a, b in itertools.pairwise(found)]
+        return found, steps
+
+
+def load_fingerprint(path: Path) -> dict[str, Any]:
+    try:
+        return json.loads(path.read_text())
+    except OSError as e:
+        raise BadInput(f"{path}: {e.strerror}") from None
+    except ValueError as e:
+        raise BadInput(f"{path}: not JSON ({e})") from None

@@ -1,0 +1,87 @@
+"""`iofp catalog ...`: store fingerprints per service and review their drift quarter by quarter."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from fingerprint.catalog import Catalog, load_fingerprint
+from fingerprint.catalog_view import entries_table, render_trend
+
+catalog_app = typer.Typer(
+    help="Store fingerprints per service and review their drift over time (quarterly reviews).",
+    no_args_is_help=True,
+)
+CATALOG_OPT = typer.Option(
+    None, "--catalog", help="Catalog file (default $IOFP_CATALOG or ~/.local/share/iofp)."
+)
+
+
+@catalog_app.command("add")
+def add(
+    fingerprint: Path = typer.Argument(..., help="A fingerprint JSON written by iofp fingerprint --json."),
+    service: str = typer.Option(..., "--service", help="The service it describes."),
+    catalog: Path | None = CATALOG_OPT,
+) -> None:
+    """Store a fingerprint under a service.
+
+    Example: iofp catalog add q3.json --service order-router
+    """
+    doc = load_fingerprint(fingerprint)
+    with Catalog(catalog) as cat:
+        entry_id = cat.add(doc, service, str(fingerprint))
+        typer.echo(f"Added {fingerprint} as #{entry_id} of {service} in {cat.path}.")
+        typer.echo(f"Next: iofp catalog trend --service {service}")
+
+
+@catalog_app.command("list")
+def list_(
+    service: str | None = typer.Option(None, "--service", help="Only this service."),
+    catalog: Path | None = CATALOG_OPT,
+) -> None:
+    """List stored fingerprints, with their headline figures.
+
+    Example: iofp catalog list --service order-router
+    """
+    with Catalog(catalog) as cat:
+        Console().print(entries_table(cat.entries(service=service), f"fingerprints in {cat.path}"))
+
+
+@catalog_app.command("show")
+def show(
+    entry_id: int = typer.Argument(..., help="The fingerprint's number (see iofp catalog list)."),
+    catalog: Path | None = CATALOG_OPT,
+) -> None:
+    """Print one stored fingerprint document as JSON.
+
+    Example: iofp catalog show 3
+    """
+    with Catalog(catalog) as cat:
+        typer.echo(json.dumps(cat.get(entry_id).doc, indent=1))
+
+
+@catalog_app.command("trend")
+def trend(
+    service: str = typer.Option(..., "--service", help="The service to review."),
+    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    catalog: Path | None = CATALOG_OPT,
+) -> None:
+    """A service's fingerprints over time, each diffed with the one before; drifts are flagged.
+
+    Example: iofp catalog trend --service order-router
+    """
+    with Catalog(catalog) as cat:
+        entries, steps = cat.trend(service)
+    if as_json:
+        steps_doc = [{"before": s.before.id, "after": s.after.id, **s.diff.to_dict()} for s in steps]
+        doc = {"service": service, "entries": [e.headline() for e in entries], "steps": steps_doc}
+        typer.echo(json.dumps(doc, indent=1, default=str))
+    else:
+        render_trend(Console(), service, entries, steps)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(catalog_app, name="catalog")

@@ -1,0 +1,1 @@
+SELECT id FROM fingerprints WHERE service = $service AND digest = $digest;

@@ -1,0 +1,104 @@
+"""The catalog stores real fingerprints (computed by DuckDB from real Parquet traces) and reviews drift."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pytest
+from typer.testing import CliRunner
+
+from fingerprint.api import fingerprint_trace
+from fingerprint.catalog import Catalog
+from iofp.cli import app
+from iofp.contract import TraceMeta, TraceWriter
+
+runner = CliRunner()
+
+
+def _steady_trace(root, *, iops: int, lat_us: int, seconds: int = 12, start_ns: int = 0):
+    """A random-read trace at a constant rate and constant latency, written through the contract."""
+    n = iops * seconds
+    step = 1_000_000_000 // iops
+    tbl = pa.table(
+        {
+            "ts_ns": pa.array([i * step for i in range(n)], pa.int64()),
+            "lat_ns": pa.array([lat_us * 1000] * n, pa.int64()),
+            "device": ["vdb"] * n,
+            "offset": pa.array([(i * 7919 % 50_000) * 4096 for i in range(n)], pa.int64()),
+            "size": pa.array([4096] * n, pa.int32()),
+            "op": ["read"] * n,
+            "inflight": pa.array([1] * n, pa.int32()),
+        }
+    )
+    with TraceWriter(root, TraceMeta(source="capture", capture_start_ns=start_ns)) as w:
+        w.write("io", tbl)
+    return root
+
+
+@pytest.fixture
+def quarters(tmp_path):
+    """Three quarters of one service: Q1 baseline, Q2 same demand on a slower device, Q3 twice the IOPS."""
+    day = 86_400 * 10**9
+    q1 = fingerprint_trace(
+        _steady_trace(tmp_path / "q1", iops=500, lat_us=100, start_ns=1_700_000_000 * 10**9)
+    )
+    q2 = fingerprint_trace(
+        _steady_trace(tmp_path / "q2", iops=500, lat_us=300, start_ns=1_700_000_000 * 10**9 + 91 * day)
+    )
+    q3 = fingerprint_trace(
+        _steady_trace(tmp_path / "q3", iops=1000, lat_us=300, start_ns=1_700_000_000 * 10**9 + 182 * day)
+    )
+    paths = []
+    for name, doc in (("q3", q3), ("q1", q1), ("q2", q2)):  # added out of order on purpose
+        p = tmp_path / f"{name}.json"
+        p.write_text(json.dumps(doc))
+        paths.append(p)
+    return paths
+
+
+def test_trend_orders_by_capture_time_and_separates_device_from_workload(tmp_path, quarters):
+    db = tmp_path / "cat.duckdb"
+    for p in quarters:
+        r = runner.invoke(app, ["catalog", "add", str(p), "--service", "order-router", "--catalog", str(db)])
+        assert r.exit_code == 0, r.output
+    with Catalog(db) as cat:
+        entries, steps = cat.trend("order-router")
+    assert [e.source_file.rsplit("/", 1)[-1] for e in entries] == ["q1.json", "q2.json", "q3.json"]
+    assert [round(e.iops) for e in entries] == [500, 500, 1000]
+    assert [round(e.p99_us) for e in entries] == [100, 300, 300]
+    # Q1 -> Q2: latency tripled at the same demand: the device got slower.
+    assert steps[0].diff.verdict.startswith("the device got slower")
+    # Q2 -> Q3: twice the IOPS at the same latency: the workload got harder.
+    assert steps[1].diff.verdict == "the workload got harder"
+    assert {c.metric for c in steps[1].diff.flagged} >= {"IOPS", "MB/s"}
+
+    r = runner.invoke(app, ["catalog", "trend", "--service", "order-router", "--catalog", str(db), "--json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    assert [s["verdict"].split(":")[0] for s in doc["steps"]] == [
+        "the device got slower",
+        "the workload got harder",
+    ]
+
+
+def test_same_fingerprint_is_stored_once(tmp_path, quarters):
+    db = tmp_path / "cat.duckdb"
+    args = ["catalog", "add", str(quarters[0]), "--service", "svc", "--catalog", str(db)]
+    assert runner.invoke(app, args).exit_code == 0
+    r = runner.invoke(app, args)
+    assert r.exit_code == 2
+    assert r.output.strip() == f"iofp: {quarters[0]} is already in the catalog as #1"
+    with Catalog(db) as cat:
+        assert len(cat.entries(service="svc")) == 1
+
+
+def test_bad_input_is_one_line_exit_2(tmp_path):
+    db = tmp_path / "cat.duckdb"
+    notfp = tmp_path / "x.json"
+    notfp.write_text('{"hello": 1}')
+    with Catalog(db) as cat:
+        with pytest.raises(Exception, match="not an iofp fingerprint"):
+            cat.add(json.loads(notfp.read_text()), "svc", str(notfp))
+        with pytest.raises(Exception, match="no fingerprints for service 'nope'"):
+            cat.trend("nope")
