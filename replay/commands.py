@@ -137,14 +137,31 @@ def replay_cmd(
     typer.echo(f"Wrote {path}. Next: iofp compare {path.parent}")
 
 
+def compare_cmd(
+    results_dirs: list[Path] = typer.Argument(..., help="Results directories written by `iofp replay`."),
+    slo: list[str] = typer.Option([], "--slo", help="[op.]pNN<=VALUE, e.g. p99<=2ms (repeatable)."),
+    fmt: str = typer.Option("table", "--format", help="table, markdown or json."),
+) -> None:
+    """Compare candidate devices from their replay results: rates, latency, fsync, fidelity, SLO."""
+    from replay import compare
+
+    if fmt not in ("table", "markdown", "json"):
+        raise BadInput(f"--format {fmt}: choose table, markdown or json")
+    rows = compare.compare(results_dirs, [compare.parse_slo(s) for s in slo])
+    typer.echo(compare.render(rows, fmt).rstrip("\n"))
+
+
 EXAMPLES = {
     "iolog": "Example: iofp iolog traces/mysql -o mysql.iolog --regime spike --target /dev/loop3 "
     "--target-size 268435456",
     "replay": "Example: iofp replay traces/mysql --target /dev/loop3 --regime spike --fold "
     "--label device=ram-loop",
+    "compare": "Example: iofp compare results/loop3-20261122-101500 results/loop4-20261122-102000 "
+    "--slo p99<=2ms",
 }
 
 
 def register(app: typer.Typer) -> None:
     app.command("iolog", epilog=EXAMPLES["iolog"])(iolog_cmd)
     app.command("replay", epilog=EXAMPLES["replay"])(replay_cmd)
+    app.command("compare", epilog=EXAMPLES["compare"])(compare_cmd)

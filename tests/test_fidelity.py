@@ -1,0 +1,108 @@
+"""Fidelity figures on traces with known differences (the live-capture side is in test_replay.py)."""
+
+from __future__ import annotations
+
+import pytest
+from test_iolog import write_trace
+
+from iofp.contract import open_trace
+from replay import fidelity
+
+N = 2000  # 100 IOPS for 20 s
+
+
+def _expected(tmp_path, n=N, gap_ns=10_000_000):
+    ts = [i * gap_ns for i in range(n)]
+    rows = {
+        "ts_ns": ts,
+        "offset": [(i * 7919 % 5000) * 4096 for i in range(n)],
+        "size": [4096 if i % 3 else 16384 for i in range(n)],
+        "op": ["flush" if i % 50 == 49 else ("read" if i % 3 else "write") for i in range(n)],
+        "inflight": [1 + i % 4 for i in range(n)],
+    }
+    rows["offset"] = [0 if op == "flush" else o for op, o in zip(rows["op"], rows["offset"], strict=True)]
+    rows["size"] = [0 if op == "flush" else s for op, s in zip(rows["op"], rows["size"], strict=True)]
+    return rows
+
+
+def _trace(tmp_path, name, rows, comm="fio"):
+    n = len(rows["ts_ns"])
+    return open_trace(write_trace(tmp_path / name, {"comm": [comm] * n, **rows}))
+
+
+def _shifted(rows, scale=1.0, offset_ns=123_456_789):
+    """The same I/Os on another clock (a capture starts at its own zero), optionally stretched."""
+    return {**rows, "ts_ns": [offset_ns + round(t * scale) for t in rows["ts_ns"]]}
+
+
+def test_identical_replay_is_faithful_and_precise(tmp_path):
+    rows = _expected(tmp_path)
+    f = fidelity.compare(_trace(tmp_path, "e", rows), _trace(tmp_path, "r", _shifted(rows)))
+    assert (f.expected, f.replayed, f.matched, f.missing, f.extra) == (N, N, N, 0, 0)
+    assert f.per_op["flush"] == {"expected": 40, "replayed": 40, "matched": 40}
+    assert (f.late_p50_us, f.late_p99_us, f.final_drift_us, f.stretch) == (0, 0, 0, 0)
+    assert f.iops_mape == 0 and f.window_s == 1.0 and len(f.iops_series) == 20
+    assert f.faithful and f.timing == "precise" and f.verdict == "faithful"
+
+
+def test_accumulating_drift_is_measured_exactly(tmp_path):
+    rows = _expected(tmp_path)
+    f = fidelity.compare(_trace(tmp_path, "e", rows), _trace(tmp_path, "r", _shifted(rows, scale=1.03)))
+    last = rows["ts_ns"][-1]
+    assert f.stretch == pytest.approx(0.03)
+    assert f.final_drift_us == pytest.approx(0.03 * last / 1e3, abs=1)
+    assert f.late_max_us == f.final_drift_us and f.late_min_us == 0
+    # nearest-rank median of 0.03 * t over t = 0, 10 ms, ...: the 1000th of 2000 values
+    assert f.late_p50_us == pytest.approx(0.03 * 999 * 10_000, abs=1)
+    assert f.iat_err_p50_us == pytest.approx(300, abs=1)  # every 10 ms gap became 10.3 ms
+    assert f.late_over_1ms == sum(1 for t in rows["ts_ns"] if 0.03 * t > 1_000_000)
+    # 3% slower: each 1 s window holds ~3% fewer I/Os, the tail spills into a 21st window
+    assert 0.02 < f.iops_mape < 0.04 and len(f.iops_series) == 21
+    assert f.faithful and f.timing == "drifting"
+
+
+def test_too_slow_replay_is_not_faithful_and_says_why(tmp_path):
+    rows = _expected(tmp_path)
+    f = fidelity.compare(_trace(tmp_path, "e", rows), _trace(tmp_path, "r", _shifted(rows, scale=1.10)))
+    assert not f.faithful
+    assert f.reasons == ["IOPS MAPE 9.1% > 5%", "duration stretch +10.0% beyond ±5%"]
+
+
+def test_missing_changed_and_foreign_ios_are_counted(tmp_path):
+    rows = _expected(tmp_path)
+    rep = _shifted(rows)
+    rep = {k: v[1:] for k, v in rep.items()}  # the first I/O never happened
+    rep["offset"][10] += 4096  # one landed elsewhere
+    e = _trace(tmp_path, "e", rows)
+    f = fidelity.compare(e, _trace(tmp_path, "r", rep))
+    assert (f.matched, f.missing, f.extra) == (N - 2, 2, 1)
+    assert f.reasons[0] == "2 demanded I/Os missing, 1 extra" and not f.faithful
+
+
+def test_other_processes_on_the_target_are_not_extras(tmp_path):
+    rows = _expected(tmp_path, n=200)
+    e = _trace(tmp_path, "e", rows)
+    rep = _shifted(rows)
+    n = len(rep["ts_ns"])
+    rep = {k: [*v, v[-1]] for k, v in rep.items()}  # udev's blkid reading after fio closed the device
+    rep["comm"] = ["fio"] * n + ["systemd-udevd"]
+    r = open_trace(write_trace(tmp_path / "r", rep))
+    assert fidelity.compare(e, r).extra == 0
+    assert fidelity.compare(e, r, comm=None).extra == 1
+
+
+def test_inflight_is_reported_per_side(tmp_path):
+    rows = _expected(tmp_path, n=400)
+    rep = _shifted(rows)
+    rep["inflight"] = [1] * 400
+    f = fidelity.compare(_trace(tmp_path, "e", rows), _trace(tmp_path, "r", rep))
+    assert f.inflight["expected"] == {"inflight_mean": 2.5, "inflight_p99": 4, "inflight_max": 4}
+    assert f.inflight["replayed"] == {"inflight_mean": 1.0, "inflight_p99": 1, "inflight_max": 1}
+
+
+@pytest.mark.parametrize(
+    ("span_s", "ios", "window"),
+    [(3600, 80794, 1.0), (1.57, 570, 1.0), (0.25, 621, 0.1), (0.136, 6999, 0.01), (5, 10**7, 0.1)],
+)
+def test_rate_window_keeps_enough_ios_per_window(span_s, ios, window):
+    assert fidelity.rate_window(span_s, ios) == pytest.approx(window)
