@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from iofp.errors import BadInput
+
+if TYPE_CHECKING:
+    from bpf.capture import CaptureOptions
 
 _UNITS = {"ms": 1e-3, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
 
@@ -75,10 +80,19 @@ def capture_cmd(
         force=force,
         syscalls=not no_syscalls,
     )
-    summary = capture(opts, progress=progress_line())
+    ready = threading.Event()
+    threading.Thread(target=_announce, args=(ready, opts), daemon=True).start()
+    summary = capture(opts, ready=ready, progress=progress_line())
     if (warning := loss_warning(summary)) is not None:
         typer.echo(f"iofp: {warning}", err=True)
     typer.echo(json.dumps(summary.to_dict(), indent=2) if json_out else "\n".join(render_summary(summary)))
+
+
+def _announce(ready: threading.Event, opts: CaptureOptions) -> None:
+    """One line on stderr once the probes are attached, so scripts know when to start the load."""
+    ready.wait()
+    what = ", ".join(opts.devices) or "all devices"
+    typer.echo(f"iofp: recording {what} into {opts.output} (Ctrl-C to stop)", err=True)
 
 
 def doctor_cmd(

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# The iofp demo, end to end. `make demo` runs it after setup.
+#   (a) any user: fingerprint the bundled samples (steady/spike split and the bound), write an HTML
+#       report and a fio iolog of the spike, and review two quarters in a catalog;
+#   (b) as root: make two scratch loop devices over /dev/shm files, drive a market-open commit
+#       workload on one while capturing it, fingerprint it, replay its spike on the other, print the
+#       fidelity verdict and the device comparison. Every scratch device is removed on exit, also
+#       when interrupted.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+. scripts/lib.sh
+OUT=${OUT:-demo-out}
+SAMPLES=samples/traces
+
+rm -rf "$OUT"
+mkdir -p "$OUT"
+
+# ---------------------------------------------------------------- (a) the bundled samples
+say "1. Fingerprint the bundled samples (steady-state vs spike, and what bounds each)"
+for trace in "$SAMPLES"/*/; do
+    name=$(basename "$trace")
+    run "$IOFP" fingerprint "$trace" --json "$OUT/$name.fp.json"
+done
+
+say "2. A self-contained HTML report and a fio iolog of the market-open spike"
+run "$IOFP" report "$SAMPLES/market-open" -o "$OUT/market-open.html"
+run "$IOFP" iolog "$SAMPLES/market-open" --regime spike --target /dev/loop-candidate \
+    --target-size $((256 << 20)) -o "$OUT/market-open-spike.iolog"
+head -n 5 "$OUT/market-open-spike.iolog"
+
+say "3. Quarterly review: did the disk get slower, or the workload harder?"
+run "$IOFP" diff "$OUT/commit-heavy.fp.json" "$OUT/market-open.fp.json"
+run "$IOFP" catalog add "$OUT/commit-heavy.fp.json" --service order-router --catalog "$OUT/catalog.duckdb"
+run "$IOFP" catalog add "$OUT/market-open.fp.json" --service order-router --catalog "$OUT/catalog.duckdb"
+run "$IOFP" catalog trend --service order-router --catalog "$OUT/catalog.duckdb"
+
+if [ "$(id -u)" != 0 ]; then
+    say "Not root: the live part (capture a scratch device, replay on another) needs root; run: sudo make demo"
+    exit 0
+fi
+
+# ---------------------------------------------------------------- (b) live: capture, replay, compare
+trap scratch_cleanup EXIT
+trap 'exit 130' INT TERM
+
+say "4. Scratch devices: 'prod' and a candidate over /dev/shm files (RAM, ~40 us fsync), and a
+   second candidate over a /tmp file with direct I/O (the VM disk, ~270 us fsync: a SATA-class SSD)"
+scratch 256; PROD=$SCRATCH_DEV
+scratch 256; CAND=$SCRATCH_DEV
+scratch 256 /tmp --direct-io=on; DISK=$SCRATCH_DEV
+echo "prod=$PROD candidate=$CAND candidate-disk=$DISK"
+
+say "5. Capture prod while a market-open commit workload runs (30 s; the burst starts at 12 s)"
+capture_workload "$PROD" "$OUT/live" 34 samples/workloads/market-open.fio --label service=order-router
+
+say "6. Fingerprint the live capture"
+run "$IOFP" fingerprint "$OUT/live" --json "$OUT/live.fp.json"
+
+say "7. Replay the spike on prod itself (validates the replayer) and on each candidate"
+for pair in "prod:$PROD" "candidate-ram:$CAND" "candidate-disk:$DISK"; do
+    name=${pair%%:*} dev=${pair#*:}
+    run "$IOFP" replay "$OUT/live" --target "$dev" --regime spike --label "device=$name" \
+        --output "$OUT/replay-$name"
+done
+
+say "8. The comparison a procurement review needs"
+run "$IOFP" compare "$OUT/replay-prod" "$OUT/replay-candidate-ram" "$OUT/replay-candidate-disk" --slo 'p99<=2ms'
+
+say "Done. Artifacts in $OUT/"
