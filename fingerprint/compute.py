@@ -144,7 +144,9 @@ def compute(con: Any, io: Any, sync: Any, meta: TraceMeta, options: Options | No
         known = ", ".join(sorted(meta.devices)) or "none recorded"
         raise BadInput(f"the trace has no I/O{where}; its devices: {known}")
     t0, t1, n = int(b["t0"]), int(b["t1"]), int(b["n"])
-    _do(con, "prepare_events", {"device": opt.device, "t0": t0, "window_ns": W})
+    _do(con, "prepare_device_order", {"device": opt.device})
+    _do(con, "prepare_events", {"t0": t0, "window_ns": W})
+    con.execute("DROP TABLE ev_dev").fetchall()
     _do(con, "prepare_sync", {"t0": t0, "window_ns": W})
 
     nwin = (t1 - t0) // W + 1
@@ -314,9 +316,13 @@ def _scope(con: Any, ctx: dict[str, Any], name: str, ks: list[int], rng: tuple[i
     gaps = _one(con, "flush_gaps")
     syncs = _all(con, "sync_calls")
     lat = _all(con, "latency", {"limits": BINS["latency_us"]})
-    foot = _one(con, "footprint")["blocks"]
-    hot_k = max(1, math.ceil(0.01 * foot)) if foot else 0
-    hot = _one(con, "hot_blocks", {"top_blocks": hot_k})["top_ios"] if foot else 0
+    # Footprint needs a sort and the hot-block share a hash aggregate over every block: computed
+    # for the whole trace and a --between window, not for each regime.
+    foot = hot = hot_k = None
+    if name in ("whole", "between"):
+        foot = _one(con, "footprint")["blocks"]
+        hot_k = max(1, math.ceil(0.01 * foot)) if foot else 0
+        hot = _one(con, "hot_blocks", {"top_blocks": hot_k})["top_ios"] if foot else 0
     procs = _all(con, "top_processes", {"limit": TOP_PROCESSES})
 
     burst = {}
@@ -445,7 +451,7 @@ def _scope(con: Any, ctx: dict[str, Any], name: str, ks: list[int], rng: tuple[i
         "latency": lat_by_op or None,
         "footprint": {
             "blocks_4k": foot,
-            "bytes": foot * 4096,
+            "bytes": None if foot is None else foot * 4096,
             "hot_1pct_blocks": hot_k,
             "hot_1pct_io_share": _ratio(hot, data_ios),
         },

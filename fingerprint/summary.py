@@ -29,6 +29,10 @@ def _kib(v: float | None) -> str:
     return _num(None if v is None else v / 1024, "{:,.1f}")
 
 
+def _mib(v: float | None) -> str:
+    return _num(None if v is None else v / 2**20, "{:,.1f}")
+
+
 def _inflight(s: dict[str, Any]) -> str:
     i = s["inflight"]
     return "-" if not i else f"{i['mean']:.1f} / {i['p99']}"
@@ -60,7 +64,7 @@ ROWS: list[tuple[str, Callable[[dict[str, Any]], str]]] = [
     ("flush+FUA /s", lambda s: _num(s["durability"]["flush_rate_per_s"], "{:,.1f}")),
     ("fsync-family /s", lambda s: _num(s["durability"]["commit_rate_per_s"], "{:,.1f}")),
     ("latency p50 / p99 / p99.9 (µs)", _lats),
-    ("footprint (MiB)", lambda s: _num(s["footprint"]["bytes"] / 2**20, "{:,.1f}")),
+    ("footprint (MiB)", lambda s: _mib(s["footprint"]["bytes"])),
     ("I/O on hottest 1% blocks", lambda s: _pct(s["footprint"]["hot_1pct_io_share"])),
     ("shape", lambda s: s["shape"]["class"]),
     ("bound", lambda s: s["bound"]["verdict"]),

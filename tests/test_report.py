@@ -5,13 +5,12 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-import sys
 
 import pytest
 from test_fingerprint import synthetic_steady_with_spike
+from test_import import iofp
 
 from fingerprint.importing import import_trace
-from iofp.cli import main
 
 
 def chromium() -> str:
@@ -33,9 +32,8 @@ def run_chromium(*args: str) -> subprocess.CompletedProcess:
 def test_report_renders_with_steady_and_spike_regions(tmp_path, monkeypatch, capsys):
     trace = synthetic_steady_with_spike(tmp_path)
     out = tmp_path / "report.html"
-    monkeypatch.setattr(sys, "argv", ["iofp", "report", str(trace), "-o", str(out)])
-    main()
-    assert f"Wrote {out}." in capsys.readouterr().out
+    code, stdout, _ = iofp(monkeypatch, capsys, "report", str(trace), "-o", str(out))
+    assert code == 0 and f"Wrote {out}." in stdout
     page = out.read_text()
     assert not re.search(r"(src|href)=\"https?://", page)  # nothing fetched from the network
     dom = run_chromium("--dump-dom", out.as_uri())
@@ -56,16 +54,11 @@ def test_report_of_an_imported_trace_and_refusal_to_overwrite(shared_traces, tmp
     import_trace("auto", [shared_traces / "tpcc-small.trace"], tmp_path / "t")
     out = tmp_path / "r.html"
     out.write_text("keep me")
-    monkeypatch.setattr(
-        sys, "argv", ["iofp", "report", str(tmp_path / "t"), "-o", str(out), "--window", "10ms"]
-    )
-    with pytest.raises(SystemExit) as e:
-        main()
-    assert e.value.code == 2 and out.read_text() == "keep me"
-    assert capsys.readouterr().err == f"iofp: {out} already exists; pass --force to overwrite it\n"
-    monkeypatch.setattr(
-        sys, "argv", ["iofp", "report", str(tmp_path / "t"), "-o", str(out), "--window", "10ms", "--force"]
-    )
-    main()
+    args = ("report", str(tmp_path / "t"), "-o", str(out), "--window", "10ms")
+    code, _, err = iofp(monkeypatch, capsys, *args)
+    assert code == 2 and out.read_text() == "keep me"
+    assert err == f"iofp: {out} already exists; pass --force to overwrite it\n"
+    code, _, _ = iofp(monkeypatch, capsys, *args, "--force")
+    assert code == 0
     page = out.read_text()
     assert "mixed OLTP" in page and "demand-side only" in page
