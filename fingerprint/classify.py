@@ -4,7 +4,8 @@ Both rules are deliberately simple decision tables over features already in the 
 reader can check a verdict by hand against the JSON.
 
 Shape (first match wins; "small" = mean size <= 32 KiB, "large" = mean size >= 64 KiB,
-"sequential" = sequential share >= 0.5, "read-mostly"/"write-mostly" = >= 70% of I/Os):
+"sequential" = sequential share >= 0.5, "read-mostly"/"write-mostly" = >= 70% of the data I/Os,
+i.e. not counting flushes, which would otherwise dilute the write share of a commit workload):
   1. batch sequential scan   read-mostly, sequential, large
   2. log append              write-mostly, sequential
   3. OLTP point-write/commit write-mostly, random, small (flush/FUA or sync calls make it "commit")
@@ -13,9 +14,10 @@ Shape (first match wins; "small" = mean size <= 32 KiB, "large" = mean size >= 6
   6. large random / mixed    anything else
 
 Bound (first match wins):
-  1. fsync-latency-bound  durability points (flush ops + preflush/FUA writes, or fsync-family
-     calls) at >= 1/s and, where latency is known, commit-path busy time = rate x fsync p50
-     >= 20% of wall time; where it is not, durability points >= 20% of I/Os.
+  1. fsync-latency-bound  durability points (fsync-family calls, else flush ops + preflush/FUA
+     writes) at >= 1/s and either durability points >= 20% of I/Os (commits dominate the stream,
+     so a committer waits on each flush in turn) or, where latency is known, commit-path busy
+     time = rate x mean fsync latency >= 20% of wall time (Little's law).
   2. throughput-bound     mean size >= 64 KiB, or sequential share >= 0.5 with mean size >= 32 KiB:
      bytes, not operations, are the demand.
   3. IOPS-bound           otherwise: small random operations are the demand.
@@ -31,8 +33,10 @@ KIB = 1024
 
 
 def classify_shape(s: dict[str, Any]) -> dict[str, Any]:
-    rs = s["mix"]["read_share_count"] or 0.0
-    ws = (s["mix"]["writes"] / s["ios"]) if s["ios"] else 0.0
+    m = s["mix"]
+    data = m["reads"] + m["writes"] + m["discards"]
+    rs = m["reads"] / data if data else 0.0
+    ws = m["writes"] / data if data else 0.0
     size = s["size"]["mean_bytes"] or 0.0
     seq = s["sequential"]["share"] or 0.0
     d = s["durability"]
@@ -52,8 +56,8 @@ def classify_shape(s: dict[str, Any]) -> dict[str, Any]:
     return {
         "class": name,
         "basis": {
-            "read_share": rs,
-            "write_share": ws,
+            "read_share_of_data_ios": rs,
+            "write_share_of_data_ios": ws,
             "mean_size_bytes": size,
             "sequential_share": seq,
             "durability_share": d["flush_fua_share"],
@@ -75,16 +79,16 @@ def classify_bound(s: dict[str, Any]) -> dict[str, Any]:
     commit_rate = d["commit_rate_per_s"] if sync_calls else d["flush_rate_per_s"]
     # The latency a committer waits on: fsync as the application saw it, else the device latency
     # of the flush/FUA requests is not separated here, so the write p50 stands in for it.
-    fsync_p50_us = None
-    fsync_p99_us = None
+    fsync_p50_us = fsync_p99_us = fsync_mean_us = None
     if sync_calls:
         main = max(sync_calls.values(), key=lambda c: c["calls"])
-        fsync_p50_us, fsync_p99_us = main["p50_us"], main["p99_us"]
-    elif "write" in lat:
-        fsync_p50_us, fsync_p99_us = lat["write"]["p50_us"], lat["write"]["p99_us"]
+        fsync_p50_us, fsync_p99_us, fsync_mean_us = main["p50_us"], main["p99_us"], main["mean_us"]
+    elif "flush" in lat:
+        f = lat["flush"]
+        fsync_p50_us, fsync_p99_us, fsync_mean_us = f["p50_us"], f["p99_us"], f["mean_us"]
     busy = None
-    if commit_rate is not None and fsync_p50_us is not None:
-        busy = commit_rate * fsync_p50_us / 1e6
+    if commit_rate is not None and fsync_mean_us is not None:
+        busy = commit_rate * fsync_mean_us / 1e6
     numbers = {
         "iops": s["intensity"]["iops_mean"],
         "mbps": s["intensity"]["mbps_mean"],
@@ -94,20 +98,30 @@ def classify_bound(s: dict[str, Any]) -> dict[str, Any]:
         "commit_rate_per_s": commit_rate,
         "fsync_p50_us": fsync_p50_us,
         "fsync_p99_us": fsync_p99_us,
+        "fsync_mean_us": fsync_mean_us,
         "commit_busy_share": busy,
         "mean_inflight": (s["inflight"] or {}).get("mean"),
         "latency_p99_us": lat.get("all", {}).get("p99_us"),
     }
-    fsync_bound = False
-    if commit_rate is not None and commit_rate >= 1:
-        fsync_bound = busy >= 0.2 if busy is not None else (d["flush_fua_share"] or 0) >= 0.2
+    share = d["flush_fua_share"]
+    fsync_bound = bool(
+        commit_rate is not None
+        and commit_rate >= 1
+        and ((share is not None and share >= 0.2) or (busy is not None and busy >= 0.2))
+    )
     if fsync_bound:
         verdict = "fsync-latency-bound"
-        why = (
-            f"{commit_rate:.0f} commits/s"
-            + (f" x fsync p50 {fsync_p50_us:.0f} us = {busy:.0%} of wall time waiting on durability"
-               if busy is not None else f", durability points are {d['flush_fua_share']:.0%} of I/Os")
-        )  # fmt: skip
+        why = f"{commit_rate:,.0f} commits/s"
+        if share is not None:
+            why += f", flush/FUA are {share:.0%} of I/Os"
+        if busy is not None:
+            why += (
+                f"; fsync p50 {fsync_p50_us:,.0f} us, p99 {fsync_p99_us:,.0f} us, "
+                f"{busy:.0%} of wall time spent in it"
+            )
+        if numbers["mean_inflight"] is not None:
+            why += f"; mean in-flight {numbers['mean_inflight']:.1f}"
+        why += ": commit latency, not IOPS or bandwidth, sets the pace"
     elif size >= 64 * KIB or (seq >= 0.5 and size >= 32 * KIB):
         verdict = "throughput-bound"
         why = f"mean size {size / KIB:.0f} KiB, {seq:.0%} sequential: bytes/s is the demand"
