@@ -121,6 +121,21 @@ static __always_inline bool submitter_wanted(u32 pid, const char *comm)
 
 /* ---- batching --------------------------------------------------------------------------------- */
 
+/* User space drains the ring on its own 100 ms tick, so a batch need not wake it: BPF_RB_NO_WAKEUP
+ * saves a wakeup per batch (thousands per second at full rate). */
+#define IOFP_RB_FLAGS BPF_RB_NO_WAKEUP
+
+/* A record that cannot go into this CPU's batch because we interrupted the code appending to it or
+ * sending it (a completion arriving in an interrupt): sent on its own, as a batch of one. */
+struct iofp_io_single {
+	struct iofp_batch_hdr hdr;
+	struct iofp_io_rec rec;
+};
+struct iofp_sync_single {
+	struct iofp_batch_hdr hdr;
+	struct iofp_sync_rec rec;
+};
+
 static __always_inline void send_io(struct iofp_io_batch *b)
 {
 	u32 n = b->hdr.count;
@@ -132,7 +147,7 @@ static __always_inline void send_io(struct iofp_io_batch *b)
 	u64 size = sizeof(struct iofp_batch_hdr) + (u64)n * sizeof(struct iofp_io_rec);
 	if (size > sizeof(*b))
 		size = sizeof(*b);
-	if (events.ringbuf_output(b, size, 0) == 0)
+	if (events.ringbuf_output(b, size, IOFP_RB_FLAGS) == 0)
 		count(IOFP_CNT_IO_RECORDS, n);
 	else
 		count(IOFP_CNT_LOST_IO_RINGBUF, n);
@@ -150,7 +165,7 @@ static __always_inline void send_sync(struct iofp_sync_batch *b)
 	u64 size = sizeof(struct iofp_batch_hdr) + (u64)n * sizeof(struct iofp_sync_rec);
 	if (size > sizeof(*b))
 		size = sizeof(*b);
-	if (events.ringbuf_output(b, size, 0) == 0)
+	if (events.ringbuf_output(b, size, IOFP_RB_FLAGS) == 0)
 		count(IOFP_CNT_SYNC_RECORDS, n);
 	else
 		count(IOFP_CNT_LOST_SYNC_RINGBUF, n);
@@ -159,7 +174,9 @@ static __always_inline void send_sync(struct iofp_sync_batch *b)
 
 /* Run by user space on each CPU (BPF_PROG_TEST_RUN with BPF_F_TEST_RUN_ON_CPU: raw_tp test runs,
  * v5.10, 1b4d60ec162f) so that an idle device does not leave records sitting in a half-full batch.
- * It runs in an IPI and may interrupt an append on this CPU: the busy flag makes it back off.
+ * It runs in an IPI (or with preemption off on the calling CPU), so it may interrupt an append on
+ * this CPU, and a completion interrupt may arrive while it runs: whoever finds the per-CPU busy flag
+ * set keeps its hands off the batch (this flush backs off; a completion sends its record alone).
  * args[0] != 0: send regardless of age. */
 int iofp_flush(struct bpf_raw_tracepoint_args *ctx)
 {
@@ -171,6 +188,7 @@ int iofp_flush(struct bpf_raw_tracepoint_args *ctx)
 		count(IOFP_CNT_FLUSH_BUSY, 1);
 		return 0;
 	}
+	*(volatile u32 *)bz = 1; /* an interrupting completion must not touch the batches now */
 	u64 now = bpf_ktime_get_ns();
 	bool force = ctx->args[0] != 0;
 	struct iofp_io_batch *ib = io_batch.lookup(&zero);
@@ -179,6 +197,7 @@ int iofp_flush(struct bpf_raw_tracepoint_args *ctx)
 	struct iofp_sync_batch *sb = sync_batch.lookup(&zero);
 	if (sb && sb->hdr.count && (force || now - sb->hdr.first_ns >= IOFP_FLUSH_NS))
 		send_sync(sb);
+	*(volatile u32 *)bz = 0;
 	return 0;
 }
 
@@ -313,6 +332,22 @@ int iofp_rq_merge(struct bpf_raw_tracepoint_args *ctx)
 	return 0;
 }
 
+static __always_inline void fill_io(struct iofp_io_rec *rec, struct iofp_req *r, u64 now, u8 error)
+{
+	rec->issue_ns = r->issue_ns;
+	rec->queue_ns = r->queue_ns;
+	rec->complete_ns = now;
+	rec->sector = r->sector;
+	rec->bytes = r->bytes;
+	rec->cmd_flags = r->cmd_flags;
+	rec->dev = r->dev;
+	rec->pid = r->pid;
+	rec->inflight = r->inflight;
+	rec->error = error;
+	rec->_pad = 0;
+	__builtin_memcpy(rec->comm, r->comm, sizeof(rec->comm));
+}
+
 int iofp_rq_complete(struct bpf_raw_tracepoint_args *ctx)
 {
 	u64 rq = ctx->args[0];
@@ -346,31 +381,29 @@ int iofp_rq_complete(struct bpf_raw_tracepoint_args *ctx)
 
 	if (submitter_wanted(r->pid, r->comm)) {
 		u32 zero = 0;
+		u64 now = bpf_ktime_get_ns();
 		u32 *bz = busy.lookup(&zero);
 		struct iofp_io_batch *b = io_batch.lookup(&zero);
-		if (bz && b) {
-			u64 now = bpf_ktime_get_ns();
+		if (bz && b && !*(volatile u32 *)bz) {
 			*(volatile u32 *)bz = 1;
 			u32 i = b->hdr.count;
 			if (i == 0)
 				b->hdr.first_ns = now;
-			struct iofp_io_rec *rec = &b->recs[i & (IOFP_IO_BATCH - 1)];
-			rec->issue_ns = r->issue_ns;
-			rec->queue_ns = r->queue_ns;
-			rec->complete_ns = now;
-			rec->sector = r->sector;
-			rec->bytes = r->bytes;
-			rec->cmd_flags = r->cmd_flags;
-			rec->dev = dev;
-			rec->pid = r->pid;
-			rec->inflight = r->inflight;
-			rec->error = error;
-			rec->_pad = 0;
-			__builtin_memcpy(rec->comm, r->comm, sizeof(rec->comm));
+			fill_io(&b->recs[i & (IOFP_IO_BATCH - 1)], r, now, error);
 			b->hdr.count = i + 1;
 			if (i + 1 >= IOFP_IO_BATCH || now - b->hdr.first_ns >= IOFP_FLUSH_NS)
 				send_io(b);
 			*(volatile u32 *)bz = 0;
+		} else if (bz) {
+			struct iofp_io_single one = {};
+			one.hdr.kind = IOFP_KIND_IO;
+			one.hdr.count = 1;
+			one.hdr.first_ns = now;
+			fill_io(&one.rec, r, now, error);
+			if (events.ringbuf_output(&one, sizeof(one), IOFP_RB_FLAGS) == 0)
+				count(IOFP_CNT_IO_RECORDS, 1);
+			else
+				count(IOFP_CNT_LOST_IO_RINGBUF, 1);
 		}
 	}
 	reqs.delete(&rq);
@@ -405,27 +438,38 @@ static __always_inline int sync_exit(s64 ret)
 	u32 pid = id >> 32;
 	if (submitter_wanted(pid, comm)) {
 		u32 zero = 0;
+		u64 now = bpf_ktime_get_ns();
 		u32 *bz = busy.lookup(&zero);
 		struct iofp_sync_batch *b = sync_batch.lookup(&zero);
-		if (bz && b) {
-			u64 now = bpf_ktime_get_ns();
+		struct iofp_sync_rec rec = {};
+		rec.enter_ns = s->enter_ns;
+		rec.exit_ns = now;
+		rec.ret = ret;
+		rec.pid = pid;
+		rec.tid = tid;
+		rec.fd = s->fd;
+		rec.call = s->call;
+		__builtin_memcpy(rec.comm, comm, sizeof(rec.comm));
+		if (bz && b && !*(volatile u32 *)bz) {
 			*(volatile u32 *)bz = 1;
 			u32 i = b->hdr.count;
 			if (i == 0)
 				b->hdr.first_ns = now;
-			struct iofp_sync_rec *rec = &b->recs[i & (IOFP_SYNC_BATCH - 1)];
-			rec->enter_ns = s->enter_ns;
-			rec->exit_ns = now;
-			rec->ret = ret;
-			rec->pid = pid;
-			rec->tid = tid;
-			rec->fd = s->fd;
-			rec->call = s->call;
-			__builtin_memcpy(rec->comm, comm, sizeof(rec->comm));
+			b->recs[i & (IOFP_SYNC_BATCH - 1)] = rec;
 			b->hdr.count = i + 1;
 			if (i + 1 >= IOFP_SYNC_BATCH || now - b->hdr.first_ns >= IOFP_FLUSH_NS)
 				send_sync(b);
 			*(volatile u32 *)bz = 0;
+		} else if (bz) {
+			struct iofp_sync_single one = {};
+			one.hdr.kind = IOFP_KIND_SYNC;
+			one.hdr.count = 1;
+			one.hdr.first_ns = now;
+			one.rec = rec;
+			if (events.ringbuf_output(&one, sizeof(one), IOFP_RB_FLAGS) == 0)
+				count(IOFP_CNT_SYNC_RECORDS, 1);
+			else
+				count(IOFP_CNT_LOST_SYNC_RINGBUF, 1);
 		}
 	}
 	sync_calls.delete(&tid);

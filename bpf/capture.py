@@ -231,11 +231,12 @@ def _hand_over(kc: Any, out: _Writer) -> None:
 def _loop(
     kc: Any, out: _Writer, opts: CaptureOptions, stop: threading.Event, t0: int, progress: ProgressFn | None
 ) -> str:
-    next_flush = next_rotate = time.monotonic()
-    next_rotate += opts.rotate_s
+    next_rotate = time.monotonic() + opts.rotate_s
     last_report, last_events, last_bytes = time.monotonic(), 0, 0
     while True:
-        kc.poll(int(FLUSH_TICK_S * 1000))
+        stop.wait(FLUSH_TICK_S)
+        kc.flush()
+        kc.consume()
         now = time.monotonic()
         if out.error is not None:
             return "writer error"
@@ -243,9 +244,6 @@ def _loop(
             return "stopped"
         if opts.duration_s is not None and time.monotonic_ns() - t0 >= opts.duration_s * 1e9:
             return "duration"
-        if now >= next_flush:
-            kc.flush()
-            next_flush = now + FLUSH_TICK_S
         if now >= next_rotate or kc.pending_bytes >= MAX_PENDING_BYTES:
             _hand_over(kc, out)
             next_rotate = now + opts.rotate_s

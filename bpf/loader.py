@@ -235,8 +235,9 @@ class KernelCapture:
             return
         self.pending_bytes += len(body)
 
-    def poll(self, timeout_ms: int) -> None:
-        self.bpf.ring_buffer_poll(timeout_ms)
+    def consume(self) -> None:
+        """Take whatever the ring holds (the kernel sends without wakeups; see IOFP_RB_FLAGS)."""
+        self.bpf.ring_buffer_consume()
 
     def take(self) -> tuple[np.ndarray, np.ndarray]:
         """Everything received since the last take, as record arrays."""

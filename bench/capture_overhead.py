@@ -1,0 +1,344 @@
+"""What `iofp capture` costs the workload it watches, side by side with the peers that run here.
+
+4k random reads at QD32 (libaio, direct) on a loop device over a /dev/shm file (the fastest device on
+the machine, so the tracer's per-event cost shows most). For each round the modes run back to back in
+a rotating order (identical runs drift +-10%): no tracing, `iofp capture`, `perf record` on the two
+block tracepoints, and a bpftrace one-line-per-event script. biosnoop-bpfcc and blktrace are tried
+once and their failure recorded (kprobes and debugfs are refused here).
+
+Per run: fio IOPS, fio's I/O count, the /sys/block stat delta, the events the tracer recorded, the
+losses it reports, and its CPU (utime+stime after it was ready, from /proc and wait4) per event.
+
+    flock /tmp/iofp-heavy.lock .venv/bin/python -m bench.capture_overhead --rounds 5 --seconds 10
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+OUT = REPO / "bench" / "out" / "capture_overhead"
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class Run:
+    mode: str
+    round: int
+    iops: float = 0.0
+    fio_ios: int = 0
+    stat_ios: int = 0
+    events: int | None = None  # requests the tracer recorded (iofp: rows; perf/bpftrace: complete events)
+    lost: int | None = None
+    tracer_cpu_s: float | None = None
+    note: str = ""
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def cpu_us_per_event(self) -> float | None:
+        if self.tracer_cpu_s is None or not self.events:
+            return None
+        return self.tracer_cpu_s / self.events * 1e6
+
+
+# ---- device ------------------------------------------------------------------------------------
+
+
+def make_loop(size_mib: int) -> tuple[str, Path]:
+    backing = Path("/dev/shm") / f"iofp-bench-{uuid.uuid4().hex[:8]}.img"
+    with open(backing, "wb") as f:
+        f.truncate(size_mib << 20)
+    subprocess.run(["dd", "if=/dev/zero", f"of={backing}", "bs=1M", f"count={size_mib}", "conv=notrunc"],
+                   check=True, capture_output=True)  # fmt: skip
+    dev = subprocess.run(
+        ["losetup", "-f", "--show", str(backing)], check=True, capture_output=True, text=True
+    )
+    return dev.stdout.strip(), backing
+
+
+def reads_completed(name: str) -> int:
+    return int(Path(f"/sys/block/{name}/stat").read_text().split()[0])
+
+
+def proc_cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime, stime (fields 14, 15)
+
+
+def wait_cpu_s(p: subprocess.Popen, timeout: float = 120) -> float:
+    """Reap the process and return its total CPU (it must have exited or be exiting)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        pid, _status, ru = os.wait4(p.pid, os.WNOHANG)
+        if pid:
+            p.returncode = os.waitstatus_to_exitcode(_status)
+            return ru.ru_utime + ru.ru_stime
+        time.sleep(0.05)
+    p.kill()
+    _, _status, ru = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(_status)
+    return ru.ru_utime + ru.ru_stime
+
+
+def fio(dev: str, seconds: int, out: Path) -> dict:
+    args = ["fio", "--name=randread", f"--filename={dev}", "--rw=randread", "--bs=4k", "--iodepth=32",
+            "--ioengine=libaio", "--direct=1", "--time_based", f"--runtime={seconds}", "--norandommap",
+            "--randrepeat=0", "--output-format=json"]  # fmt: skip
+    r = subprocess.run(args, capture_output=True, text=True)
+    (out / "fio.cmdline").write_text(" ".join(args) + "\n")
+    (out / "fio.stdout").write_text(r.stdout)
+    (out / "fio.stderr").write_text(r.stderr)
+    (out / "fio.exit_code").write_text(f"{r.returncode}\n")
+    if r.returncode != 0:
+        raise RuntimeError(f"fio failed: {r.stderr.strip()}")
+    job = json.loads(r.stdout[r.stdout.index("{") :])["jobs"][0]["read"]
+    return {"iops": float(job["iops"]), "ios": int(job["total_ios"])}
+
+
+# ---- tracers -----------------------------------------------------------------------------------
+
+
+class Tracer:
+    name = "none"
+
+    def start(self, dev: str, out: Path) -> None: ...
+
+    def stop(self, run: Run) -> None: ...
+
+
+class IofpTracer(Tracer):
+    name = "iofp"
+
+    def start(self, dev: str, out: Path) -> None:
+        self.out = out / "trace"
+        args = [sys.executable, "-m", "iofp.cli", "capture", "--device", dev.removeprefix("/dev/"),
+                "-o", str(self.out), "--json", "--force"]  # fmt: skip
+        (out / "iofp.cmdline").write_text(" ".join(args) + "\n")
+        self.p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
+        deadline = time.monotonic() + 60
+        # ready when its five raw tracepoints are attached (one bpf_link each)
+        while (
+            sum(1 for fd in Path(f"/proc/{self.p.pid}/fd").iterdir() if _link(fd) == "anon_inode:bpf_link")
+            < 5
+        ):
+            if self.p.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"iofp capture did not start: {self.p.stderr.read() if self.p.stderr else ''}"
+                )
+            time.sleep(0.05)
+        self.cpu0 = proc_cpu_s(self.p.pid)
+
+    def stop(self, run: Run) -> None:
+        self.p.send_signal(signal.SIGINT)
+        run.tracer_cpu_s = wait_cpu_s(self.p) - self.cpu0  # after readiness: excludes the compile
+        stdout = self.p.stdout.read() if self.p.stdout else ""
+        stderr = self.p.stderr.read() if self.p.stderr else ""
+        summary = json.loads(stdout)
+        run.events, run.lost = summary["io_events"], summary["lost_events"]
+        run.extra = {"unmatched": summary["unmatched"], "files": summary["files"], "stderr": stderr.strip()}
+        shutil.rmtree(self.out, ignore_errors=True)
+
+
+def _link(fd: Path) -> str:
+    try:
+        return os.readlink(fd)
+    except OSError:
+        return ""
+
+
+class PerfTracer(Tracer):
+    name = "perf"
+
+    def start(self, dev: str, out: Path) -> None:
+        self.data = Path("/dev/shm") / f"iofp-bench-perf-{uuid.uuid4().hex[:8]}.data"
+        st = os.stat(dev)
+        only = f"dev == {(os.major(st.st_rdev) << 20) | os.minor(st.st_rdev)}"  # this device, like the others
+        args = ["perf", "record", "-e", "block:block_rq_issue", "--filter", only,
+                "-e", "block:block_rq_complete", "--filter", only, "-a", "-o", str(self.data)]  # fmt: skip
+        (out / "perf.cmdline").write_text(" ".join(args) + "\n")
+        self.p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        time.sleep(2.0)  # perf has no readiness signal; it attaches within a fraction of a second
+        self.cpu0 = proc_cpu_s(self.p.pid)
+
+    def stop(self, run: Run) -> None:
+        self.p.send_signal(signal.SIGINT)
+        cpu = wait_cpu_s(self.p)
+        run.tracer_cpu_s = cpu - self.cpu0
+        stderr = self.p.stderr.read() if self.p.stderr else ""
+        stats = subprocess.run(
+            ["perf", "report", "--stats", "-i", str(self.data)], capture_output=True, text=True
+        )
+        m = re.search(r"SAMPLE events:\s+(\d+)", stats.stdout)
+        lost = re.search(r"LOST events:\s+(\d+)", stats.stdout)
+        # issue + complete per request
+        run.events = int(m.group(1)) // 2 if m else None
+        run.lost = int(lost.group(1)) if lost else 0
+        run.extra = {"stderr": stderr.strip().splitlines()[-1:] if stderr else []}
+        self.data.unlink(missing_ok=True)
+
+
+class BpftraceTracer(Tracer):
+    name = "bpftrace"
+
+    def start(self, dev: str, out: Path) -> None:
+        st = os.stat(dev)
+        kdev = (os.major(st.st_rdev) << 20) | os.minor(st.st_rdev)
+        prog = (
+            f"tracepoint:block:block_rq_issue /args->dev == {kdev}/ "
+            '{ printf("I %d %d %d\\n", args->sector, args->nr_sector, nsecs); } '
+            f"tracepoint:block:block_rq_complete /args->dev == {kdev}/ "
+            '{ printf("C %d %d %d\\n", args->sector, args->nr_sector, nsecs); }'
+        )
+        (out / "bpftrace.cmdline").write_text(f"bpftrace -e '{prog}'\n")
+        self.p = subprocess.Popen(["bpftrace", "-e", prog], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.lines = {"I": 0, "C": 0}
+        first = self.p.stdout.readline() if self.p.stdout else b""  # "Attaching 2 probes..."
+        self.header = first.decode().strip()
+        self.reader = threading.Thread(target=self._count, daemon=True)
+        self.reader.start()
+        self.cpu0 = proc_cpu_s(self.p.pid)
+
+    def _count(self) -> None:
+        assert self.p.stdout is not None
+        for line in self.p.stdout:
+            k = line[:1].decode()
+            if k in self.lines:
+                self.lines[k] += 1
+
+    def stop(self, run: Run) -> None:
+        self.p.send_signal(signal.SIGINT)
+        cpu = wait_cpu_s(self.p)
+        self.reader.join(timeout=30)
+        run.tracer_cpu_s = cpu - self.cpu0
+        run.events = self.lines["C"]
+        stderr = self.p.stderr.read().decode() if self.p.stderr else ""
+        lost = re.findall(r"Lost (\d+) events", stderr)
+        run.lost = sum(int(x) for x in lost)
+        run.extra = {"issues": self.lines["I"], "header": self.header}
+
+
+def try_unrunnable(dev: str) -> dict[str, str]:
+    """biosnoop-bpfcc and blktrace: run each briefly and keep why they fail here."""
+    out = {}
+    for name, args in (
+        ("biosnoop-bpfcc", ["biosnoop-bpfcc"]),
+        ("blktrace", ["blktrace", "-d", dev, "-o", "-", "-w", "2"]),
+    ):
+        if shutil.which(args[0]) is None:
+            out[name] = f"{args[0]} is not installed"
+            continue
+        try:
+            r = subprocess.run(args, capture_output=True, text=True, timeout=10)
+            text = (r.stderr or r.stdout).strip().splitlines()
+            out[name] = f"exit {r.returncode}: {text[-1] if text else ''}"
+        except subprocess.TimeoutExpired:
+            out[name] = "ran (did not fail within 10 s)"
+    return out
+
+
+# ---- main --------------------------------------------------------------------------------------
+
+TRACERS: dict[str, type[Tracer]] = {
+    "none": Tracer,
+    "iofp": IofpTracer,
+    "perf": PerfTracer,
+    "bpftrace": BpftraceTracer,
+}
+
+
+def one_run(mode: str, rnd: int, dev: str, seconds: int) -> Run:
+    name = dev.removeprefix("/dev/")
+    out = OUT / f"r{rnd}-{mode}"
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    tracer = TRACERS[mode]()
+    run = Run(mode, rnd)
+    before = reads_completed(name)
+    tracer.start(dev, out)
+    f = fio(dev, seconds, out)
+    tracer.stop(run)
+    run.stat_ios = reads_completed(name) - before
+    run.iops, run.fio_ios = f["iops"], f["ios"]
+    (out / "run.json").write_text(json.dumps(asdict(run), indent=2))
+    return run
+
+
+def summarise(runs: list[Run], modes: list[str]) -> dict:
+    base = {r.round: r.iops for r in runs if r.mode == "none"}
+    out = {}
+    for m in modes:
+        rs = [r for r in runs if r.mode == m]
+        ratios = [r.iops / base[r.round] for r in rs if r.round in base]
+        cpu = [r.cpu_us_per_event for r in rs if r.cpu_us_per_event is not None]
+        out[m] = {
+            "iops_median": statistics.median(r.iops for r in rs),
+            "iops_ratio_median": statistics.median(ratios) if ratios else None,
+            "overhead_pct_median": (1 - statistics.median(ratios)) * 100 if ratios else None,
+            "overhead_pct_range": [(1 - max(ratios)) * 100, (1 - min(ratios)) * 100] if ratios else None,
+            "events_vs_stat": [(r.events, r.stat_ios, r.fio_ios) for r in rs],
+            "lost_total": sum(r.lost or 0 for r in rs),
+            "missing_vs_stat_total": sum(r.stat_ios - r.events for r in rs if r.events is not None),
+            "tracer_cpu_us_per_event_median": statistics.median(cpu) if cpu else None,
+        }
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--seconds", type=int, default=10)
+    ap.add_argument("--modes", default="none,iofp,perf,bpftrace")
+    args = ap.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("bench.capture_overhead: needs root (loop devices, eBPF)")
+    modes = args.modes.split(",")
+    OUT.mkdir(parents=True, exist_ok=True)
+    dev, backing = make_loop(1024)
+    runs: list[Run] = []
+    try:
+        unrunnable = try_unrunnable(dev)
+        for rnd in range(args.rounds):
+            order = modes[rnd % len(modes) :] + modes[: rnd % len(modes)]  # rotate: no mode always first
+            for mode in order:
+                r = one_run(mode, rnd, dev, args.seconds)
+                runs.append(r)
+                cpu = r.cpu_us_per_event
+                print(
+                    f"round {rnd} {mode:9s} {r.iops:10.0f} IOPS  fio {r.fio_ios}  stat {r.stat_ios}  "
+                    f"events {r.events}  lost {r.lost}  cpu/event {'-' if cpu is None else f'{cpu:.2f} us'}",
+                    flush=True,
+                )
+    finally:
+        subprocess.run(["losetup", "-d", dev], check=False)
+        backing.unlink(missing_ok=True)
+    result = {
+        "command": " ".join(["python -m bench.capture_overhead", *sys.argv[1:]]),
+        "host": platform.node(),
+        "kernel": platform.release(),
+        "cpus": os.cpu_count(),
+        "device": "loop over a 1 GiB /dev/shm file",
+        "workload": f"fio 4k randread QD32 libaio direct, {args.seconds}s per run",
+        "unrunnable": unrunnable,
+        "summary": summarise(runs, modes),
+        "runs": [asdict(r) | {"cpu_us_per_event": r.cpu_us_per_event} for r in runs],
+    }
+    (OUT / "result.json").write_text(json.dumps(result, indent=2))
+    print(json.dumps({k: result[k] for k in ("unrunnable", "summary")}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
