@@ -122,11 +122,12 @@ class Tracer:
 
 class IofpTracer(Tracer):
     name = "iofp"
+    extra_args: tuple[str, ...] = ()
 
     def start(self, dev: str, out: Path) -> None:
         self.out = out / "trace"
         args = [sys.executable, "-m", "iofp.cli", "capture", "--device", dev.removeprefix("/dev/"),
-                "-o", str(self.out), "--json", "--force"]  # fmt: skip
+                "-o", str(self.out), "--json", "--force", *self.extra_args]  # fmt: skip
         (out / "iofp.cmdline").write_text(" ".join(args) + "\n")
         self.p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
         deadline = time.monotonic() + 60
@@ -151,6 +152,14 @@ class IofpTracer(Tracer):
         run.events, run.lost = summary["io_events"], summary["lost_events"]
         run.extra = {"unmatched": summary["unmatched"], "files": summary["files"], "stderr": stderr.strip()}
         shutil.rmtree(self.out, ignore_errors=True)
+
+
+class IofpNoSyscallsTracer(IofpTracer):
+    """iofp without the fsync-family syscall tracepoints: attaching any syscall tracepoint sends
+    every syscall of every task through the tracing slow path, which this mode isolates."""
+
+    name = "iofp_nosys"
+    extra_args = ("--no-syscalls",)
 
 
 def _link(fd: Path) -> str:
@@ -255,6 +264,7 @@ def try_unrunnable(dev: str) -> dict[str, str]:
 TRACERS: dict[str, type[Tracer]] = {
     "none": Tracer,
     "iofp": IofpTracer,
+    "iofp_nosys": IofpNoSyscallsTracer,
     "perf": PerfTracer,
     "bpftrace": BpftraceTracer,
 }
@@ -301,7 +311,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--seconds", type=int, default=10)
-    ap.add_argument("--modes", default="none,iofp,perf,bpftrace")
+    ap.add_argument("--modes", default="none,iofp,perf,iofp_nosys,bpftrace")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("bench.capture_overhead: needs root (loop devices, eBPF)")

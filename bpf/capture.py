@@ -1,14 +1,18 @@
 """`capture()`: record every block request (and fsync-family syscall) into a trace directory.
 
-The loop: poll the ring buffer (the kernel sends whole batches), nudge the CPUs every 100 ms so an
-idle device's half-full batch is not held back, and every `rotate_s` hand what arrived to a writer
-thread that converts it with numpy/pyarrow and writes one complete Parquet file per table. Each
-file's footer carries the loss counters up to that file, so a trace cut short by kill -9 is still
-valid and honest; trace.json is written at the end.
+The loop, every 100 ms: ask each CPU to send its batch if it is older than 100 ms (so an idle
+device's half-full batch is not held back), then drain the ring buffer (the kernel sends whole
+batches, without wakeups). Every `rotate_s` (or sooner, past MAX_PENDING_BYTES, which bounds memory
+whatever the device's rate) what arrived goes to a writer thread that converts it with numpy/pyarrow
+and writes one complete Parquet file per table. Each file's footer carries the loss counters up to
+that file, so a trace cut short by kill -9 is still valid and honest; trace.json is written at the
+end. Rows are sorted by issue time within a file; a request lands in the file of the interval in
+which it completed, so consecutive files can overlap by one request latency.
 """
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import signal
 import sys
@@ -163,13 +167,18 @@ def capture(
     filters: dict[str, Any] = {"devices": sorted(devs), "comm": opts.comm, "pid": opts.pid}
     meta = TraceMeta(source="capture", filters=filters, labels=dict(opts.labels))
     meta.devices = {name: device_facts(name) for name in devs}
+    existed = Path(opts.output).exists()
     writer = TraceWriter(opts.output, meta, force=opts.force)
     stop = stop or threading.Event()
 
     tuning = kernel or KernelOptions()
-    kc = KernelCapture(
-        replace(tuning, devs=list(devs.values()), pid=opts.pid, comm=opts.comm, syscalls=opts.syscalls)
-    )
+    try:
+        kc = KernelCapture(
+            replace(tuning, devs=list(devs.values()), pid=opts.pid, comm=opts.comm, syscalls=opts.syscalls)
+        )
+    except BaseException:
+        _remove_empty(Path(opts.output), existed)  # nothing was captured: leave no half-made trace
+        raise
     meta.extra = {
         "probes": [tp for tp, _ in kc.probes()] + (["syscalls:sys_*_fsync-family"] if opts.syscalls else []),
         "kernel_batch": kc.opts.io_batch,
@@ -212,6 +221,15 @@ def capture(
         files=out.files,
         loss=dict(loss),
     )
+
+
+def _remove_empty(root: Path, keep_root: bool) -> None:
+    for sub in (IO_TABLE, SYNC_TABLE):
+        with contextlib.suppress(OSError):
+            (root / sub).rmdir()
+    if not keep_root:
+        with contextlib.suppress(OSError):
+            root.rmdir()
 
 
 def _loss(kc: Any) -> dict[str, int]:
