@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -339,8 +340,6 @@ class FioIolog(Format):
 
 # blkparse default output: `maj,min cpu seq time pid action rwbs rest`
 _BLKPARSE = re.compile(r"^\s*(\d+),(\d+)\s+\d+\s+\d+\s+(\d+\.\d+)\s+(\d+)\s+([A-Z]{1,2})\s+(\S+)\s*(.*)$")
-_BLKPARSE_REST = re.compile(r"^(\d+) \+ (\d+)(?:\s+\(\s*\d+\))?\s*(?:\[(.*)\])?\s*$")
-_BLKPARSE_NODATA = re.compile(r"^(?:(\d+)\s*)?(?:\[(.*)\])?\s*$")
 _BLKPARSE_SUMMARY = re.compile(r"^(CPU\d+|Total) \(")
 
 
@@ -412,43 +411,51 @@ class Blkparse(Format):
         return any(_BLKPARSE.match(x) for x in lines)
 
     def parse(self, lines: Iterable[tuple[int, str]]) -> Iterator[tuple]:
-        match, rest_match = _BLKPARSE.match, _BLKPARSE_REST.match
+        # str.split() rather than one big regex: this loop is the import's hot path.
         queued, issued, inflight = self.queued, self.issued, self.inflight
         st = self.state
+        rwbs_of = _rwbs_cached
         for _, line in lines:
             if self.in_summary:
                 continue
-            m = match(line)
-            if m is None:
-                if not line.strip():
+            p = line.split()
+            if len(p) < 7 or not _is_devno(p[0]):
+                if not p:
                     continue
                 if _BLKPARSE_SUMMARY.match(line):
                     self.in_summary = True  # the per-CPU/total statistics that end the output
                     continue
                 raise LineError("not a blkparse event `maj,min cpu seq time pid action rwbs ...`")
-            maj, mnr, t, pid, action, rwbs, rest = m.groups()
+            dev, action, rwbs = p[0], p[5], p[6]
             if action not in ("Q", "D", "C", "M", "F"):
                 continue
-            dev = f"{maj},{mnr}"
-            r = rest_match(rest)
-            if r is not None:
-                sector, nsect, tail = int(r.group(1)), int(r.group(2)), r.group(3)
+            if not p[4].isdigit():
+                raise LineError(f"bad pid {p[4]!r}")
+            ts = _ns_from_decimal_seconds(p[3])
+            tail = None
+            if (b := line.rfind("[")) >= 0:
+                e = line.rfind("]")
+                if e < b:
+                    raise LineError("unclosed `[process]`")
+                tail = line[b + 1 : e]
+            if len(p) >= 10 and p[8] == "+":
+                if not (p[7].isdigit() and p[9].isdigit()):
+                    raise LineError(f"cannot read `sector + size` from {' '.join(p[7:10])!r}")
+                sector, nsect = int(p[7]), int(p[9])
+            elif len(p) >= 8 and p[7].isdigit():
+                sector, nsect = int(p[7]), 0
+            elif len(p) == 7 or p[7].startswith("["):
+                sector, nsect = 0, 0
             else:
-                r = _BLKPARSE_NODATA.match(rest)
-                if r is None:
-                    raise LineError(f"cannot read `sector + size [process]` from {rest!r}")
-                sector, nsect, tail = int(r.group(1) or 0), 0, r.group(2)
-            ts = _ns_from_decimal_seconds(t)
+                raise LineError(f"cannot read `sector + size [process]` from {' '.join(p[7:])!r}")
             key = (dev, sector)
             if action == "Q":
                 if len(queued) >= self.MAX_PENDING:
                     queued.pop(next(iter(queued)))
                     st.count("dropped_queue_events")
-                queued[key] = (ts, int(pid), tail)
-            elif action in ("M", "F"):
-                queued.pop(key, None)
+                queued[key] = (ts, int(p[4]), tail)
             elif action == "D":
-                op, sync, fua, preflush, meta, ra = parse_rwbs(rwbs)
+                op, sync, fua, preflush, meta, ra = rwbs_of(rwbs)
                 q = queued.pop(key, None)
                 if op is None:  # zone management and driver-private requests: not workload I/O
                     st.count("other_ops_skipped")
@@ -461,41 +468,35 @@ class Blkparse(Format):
                 inflight[dev] = n
                 if dev not in st.devices:
                     st.devices.add(dev)
-                qts, qpid, qcomm = q if q is not None else (None, int(pid), tail)
-                issued[key] = [
-                    ts,
-                    qts,
-                    dev,
-                    sector * 512,
-                    nsect * 512,
-                    op,
-                    sync,
-                    fua,
-                    preflush,
-                    meta,
-                    ra,
-                    rwbs,
-                    qpid,
-                    qcomm,
-                    n,
-                ]
-            else:  # C
+                qts, qpid, qcomm = q if q is not None else (None, int(p[4]), tail)
+                issued[key] = (ts, qts, dev, sector * 512, nsect * 512, op, sync, fua, preflush, meta, ra,
+                               rwbs, qpid, qcomm, n)  # fmt: skip
+            elif action == "C":
                 d = issued.pop(key, None)
                 if d is None:
                     st.count("unmatched_completions")
                     continue
                 inflight[dev] -= 1
-                try:
-                    err = int(tail) if tail is not None else None
-                except ValueError:
-                    err = None
+                err = int(tail) if tail is not None and tail.lstrip("-").isdigit() else None
                 yield (d[0], d[1], ts - d[0], *d[2:], err)
+            else:  # M, F: a bio merged into another request never gets its own D
+                queued.pop(key, None)
 
     def finish(self) -> Iterator[tuple]:
         for d in self.issued.values():
             self.state.count("never_completed")
             yield (d[0], d[1], None, *d[2:], None)
         self.issued.clear()
+
+
+@lru_cache(maxsize=256)
+def _rwbs_cached(rwbs: str) -> tuple[str | None, bool, bool, bool, bool, bool]:
+    return parse_rwbs(rwbs)
+
+
+def _is_devno(s: str) -> bool:
+    a, comma, b = s.partition(",")
+    return bool(comma) and a.isdigit() and b.isdigit()
 
 
 def _is_number(s: str) -> bool:
