@@ -75,8 +75,8 @@ enum iofp_counter {
 	IOFP_CNT_LOST_IO_MAP_FULL,    /* requests not tracked: in-flight map full */
 	IOFP_CNT_LOST_SYNC_RINGBUF,   /* sync records dropped: ring buffer full */
 	IOFP_CNT_LOST_SYNC_MAP_FULL,  /* syscalls not tracked: map full */
-	IOFP_CNT_UNMATCHED_COMPLETIONS,           /* completions of requests issued before the capture started */
-	IOFP_CNT_COMPLETED_UNISSUED,            /* requests completed without being issued (flush barriers) */
+	IOFP_CNT_UNMATCHED_COMPLETIONS, /* completions of requests issued before the capture started */
+	IOFP_CNT_COMPLETED_UNISSUED,    /* requests completed without being issued (flush barriers) */
 	IOFP_CNT_FLUSH_BUSY,          /* timer flushes that found the batch in use (retried) */
 	IOFP_NCOUNTERS,
 };
