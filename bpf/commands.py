@@ -59,6 +59,9 @@ def capture_cmd(
     json_out: bool = typer.Option(False, "--json", help="Print the summary as JSON on stdout."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing, non-empty output directory."),
     no_syscalls: bool = typer.Option(False, "--no-syscalls", help="Do not trace fsync-family syscalls."),
+    at: str | None = typer.Option(
+        None, "--at", help="Start at this local time, HH:MM[:SS] (today, else tomorrow), e.g. 09:14."
+    ),
 ) -> None:
     """Record every block request (and fsync-family syscall) into a Parquet trace with eBPF.
 
@@ -80,12 +83,31 @@ def capture_cmd(
         force=force,
         syscalls=not no_syscalls,
     )
+    if at is not None:
+        _wait_for_start(at, opts)
     ready = threading.Event()
     threading.Thread(target=_announce, args=(ready, opts), daemon=True).start()
     summary = capture(opts, ready=ready, progress=progress_line())
     if (warning := loss_warning(summary)) is not None:
         typer.echo(f"iofp: {warning}", err=True)
     typer.echo(json.dumps(summary.to_dict(), indent=2) if json_out else "\n".join(render_summary(summary)))
+
+
+def _wait_for_start(at: str, opts: CaptureOptions) -> None:
+    """Check the options now, then wait for --at; Ctrl-C while waiting writes nothing."""
+    from datetime import datetime
+
+    from bpf.capture import validate
+    from bpf.schedule import next_occurrence, wait_until
+
+    when = next_occurrence(at, datetime.now())
+    validate(opts)
+    typer.echo(f"iofp: waiting until {when:%Y-%m-%d %H:%M:%S} to start (Ctrl-C to cancel)", err=True)
+    stop = threading.Event()
+    try:
+        wait_until(when, stop)
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
 
 
 def _announce(ready: threading.Event, opts: CaptureOptions) -> None:

@@ -11,10 +11,16 @@ trap 'exit 130' INT TERM
 SAMPLES=samples/traces
 FPS=samples/fingerprints
 mkdir -p "$SAMPLES" "$FPS"
-rm -rf "$SAMPLES/market-open" "$SAMPLES/commit-heavy" "$SAMPLES/mysql-1and1"
+rm -rf "$SAMPLES/market-open" "$SAMPLES/market-open-q2" "$SAMPLES/commit-heavy" "$SAMPLES/mysql-1and1"
 
 scratch 256; DEV=$SCRATCH_DEV
 capture_workload "$DEV" "$SAMPLES/market-open" 34 samples/workloads/market-open.fio --label service=order-router \
+    --label workload=market-open
+scratch_cleanup
+# The same service a quarter later, moved to a SATA-class volume: a direct-I/O loop device over a
+# file on the VM disk (fsync ~270 us instead of ~40 us). Same demand, slower device.
+scratch 256 /tmp --direct-io=on; DEV=$SCRATCH_DEV
+capture_workload "$DEV" "$SAMPLES/market-open-q2" 34 samples/workloads/market-open.fio --label service=order-router \
     --label workload=market-open
 scratch_cleanup
 scratch 256; DEV=$SCRATCH_DEV
