@@ -33,6 +33,7 @@ formatted with Arrow compute kernels and written as one buffer, so memory stays 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -92,6 +93,7 @@ class ConvertReport:
     max_end: int = 0  # highest byte the log touches on the target
     duration_us: int = 0  # last timestamp - first
     selection: dict[str, Any] = field(default_factory=dict)
+    sorted_by: str = "none (already in issue order)"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -158,34 +160,47 @@ def convert(
         if not mapping.target:
             mapping = replace(mapping, target=default_target(stats))
         mapping.check()
-        report = ConvertReport(
-            target=mapping.target,
-            align=mapping.align,
-            time_scale=mapping.time_scale,
-            selection=stats.to_dict(),
-        )
-        report.fold_modulus = fold_modulus(stats, mapping)
-        writer = _expected_writer(expected, trace, sel, mapping, force=force) if expected else None
         tmp = out.with_name(f".{out.name}.tmp")
-        try:
+
+        def attempt(batches: Iterator[pa.RecordBatch], force_expected: bool) -> ConvertReport:
+            report = ConvertReport(
+                target=mapping.target,
+                align=mapping.align,
+                time_scale=mapping.time_scale,
+                selection=stats.to_dict(),
+            )
+            report.fold_modulus = fold_modulus(stats, mapping)
+            writer = (
+                _expected_writer(expected, trace, sel, mapping, force=force_expected) if expected else None
+            )
             with open(tmp, "wb", buffering=1 << 22) as f:
                 f.write(HEADER.encode())
                 f.write(f"1 {mapping.target} add\n1 {mapping.target} open\n".encode())
                 conv = _BatchConverter(
                     mapping, report, first_ns=stats.first_ns or 0, reads_only=sel.reads_only
                 )
-                for batch in selmod.ordered_batches(con, sel, stats):
+                for batch in batches:
                     lines, exp = conv.convert(batch)
                     if lines is not None:
                         f.write(lines)
                     if writer is not None and exp is not None:
                         writer.add(exp)
+            if writer is not None:
+                writer.close()
+            return report
+
+        try:
+            # Traces in issue order (imports) stream straight from their files in constant memory;
+            # a capture (rows in completion order) is sorted by DuckDB, which spills past 256 MB.
+            try:
+                report = attempt(selmod.file_order_batches(trace, sel, stats), force)
+            except selmod.NotInIssueOrder:
+                report = attempt(selmod.ordered_batches(con, sel, stats), True)
+                report.sorted_by = "duckdb"
             os.replace(tmp, out)
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
-        if writer is not None:
-            writer.close()
         return report
     finally:
         con.close()

@@ -139,6 +139,7 @@ def test_log_is_v3_with_add_open_first_sorted_and_timestamps_from_1(mixed_trace,
     assert rep.kept == 4 and rep.rows_in == 6
     assert rep.ops == {"read": 1, "write": 2, "trim": 0, "sync": 1}
     assert rep.duration_us == 3000
+    assert rep.sorted_by == "duckdb"  # rows were in completion order
 
 
 def test_trim_is_written_only_when_fio_reads_it(mixed_trace, tmp_path):
@@ -296,6 +297,7 @@ def test_between_selects_exactly_the_window(mysql_trace, tmp_path):
         iolog.Mapping("/dev/loop3", fold_size=1 << 28),
     )
     assert rep.kept == len(want)
+    assert rep.sorted_by.startswith("none")  # an import is in issue order: streamed, not sorted
     assert rep.ops["read"] == sum(op == "read" for _, op in want)
     lines = io_lines(out)[3:]
     assert len(lines) == len(want)

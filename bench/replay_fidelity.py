@@ -1,0 +1,125 @@
+"""Replay fidelity of `iofp replay` against fio's own write_iolog -> read_iolog round trip.
+
+One original workload (fio randrw 70/30 at 3,000 IOPS, 4 KiB, libaio iodepth 8, on a RAM loop device)
+is captured by iofp's capture while fio also writes its own iolog. Then, alternating and repeated:
+
+  A  `iofp replay` of the captured trace onto the same device (its own capture, as in production);
+  B  fio --read_iolog of fio's own iolog, captured by the same iofp capture.
+
+Both are judged by the same code against the same reference, the capture of the original:
+replay.fidelity.compare(original capture, replay capture). Targets (issue 4): per-second IOPS within
+2% (MAPE), median lateness < 50 µs, p99 < 1 ms, duration stretch < 1%.
+
+    flock /tmp/iofp-heavy.lock .venv/bin/python -m bench.replay_fidelity --seconds 20 --repeat 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import tempfile
+import uuid
+from pathlib import Path
+
+import bpf
+from iofp.contract import open_trace
+from replay import fidelity, runner
+from replay.results import parse_fio_json
+
+IODEPTH = 8
+
+
+def loop_device(size_mib: int) -> tuple[str, Path]:
+    backing = Path("/dev/shm") / f"iofp-bench-{uuid.uuid4().hex[:8]}.img"
+    with open(backing, "wb") as f:
+        f.truncate(size_mib << 20)
+    dev = subprocess.run(
+        ["losetup", "-f", "--show", str(backing)], check=True, capture_output=True, text=True
+    )
+    return dev.stdout.strip(), backing
+
+
+def captured_fio(dev: str, out: Path, args: list[str]) -> dict:
+    """Run fio on `dev` while iofp captures it; returns fio's job JSON."""
+    opts = bpf.CaptureOptions(output=out, devices=[Path(dev).name], force=True)
+    with bpf.start_capture(opts) as bg:
+        res = subprocess.run(["fio", "--output-format=json", *args], capture_output=True, text=True)
+        bg.stop()
+    if res.returncode != 0:
+        raise SystemExit(f"fio failed: {res.stderr}")
+    return parse_fio_json(res.stdout)["jobs"][0]
+
+
+def row(name: str, f: fidelity.Fidelity, runtime_ms: float | None) -> dict:
+    return {
+        "run": name,
+        "matched": f"{f.matched}/{f.expected}",
+        "missing": f.missing,
+        "extra": f.extra,
+        "iops_mape_%": round(100 * (f.iops_mape or 0), 2),
+        "iops_max_err_%": round(100 * (f.iops_max_error or 0), 2),
+        "late_p50_us": round(f.late_p50_us or 0, 1),
+        "late_p99_us": round(f.late_p99_us or 0, 1),
+        "final_drift_ms": round((f.final_drift_us or 0) / 1e3, 2),
+        "iat_err_p50_us": round(f.iat_err_p50_us or 0, 1),
+        "iat_err_p99_us": round(f.iat_err_p99_us or 0, 1),
+        "stretch_%": round(100 * (f.stretch or 0), 2),
+        "fio_runtime_ms": runtime_ms,
+        "verdict": f"{f.verdict}, {f.timing}",
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seconds", type=int, default=20)
+    ap.add_argument("--iops", type=int, default=3000)
+    ap.add_argument("--repeat", type=int, default=2)
+    a = ap.parse_args()
+    dev, backing = loop_device(1024)
+    rows = []
+    try:
+        with tempfile.TemporaryDirectory(dir="/tmp", prefix="iofp-bench-") as d:
+            d = Path(d)
+            r, w = round(a.iops * 0.7), a.iops - round(a.iops * 0.7)
+            orig_job = captured_fio(dev, d / "orig", [
+                "--name=orig", f"--filename={dev}", "--direct=1", "--ioengine=libaio", f"--iodepth={IODEPTH}",
+                "--rw=randrw", "--rwmixread=70", "--bs=4k", "--size=1g", f"--rate_iops={r},{w}",
+                f"--runtime={a.seconds}", "--time_based", f"--write_iolog={d / 'orig.iolog'}",
+            ])  # fmt: skip
+            orig = open_trace(d / "orig")
+            print(
+                f"original: {orig.num_rows()} I/Os captured, fio runtime {orig_job['job_runtime']} ms",
+                flush=True,
+            )
+            for i in range(a.repeat):
+                opts = runner.ReplayOptions(
+                    target=Path(dev),
+                    output=d / f"iofp-{i}",
+                    iodepth=IODEPTH,
+                    progress=False,
+                    allow_destructive=True,
+                )
+                _, rec = runner.replay(orig, opts)
+                f = fidelity.compare(orig, open_trace(d / f"iofp-{i}" / "capture"))
+                rows.append(row(f"iofp replay #{i + 1}", f, rec["fio"]["summary"].get("job_runtime_ms")))
+                print(json.dumps(rows[-1]), flush=True)
+                job = captured_fio(dev, d / f"fio-{i}", [
+                    "--name=roundtrip", "--direct=1", "--ioengine=libaio", f"--iodepth={IODEPTH}",
+                    f"--read_iolog={d / 'orig.iolog'}",
+                ])  # fmt: skip
+                f = fidelity.compare(orig, open_trace(d / f"fio-{i}"))
+                rows.append(row(f"fio read_iolog #{i + 1}", f, job["job_runtime"]))
+                print(json.dumps(rows[-1]), flush=True)
+    finally:
+        subprocess.run(["losetup", "-d", dev], check=False)
+        backing.unlink(missing_ok=True)
+    keys = list(rows[0])
+    print("| " + " | ".join(keys) + " |")
+    print("|" + "---|" * len(keys))
+    for x in rows:
+        print("| " + " | ".join(str(x[k]) for k in keys) + " |")
+
+
+if __name__ == "__main__":
+    main()
