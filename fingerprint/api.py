@@ -45,8 +45,8 @@ def parse_labels(items: list[str]) -> dict[str, str]:
     return labels
 
 
-def connect() -> Any:
-    con = duckdb.connect()
+def connect(database: str = ":memory:") -> Any:
+    con = duckdb.connect(database)
     spill = Path(tempfile.gettempdir()) / "iofp-duckdb"
     con.execute("SET memory_limit = ?", [DUCKDB_MEMORY_LIMIT]).fetchall()
     con.execute(f"SET threads = {int(DUCKDB_THREADS)}").fetchall()
@@ -58,11 +58,14 @@ def connect() -> Any:
 def fingerprint_trace(path: Path | str, options: Options | None = None) -> dict[str, Any]:
     """Open the trace at `path` through the contract and fingerprint it."""
     trace = open_trace(path)
-    con = connect()
-    try:
-        return compute(con, trace.relation(con), trace.relation(con, SYNC_TABLE), trace.meta, options)
-    finally:
-        con.close()
+    # A scratch database file rather than memory: the prepared rows of a 50 M-row trace are
+    # several GB uncompressed; on file they are compressed and paged by DuckDB's buffer manager.
+    with tempfile.TemporaryDirectory(prefix="iofp-fp-") as scratch:
+        con = connect(str(Path(scratch) / "fp.duckdb"))
+        try:
+            return compute(con, trace.relation(con), trace.relation(con, SYNC_TABLE), trace.meta, options)
+        finally:
+            con.close()
 
 
 def write_json(doc: dict[str, Any], out: Path, *, force: bool = False) -> Path:

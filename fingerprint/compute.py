@@ -137,7 +137,9 @@ def compute(con: Any, io: Any, sync: Any, meta: TraceMeta, options: Options | No
     if W <= 0:
         raise BadInput("--window must be positive, e.g. --window 1s")
     io.create_view("io_src", replace=True)
-    sync.create_view("sync_src", replace=True)
+    # fsync-family calls are few next to the I/O rows; as an Arrow table the relation can come
+    # from anywhere (an empty in-memory table when the trace has none).
+    con.register("sync_src", sync.to_arrow_table())
     b = _one(con, "trace_bounds", {"device": opt.device})
     if not b["n"]:
         where = f" on device {opt.device}" if opt.device else ""

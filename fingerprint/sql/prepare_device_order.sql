@@ -2,7 +2,7 @@
 -- as flushes sorted after them, so they neither start nor break a run), with the end of the
 -- previous data I/O on the same device. The ORDER BY feeds a streaming lag (OVER ()), which is
 -- one sort instead of one per window function.
-CREATE OR REPLACE TEMP TABLE ev_dev AS
+CREATE OR REPLACE TABLE ev_dev AS
 WITH s AS (
     SELECT ts_ns, lat_ns, device::VARCHAR AS device, "offset", size, op::VARCHAR AS op,
         sync, fua, preflush, pid, inflight

@@ -8,7 +8,7 @@
 --   seek_lbn vscsiStats seekDistance in 512 B LBNs: this start - last LBN of the previous data I/O
 --            on the device, so a sequential I/O is +1.
 -- Equal timestamps are ordered by device, offset and size, so results do not depend on file order.
-CREATE OR REPLACE TEMP TABLE ev AS
+CREATE OR REPLACE TABLE ev AS
 WITH s AS (SELECT * FROM ev_dev ORDER BY ts_ns, device, "offset", size)
 SELECT ts_ns, lat_ns, device, "offset", size, op, sync, fua, preflush, pid, inflight,
     ts_ns - lag(ts_ns) OVER () AS iat_ns,
