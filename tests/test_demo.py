@@ -1,0 +1,86 @@
+"""`make demo` end to end: the samples part for any user, the live part as root (CI has root)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from conftest import REPO, needs_fio, needs_root
+
+DEMO = REPO / "scripts" / "demo.sh"
+
+
+def _demo(out: Path, live: bool, **kw) -> subprocess.Popen[str]:
+    env = {**os.environ, "OUT": str(out), "IOFP_DEMO_LIVE": "1" if live else "0", "NO_COLOR": "1"}
+    return subprocess.Popen(["bash", str(DEMO)], cwd=REPO, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, **kw)  # fmt: skip
+
+
+def _scratch_devices() -> list[str]:
+    out = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if "iofp-scratch-" in line]
+
+
+def test_samples_part(tmp_path):
+    out = tmp_path / "demo"
+    proc = _demo(out, live=False)
+    log, _ = proc.communicate(timeout=300)
+    assert proc.returncode == 0, log
+    for name in ("market-open", "market-open-q2", "commit-heavy", "mysql-1and1"):
+        fp = json.loads((out / f"{name}.fp.json").read_text())
+        assert fp["fingerprint_version"] == 1 and fp["whole"]["ios"] > 0
+    mo = json.loads((out / "market-open.fp.json").read_text())
+    # The burst in samples/workloads/market-open.fio starts at 12 s and lasts 6 s.
+    [spike] = mo["regimes"]["spikes"]
+    assert abs(spike["start_s"] - 12) <= 1 and abs(spike["end_s"] - 18) <= 1
+    html = (out / "market-open.html").read_text()
+    assert "<svg" in html and "http://" not in html.replace("http://www.w3.org", "")
+    iolog = (out / "market-open-spike.iolog").read_text().splitlines()
+    assert iolog[0] == "fio version 3 iolog" and iolog[1].endswith(" add") and iolog[2].endswith(" open")
+    assert "the device got slower: latency moved at comparable demand" in log
+
+
+@needs_root
+@needs_fio
+@pytest.mark.slow
+def test_live_part_captures_replays_compares_and_cleans_up(tmp_path):
+    before = _scratch_devices()
+    out = tmp_path / "demo"
+    proc = _demo(out, live=True)
+    log, _ = proc.communicate(timeout=900)
+    assert proc.returncode == 0, log
+    summary = json.loads((out / "live.capture.json").read_text())
+    assert summary["io_events"] > 50_000 and summary["lost_events"] == 0
+    live = json.loads((out / "live.fp.json").read_text())
+    assert len(live["regimes"]["spikes"]) >= 1
+    for name in ("prod", "candidate-ram", "candidate-disk"):
+        res = json.loads((out / f"replay-{name}" / "results.json").read_text())
+        assert res["fidelity"]["matched"] > 0, res["fidelity"]
+    assert "fail: write p99" in log or "pass" in log  # the SLO verdict column is printed
+    assert _scratch_devices() == before
+
+
+@needs_root
+@needs_fio
+def test_interrupted_demo_removes_its_scratch_devices(tmp_path):
+    before = _scratch_devices()
+    proc = _demo(tmp_path / "demo", live=True, start_new_session=True)
+    deadline = time.monotonic() + 240
+    seen = ""
+    while time.monotonic() < deadline:  # interrupt during the live capture
+        line = proc.stdout.readline()
+        seen += line
+        if "== 5. Capture prod" in line or not line:
+            break
+    assert "== 5. Capture prod" in seen, seen
+    time.sleep(3)
+    assert len(_scratch_devices()) == len(before) + 3
+    os.killpg(proc.pid, signal.SIGINT)
+    proc.communicate(timeout=60)
+    assert proc.returncode != 0
+    assert _scratch_devices() == before
