@@ -233,8 +233,14 @@ def _remove_empty(root: Path, keep_root: bool) -> None:
 
 
 def _loss(kc: Any) -> dict[str, int]:
+    from bpf.record import KIND_IO, KIND_SYNC
+
     c = kc.counters()
     loss = {k: v for k, v in c.items() if k.startswith("lost_")}
+    # Handed over by the kernel but never received: must be zero; counted so it could not be silent
+    loss["lost_in_transit"] = max(0, c["io_records"] + kc.drained[KIND_IO] - kc.received[KIND_IO]) + max(
+        0, c["sync_records"] + kc.drained[KIND_SYNC] - kc.received[KIND_SYNC]
+    )
     loss["lost_recursion"] = kc.recursion_misses()
     loss["unmatched_completions"] = c["unmatched_completions"]
     loss["completed_unissued"] = c["completed_unissued"]

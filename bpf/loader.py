@@ -176,6 +176,9 @@ class KernelCapture:
         self._io: list[bytes] = []
         self._sync: list[bytes] = []
         self.pending_bytes = 0
+        # records received per kind: checked against the kernel's count of records handed over
+        self.received = {KIND_IO: 0, KIND_SYNC: 0}
+        self.drained = {KIND_IO: 0, KIND_SYNC: 0}  # read from the batch maps at the end
         self.bpf["events"].open_ring_buffer(self._on_batch)
         self._flush_fn = self.bpf.load_func(b"iofp_flush", BPF.RAW_TRACEPOINT)
         self._cpus = online_cpus()
@@ -212,10 +215,12 @@ class KernelCapture:
         self._attached.clear()
         for tp in list(self.bpf.tracepoint_fds):
             self.bpf.detach_tracepoint(tp)
+        # A program run that began before the detach may still be appending on another CPU; give
+        # it time to finish, send every batch, then read what a flush that backed off (busy) left.
+        time.sleep(0.05)
         self.flush(force=True)
-        if not self._flush_ok:
-            self._drain_maps()
         self.bpf.ring_buffer_consume()
+        self._drain_maps()
 
     def close(self) -> None:
         self.bpf.cleanup()
@@ -233,6 +238,7 @@ class KernelCapture:
             self._sync.append(body)
         else:
             return
+        self.received[kind] += count
         self.pending_bytes += len(body)
 
     def consume(self) -> None:
@@ -272,8 +278,12 @@ class KernelCapture:
             for leaf in table.getvalue(table.Key(0)):
                 raw = bytes(leaf)
                 _, count, _ = struct.unpack_from("<IIQ", raw)
+                if not count:
+                    continue
                 body = raw[BATCH_HDR.itemsize : BATCH_HDR.itemsize + count * dtype.itemsize]
                 (self._io if kind == KIND_IO else self._sync).append(body)
+                self.received[kind] += count
+                self.drained[kind] += count
 
     # ---- accounting -----------------------------------------------------------------------
 
