@@ -120,6 +120,3 @@ def register(app: typer.Typer) -> None:
     app.command("fingerprint")(fingerprint_cmd)
     app.command("diff")(diff_cmd)
     app.command("report")(report_cmd)
-
-
-__all__ = ["BadInput", "register"]
