@@ -317,7 +317,13 @@ def _scope(con: Any, ctx: dict[str, Any], name: str, ks: list[int], rng: tuple[i
     dur = _one(con, "durability")
     gaps = _one(con, "flush_gaps")
     syncs = _all(con, "sync_calls")
-    lat = _all(con, "latency", {"limits": BINS["latency_us"]})
+    lat = []
+    for op, count in (("all", ios), ("read", mix["reads"]), ("write", mix["writes"]),
+                      ("discard", mix["discards"]), ("flush", mix["flushes"])):  # fmt: skip
+        if count:
+            r = _one(con, "latency", {"limits": BINS["latency_us"], "op": None if op == "all" else op})
+            if r["ios"]:
+                lat.append({"op": op, **r})
     # Footprint needs a sort and the hot-block share a hash aggregate over every block: computed
     # for the whole trace and a --between window, not for each regime.
     foot = hot = hot_k = None
@@ -346,17 +352,16 @@ def _scope(con: Any, ctx: dict[str, Any], name: str, ks: list[int], rng: tuple[i
     points = int(dur["durability_points"]) if flags_known else None
     sync_total = sum(int(s["calls"]) for s in syncs)
     lat_by_op = {
-        (r["op"] or "all"): {
+        r["op"]: {
             "ios": r["ios"],
             "mean_us": r["mean_ns"] / 1e3,
-            "p50_us": r["p50_ns"] / 1e3,
-            "p99_us": r["p99_ns"] / 1e3,
-            "p99_9_us": r["p999_ns"] / 1e3,
+            "p50_us": r["q_ns"][0] / 1e3,
+            "p99_us": r["q_ns"][1] / 1e3,
+            "p99_9_us": r["q_ns"][2] / 1e3,
             "max_us": r["max_ns"] / 1e3,
             "hist_us": _hist(r["hist_us"], BINS["latency_us"]),
         }
         for r in lat
-        if r["ios"]
     }
     out: dict[str, Any] = {
         "scope": name,
