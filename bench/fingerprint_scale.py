@@ -34,7 +34,6 @@ def generate(root: Path, rows: int, seed: int = 1) -> None:
         for start in range(0, rows, CHUNK):
             n = min(CHUNK, rows - start)
             gaps = rng.exponential(1e9 / IOPS, n)
-            # a burst every ~50 s: ten times the rate for 2 s
             ts = (t + np.cumsum(gaps)).astype(np.int64)
             t = float(ts[-1])
             size = rng.choice(np.array([4096, 8192, 16384, 65536], np.int32), n, p=[0.6, 0.2, 0.1, 0.1])
