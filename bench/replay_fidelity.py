@@ -3,7 +3,9 @@
 One original workload (fio randrw 70/30 at 3,000 IOPS, 4 KiB, libaio iodepth 8, on a RAM loop device)
 is captured by iofp's capture while fio also writes its own iolog. Then, alternating and repeated:
 
-  A  `iofp replay` of the captured trace onto the same device (its own capture, as in production);
+  A  `iofp replay` of the captured trace onto the same device with the defaults (--streams pid when
+     the trace has more than one pid, --pace auto: calibrated pacing compensation);
+  A0 `iofp replay --pace off --streams single`: the trace's own gaps in one job (the old behaviour);
   B  fio --read_iolog of fio's own iolog, captured by the same iofp capture.
 
 Both are judged by the same code against the same reference, the capture of the original:
@@ -28,6 +30,7 @@ from replay import fidelity, runner
 from replay.results import parse_fio_json
 
 IODEPTH = 8
+BASELINE = {"pace": "off", "streams": "single"}
 
 
 def loop_device(size_mib: int) -> tuple[str, Path]:
@@ -93,17 +96,17 @@ def main() -> None:
                 flush=True,
             )
             for i in range(a.repeat):
-                opts = runner.ReplayOptions(
-                    target=Path(dev),
-                    output=d / f"iofp-{i}",
-                    iodepth=IODEPTH,
-                    progress=False,
-                    allow_destructive=True,
-                )
-                _, rec = runner.replay(orig, opts)
-                f = fidelity.compare(orig, open_trace(d / f"iofp-{i}" / "capture"))
-                rows.append(row(f"iofp replay #{i + 1}", f, rec["fio"]["summary"].get("job_runtime_ms")))
-                print(json.dumps(rows[-1]), flush=True)
+                for tag, extra in (("iofp replay", {}), ("iofp --pace off --streams single", BASELINE)):
+                    out = d / f"iofp-{len(rows)}"
+                    opts = runner.ReplayOptions(
+                        target=Path(dev), output=out, iodepth=IODEPTH, progress=False,
+                        allow_destructive=True, **extra,
+                    )  # fmt: skip
+                    _, rec = runner.replay(orig, opts)
+                    f = fidelity.compare(orig, open_trace(out / "capture"))
+                    rows.append(row(f"{tag} #{i + 1}", f, rec["fio"]["summary"].get("job_runtime_ms")))
+                    rows[-1]["pace_us"] = rec["settings"]["pacing"].get("overhead_us")
+                    print(json.dumps(rows[-1]), flush=True)
                 job = captured_fio(dev, d / f"fio-{i}", [
                     "--name=roundtrip", "--direct=1", "--ioengine=libaio", f"--iodepth={IODEPTH}",
                     f"--read_iolog={d / 'orig.iolog'}",

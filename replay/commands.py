@@ -62,12 +62,28 @@ def iolog_cmd(
     target: str | None = typer.Option(
         None, "--target", help="The file name the log uses (default /dev/DEVICE)."
     ),
+    streams: str = typer.Option(
+        "single",
+        "--streams",
+        help="single: one log; pid: one log per submitting pid (top 8, the rest in one), "
+        "written as OUT.0.iolog, OUT.1.iolog, ... (replay each as its own fio job).",
+    ),
+    pace: str = typer.Option(
+        "off", "--pace", help="off, or fio's per-I/O overhead to pre-pay, e.g. 20us (see iofp replay)."
+    ),
     force: bool = FORCE,
     as_json: bool = typer.Option(False, "--json", help="Print the conversion report as JSON."),
 ) -> None:
     """Write a fio v3 iolog of a trace selection that fio 3.33 replays as written."""
     from iofp.contract import open_trace
-    from replay import fiocaps, iolog
+    from replay import fiocaps, iolog, pacing
+    from replay import streams as streammod
+
+    if streams not in streammod.MODES:
+        raise BadInput(f"--streams {streams}: choose one of {', '.join(streammod.MODES)}")
+    spec = pacing.PaceSpec.parse(pace)
+    if spec.mode == "auto":
+        raise BadInput("--pace auto calibrates on the target and needs `iofp replay`; pass off or e.g. 20us")
 
     sel = _selection(device, between, regime, reads_only)
     mapping = iolog.Mapping(
@@ -77,9 +93,14 @@ def iolog_cmd(
         time_scale=time_scale,
         trim=fiocaps.probe().iolog_trim,
     )
-    report = iolog.convert(open_trace(trace), output, sel, mapping, force=force)
+    pace_model = pacing.Pacing(mode=spec.mode, overhead_ns={"libaio": spec.overhead_ns})
+    report = iolog.convert(
+        open_trace(trace), output, sel, mapping, force=force, streams=streams, pacing=pace_model
+    )
     typer.echo(json.dumps(report.to_dict(), indent=2) if as_json else report.summary())
-    typer.echo(f"Wrote {output}. Next: fio --name=replay --ioengine=libaio --direct=1 --read_iolog={output}")
+    logs = [s["iolog"] for s in report.streams]
+    jobs = " ".join(f"--name=s{i} --read_iolog={p}" for i, p in enumerate(logs))
+    typer.echo(f"Wrote {', '.join(logs)}. Next: fio --ioengine=libaio --direct=1 {jobs}")
 
 
 def replay_cmd(
@@ -99,7 +120,23 @@ def replay_cmd(
         None, "--iodepth", help="Default: the selection's peak in-flight, or 32."
     ),
     engine: str = typer.Option(
-        "libaio", "--engine", help="fio ioengine: libaio, io_uring, psync or pvsync2."
+        "libaio",
+        "--engine",
+        help="fio ioengine: libaio, io_uring, psync, pvsync2, or auto (psync for a stream that never "
+        "had two I/Os in flight, libaio for the others).",
+    ),
+    streams: str | None = typer.Option(
+        None,
+        "--streams",
+        help="pid: one fio job per submitting process (top 8 by I/Os, the rest in one), so one "
+        "process's fsyncs do not stall the others; single: one job. Default: pid when the "
+        "selection has more than one pid.",
+    ),
+    pace: str = typer.Option(
+        "auto",
+        "--pace",
+        help="auto: measure fio's per-I/O pacing overhead on the target first (~1 s of reads) and "
+        "pre-pay it in the log's gaps; off: the trace's own gaps; or a fixed overhead, e.g. 20us.",
     ),
     label: list[str] = typer.Option([], "--label", help="name=value recorded with the result (repeatable)."),
     allow_destructive: bool = typer.Option(
@@ -127,6 +164,8 @@ def replay_cmd(
         align=align,
         iodepth=iodepth,
         engine=engine,
+        streams=streams,
+        pace=pace,
         labels=_labels(label),
         allow_destructive=allow_destructive,
         fidelity=not no_fidelity,

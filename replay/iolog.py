@@ -32,6 +32,7 @@ formatted with Arrow compute kernels and written as one buffer, so memory stays 
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, replace
@@ -44,7 +45,9 @@ import pyarrow.compute as pc
 
 from iofp.contract import OPS, Trace, TraceMeta, TraceWriter
 from iofp.errors import BadInput
+from replay import pacing as pacemod
 from replay import selection as selmod
+from replay import streams as streammod
 
 HEADER = "fio version 3 iolog\n"
 FIO_ACTIONS = ("read", "write", "trim", "sync")  # indexed like contract.OPS
@@ -94,6 +97,9 @@ class ConvertReport:
     duration_us: int = 0  # last timestamp - first
     selection: dict[str, Any] = field(default_factory=dict)
     sorted_by: str = "none (already in issue order)"
+    stream_mode: str = "single"
+    streams: list[dict[str, Any]] = field(default_factory=list)
+    pacing: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -133,6 +139,12 @@ def fold_modulus(stats: selmod.SelectionStats, mapping: Mapping) -> int | None:
     return m
 
 
+def stream_path(out: Path, index: int) -> Path:
+    """Where stream `index` of a split conversion goes: OUT.iolog -> OUT.<index>.iolog."""
+    out = Path(out)
+    return out.with_name(f"{out.stem}.{index}{out.suffix or '.iolog'}")
+
+
 def _align_up(x: int, a: int) -> int:
     return -(-x // a) * a
 
@@ -145,22 +157,32 @@ def convert(
     *,
     force: bool = False,
     expected: Path | None = None,
+    streams: str | None = "single",
+    engine: str = "libaio",
+    pacing: pacemod.Pacing | None = None,
 ) -> ConvertReport:
     """Write the selection of `trace` as a fio v3 iolog at `out` (atomically).
 
+    With `streams` "pid" (or None: "pid" when the selection has more than one pid) and more than one
+    stream, stream i goes to `stream_path(out, i)` instead (see streams.py); `report.streams` says which
+    file holds which pids. `pacing` compensates fio's per-I/O overhead per stream engine (pacing.py).
     With `expected`, also write the I/Os exactly as the log demands them (target offsets, scaled
     times from 0) as an iofp trace: the reference a replay's capture is compared with.
     """
     out = Path(out)
-    if out.exists() and not force:
-        raise BadInput(f"{out} already exists; pass --force to overwrite it")
     con = selmod.connect(trace)
     try:
         stats = selmod.resolve(con, trace, sel)
+        plan = streammod.plan(con, sel, stats, streams, engine)
+        paths = [stream_path(out, s.index) for s in plan.streams] if plan.split else [out]
+        for p in paths:
+            if p.exists() and not force:
+                raise BadInput(f"{p} already exists; pass --force to overwrite it")
         if not mapping.target:
             mapping = replace(mapping, target=default_target(stats))
         mapping.check()
-        tmp = out.with_name(f".{out.name}.tmp")
+        pacing = pacing or pacemod.Pacing()
+        tmps = [p.with_name(f".{p.name}.tmp") for p in paths]
 
         def attempt(batches: Iterator[pa.RecordBatch], force_expected: bool) -> ConvertReport:
             report = ConvertReport(
@@ -170,23 +192,34 @@ def convert(
                 selection=stats.to_dict(),
             )
             report.fold_modulus = fold_modulus(stats, mapping)
+            report.pacing = pacing.to_dict()
             writer = (
                 _expected_writer(expected, trace, sel, mapping, force=force_expected) if expected else None
             )
-            with open(tmp, "wb", buffering=1 << 22) as f:
-                f.write(HEADER.encode())
-                f.write(f"1 {mapping.target} add\n1 {mapping.target} open\n".encode())
+            with contextlib.ExitStack() as stack:
+                files = [stack.enter_context(open(t, "wb", buffering=1 << 22)) for t in tmps]
+                for f in files:
+                    f.write(HEADER.encode())
+                    f.write(f"1 {mapping.target} add\n1 {mapping.target} open\n".encode())
+                pacers = [pacing.pacer(st.engine) for st in plan.streams]
                 conv = _BatchConverter(
                     mapping, report, first_ns=stats.first_ns or 0, reads_only=sel.reads_only
                 )
                 for batch in batches:
-                    lines, exp = conv.convert(batch)
-                    if lines is not None:
-                        f.write(lines)
+                    blobs, exp = conv.convert(batch, plan, pacers)
+                    for f, blob in zip(files, blobs, strict=True):
+                        if blob:
+                            f.write(blob)
                     if writer is not None and exp is not None:
                         writer.add(exp)
             if writer is not None:
                 writer.close()
+            report.streams = [
+                st.to_dict()
+                | {"iolog": str(p), "kept": conv.kept.get(i, 0), "log_last_us": conv.last_us.get(i, 0)}
+                for i, (st, p) in enumerate(zip(plan.streams, paths, strict=True))
+            ]
+            report.stream_mode = plan.mode
             return report
 
         try:
@@ -197,9 +230,11 @@ def convert(
             except selmod.NotInIssueOrder:
                 report = attempt(selmod.ordered_batches(con, sel, stats), True)
                 report.sorted_by = "duckdb"
-            os.replace(tmp, out)
+            for t, p in zip(tmps, paths, strict=True):
+                os.replace(t, p)
         except BaseException:
-            tmp.unlink(missing_ok=True)
+            for t in tmps:
+                t.unlink(missing_ok=True)
             raise
         return report
     finally:
@@ -217,6 +252,8 @@ class _BatchConverter:
         self.actions = pa.array(FIO_ACTIONS)
         self.contract_ops = pa.array(OPS)
         self.target = pa.scalar(mapping.target)
+        self.kept: dict[int, int] = {}  # per stream
+        self.last_us: dict[int, int] = {}  # per stream: its last log timestamp
 
     def _drop(self, reason: str, mask: np.ndarray, keep: np.ndarray) -> None:
         n = int(np.count_nonzero(mask & keep))
@@ -224,7 +261,9 @@ class _BatchConverter:
             self.r.dropped[reason] = self.r.dropped.get(reason, 0) + n
             keep &= ~mask
 
-    def convert(self, batch: pa.RecordBatch) -> tuple[bytes | None, pa.Table | None]:
+    def convert(
+        self, batch: pa.RecordBatch, plan: streammod.StreamPlan, pacers: list[pacemod.Pacer]
+    ) -> tuple[list[bytes], pa.Table | None]:
         r, m = self.r, self.m
         n = batch.num_rows
         r.rows_in += n
@@ -242,7 +281,7 @@ class _BatchConverter:
             batch = batch.take(pa.array(idx))
             opc, size = opc[idx], size[idx]
         if batch.num_rows == 0:
-            return None, None
+            return [b""] * len(pacers), None
         ts = batch.column("ts_ns").to_numpy(zero_copy_only=False)
         off = batch.column("offset").to_numpy(zero_copy_only=False).astype(np.int64)
         flush = opc == FLUSH
@@ -263,7 +302,6 @@ class _BatchConverter:
 
         rel = ts - self.first_ns
         rel_sched = rel if m.time_scale == 1.0 else np.floor(rel / m.time_scale).astype(np.int64)
-        ts_us = rel_sched // 1000 + 1
 
         r.kept += len(opc)
         counts = np.bincount(opc, minlength=4)
@@ -272,21 +310,21 @@ class _BatchConverter:
         r.bytes += int(size[(opc == READ) | (opc == WRITE)].sum())
         if data.any():
             r.max_end = max(r.max_end, int((off + size)[data].max()))
-        r.duration_us = int(ts_us[-1]) - 1
+        r.duration_us = int(rel_sched[-1]) // 1000
 
         opc_arr = pa.array(opc)
-        sz_s = pc.cast(pa.array(size), pa.string())
-        lines = pc.binary_join_element_wise(
-            pc.cast(pa.array(ts_us), pa.string()),
-            self.target,
-            self.actions.take(opc_arr),
-            pc.cast(pa.array(off), pa.string()),
-            pc.binary_join_element_wise(sz_s, "\n", ""),
-            " ",
-        )
-        offsets = lines.buffers()[1]
-        o = np.frombuffer(offsets, dtype=np.int32, count=len(lines) + 1, offset=lines.offset * 4)
-        blob = lines.buffers()[2].to_pybytes()[o[0] : o[-1]]
+        route = plan.route(batch.column("pid"))
+        blobs: list[bytes] = []
+        for i, pacer in enumerate(pacers):
+            idx = np.flatnonzero(route == i) if plan.split else None
+            if idx is not None and len(idx) == 0:
+                blobs.append(b"")
+                continue
+            pick = (lambda x: x) if idx is None else (lambda x, ix=idx: x[ix])
+            ts_us = pacer.log_us(pick(rel_sched), pick(flush))
+            self.kept[i] = self.kept.get(i, 0) + len(ts_us)
+            self.last_us[i] = int(ts_us[-1])
+            blobs.append(self._format(ts_us, pick(opc), pick(off), pick(size)))
         expected = pa.table(
             {
                 "ts_ns": pa.array(rel_sched),
@@ -297,7 +335,21 @@ class _BatchConverter:
                 "lat_ns": batch.column("lat_ns"),
             }
         )
-        return blob, expected
+        return blobs, expected
+
+    def _format(self, ts_us: np.ndarray, opc: np.ndarray, off: np.ndarray, size: np.ndarray) -> bytes:
+        sz_s = pc.cast(pa.array(size), pa.string())
+        lines = pc.binary_join_element_wise(
+            pc.cast(pa.array(ts_us), pa.string()),
+            self.target,
+            self.actions.take(pa.array(opc)),
+            pc.cast(pa.array(off), pa.string()),
+            pc.binary_join_element_wise(sz_s, "\n", ""),
+            " ",
+        )
+        offsets = lines.buffers()[1]
+        o = np.frombuffer(offsets, dtype=np.int32, count=len(lines) + 1, offset=lines.offset * 4)
+        return lines.buffers()[2].to_pybytes()[o[0] : o[-1]]
 
 
 class _ExpectedWriter:

@@ -31,9 +31,11 @@ from iofp.contract import Trace, device_facts, open_trace
 from iofp.errors import BadInput, IofpError, MissingCapability
 from replay import fidelity as fidmod
 from replay import fiocaps, iolog, results, safety
+from replay import pacing as pacemod
 from replay import selection as selmod
+from replay import streams as streammod
 
-ENGINES = ("libaio", "io_uring", "psync", "pvsync2")
+ENGINES = ("libaio", "io_uring", "psync", "pvsync2", "auto")
 DEFAULT_IODEPTH = 32
 CHUNKED_ABOVE = 100_000
 
@@ -48,7 +50,9 @@ class ReplayOptions:
     fold: bool = False  # fold into the whole target
     align: int | None = None  # default: the target's logical block size
     iodepth: int | None = None
-    engine: str = "libaio"
+    engine: str = "libaio"  # "auto": psync for a stream that never had 2 I/Os in flight (streams.py)
+    streams: str | None = None  # "pid" | "single"; None: "pid" when the selection has > 1 pid
+    pace: str = "auto"  # "auto" | "off" | "<N>us" (pacing.py)
     labels: dict[str, str] = field(default_factory=dict)
     allow_destructive: bool = False
     fidelity: bool = True
@@ -60,6 +64,9 @@ class ReplayOptions:
             raise BadInput(f"--engine {self.engine}: choose one of {', '.join(ENGINES)}")
         if self.iodepth is not None and not 1 <= self.iodepth <= 65536:
             raise BadInput(f"--iodepth {self.iodepth}: must be between 1 and 65536")
+        if self.streams is not None and self.streams not in streammod.MODES:
+            raise BadInput(f"--streams {self.streams}: choose one of {', '.join(streammod.MODES)}")
+        pacemod.PaceSpec.parse(self.pace)
         if self.target_size is not None and self.target_size <= 0:
             raise BadInput(f"--target-size {self.target_size}: must be > 0")
         self.selection.check()
@@ -82,6 +89,7 @@ def replay(trace: Trace, opts: ReplayOptions) -> tuple[Path, dict[str, Any]]:
     con = selmod.connect(trace)
     try:
         stats = selmod.resolve(con, trace, opts.selection)
+        plan = streammod.plan(con, opts.selection, stats, opts.streams, opts.engine)
     finally:
         con.close()
     safety.check(target, writes=stats.writes_anything, allow_destructive=opts.allow_destructive)
@@ -100,14 +108,40 @@ def replay(trace: Trace, opts: ReplayOptions) -> tuple[Path, dict[str, Any]]:
     out = Path(opts.output).absolute()
     prepare_output(out, opts.force)
     log_path, job_path = out / "replay.iolog", out / "job.fio"
-    report = iolog.convert(trace, log_path, opts.selection, mapping, force=True, expected=out / "expected")
     created = False
-    if target.kind == "new-file":  # sized to what the log touches, sparse
+    if target.kind == "new-file":  # sized to what the selection touches, sparse
         with open(target.path, "wb") as f:
-            f.truncate(max(report.max_end, fold_size or 0))
+            f.truncate(max(_footprint(stats, mapping), fold_size or 0, mapping.align))
         created = True
-    iodepth = opts.iodepth or (stats.peak_inflight or 0) or DEFAULT_IODEPTH
-    job_path.write_text(job_file(trace, log_path, opts.engine, iodepth, chunked=report.kept > CHUNKED_ABOVE))
+    pacing = _pacing(opts, caps.path, target, plan, out / "calibration")
+    report = iolog.convert(
+        trace,
+        log_path,
+        opts.selection,
+        mapping,
+        force=True,
+        expected=out / "expected",
+        streams=plan.mode,
+        engine=opts.engine,
+        pacing=pacing,
+    )
+    if created and target.path.stat().st_size < report.max_end:
+        with open(target.path, "r+b") as f:
+            f.truncate(report.max_end)
+    peak = stats.peak_inflight or 0
+    iodepth = opts.iodepth or peak or DEFAULT_IODEPTH
+    jobs = [
+        JobSpec(
+            name=s["name"],
+            iolog=Path(s["iolog"]),
+            engine=s["engine"],
+            iodepth=opts.iodepth or s["peak_inflight"] or peak or DEFAULT_IODEPTH,
+            chunked=s["kept"] > CHUNKED_ABOVE,
+        )
+        for s in report.streams
+        if s["kept"] > 0
+    ]
+    job_path.write_text(job_file(trace, jobs))
     cmd = [caps.path, "--output-format=json", str(job_path)]
 
     capture_dir = out / "capture"
@@ -148,6 +182,10 @@ def replay(trace: Trace, opts: ReplayOptions) -> tuple[Path, dict[str, Any]]:
         "settings": {
             "selection": asdict(opts.selection),
             "engine": opts.engine,
+            "streams": report.stream_mode,
+            "jobs": [asdict(j) | {"iolog": j.iolog.name} for j in jobs],
+            "pace": opts.pace,
+            "pacing": pacing.to_dict(),
             "iodepth": iodepth,
             "iodepth_from": "option"
             if opts.iodepth
@@ -156,7 +194,7 @@ def replay(trace: Trace, opts: ReplayOptions) -> tuple[Path, dict[str, Any]]:
             "align": mapping.align,
             "fold_size": fold_size,
             "allow_destructive": opts.allow_destructive,
-            "chunked": report.kept > CHUNKED_ABOVE,
+            "chunked": any(j.chunked for j in jobs),
         },
         "selection": stats.to_dict(),
         "conversion": report.to_dict(),
@@ -208,19 +246,57 @@ def _fold_size(target: safety.Target, opts: ReplayOptions) -> int | None:
     return None
 
 
-def job_file(trace: Trace, log: Path, engine: str, iodepth: int, *, chunked: bool) -> str:
+@dataclass
+class JobSpec:
+    """One fio job of a replay: one stream's iolog (streams.py)."""
+
+    name: str
+    iolog: Path
+    engine: str
+    iodepth: int
+    chunked: bool = False
+
+
+def job_file(trace: Trace, jobs: list[JobSpec]) -> str:
+    """One job per stream, all in one fio run, all started together; group_reporting sums them."""
     lines = [
         f"; written by iofp {__version__} to replay {trace.root}",
-        "; the target is named inside the iolog; see results.json for the settings",
-        "[replay]",
-        f"ioengine={engine}",
+        "; the target is named inside each iolog; see results.json for the settings",
+        "[global]",
         "direct=1",
-        f"iodepth={iodepth}",
-        f"read_iolog={log}",
+        "group_reporting=1",
     ]
-    if chunked:
-        lines.append("read_iolog_chunked=1")
+    for j in jobs:
+        lines += [
+            "",
+            f"[{j.name}]",
+            f"ioengine={j.engine}",
+            f"iodepth={j.iodepth}",
+            f"read_iolog={j.iolog}",
+        ]
+        if j.chunked:
+            lines.append("read_iolog_chunked=1")
     return "\n".join(lines) + "\n"
+
+
+def _footprint(stats: selmod.SelectionStats, mapping: iolog.Mapping) -> int:
+    m = iolog.fold_modulus(stats, mapping)
+    return stats.max_end if m is None else m + stats.max_size
+
+
+def _pacing(
+    opts: ReplayOptions, fio: str, target: safety.Target, plan: streammod.StreamPlan, workdir: Path
+) -> pacemod.Pacing:
+    spec = pacemod.PaceSpec.parse(opts.pace)
+    engines = sorted({s.engine for s in plan.streams})
+    if spec.mode == "off":
+        return pacemod.Pacing(mode="off")
+    if spec.mode == "fixed":
+        return pacemod.Pacing(mode="fixed", overhead_ns=dict.fromkeys(engines, spec.overhead_ns))
+    biggest = max(plan.streams, key=lambda s: s.ios)
+    size = target.size or target.path.stat().st_size
+    gap = pacemod.calibration_gap_ns(biggest.median_gap_ns)
+    return pacemod.calibrate(fio, target.path, size, engines, gap, workdir)
 
 
 def _start_capture(

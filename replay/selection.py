@@ -173,7 +173,7 @@ def file_order_batches(trace: Trace, sel: Selection, stats: SelectionStats):
     Imported traces are already in issue order; reading them this way needs no sort and constant memory.
     """
     last = -(2**63)
-    cols = ["ts_ns", "device", "offset", "size", "op", "inflight", "lat_ns"]
+    cols = ["ts_ns", "device", "offset", "size", "op", "inflight", "lat_ns", "pid"]
     for b in trace.batches(IO_TABLE, columns=cols):
         ts = b.column("ts_ns").to_numpy(zero_copy_only=False)
         keep = (ts >= stats.t_lo_ns) & (ts < stats.t_hi_ns)
@@ -194,6 +194,7 @@ def file_order_batches(trace: Trace, sel: Selection, stats: SelectionStats):
                 "opc": pa.array(_dict_codes(b.column("op"), list(OPS))[idx].astype(np.int8)),
                 "inflight": b.column("inflight").take(idx),
                 "lat_ns": b.column("lat_ns").take(idx),
+                "pid": b.column("pid").take(idx),
             }
         )
 

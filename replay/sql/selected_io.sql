@@ -8,7 +8,8 @@ SELECT
     CASE op WHEN 'read' THEN 0 WHEN 'write' THEN 1 WHEN 'discard' THEN 2 WHEN 'flush' THEN 3 ELSE -1 END::TINYINT
         AS opc,
     inflight,
-    lat_ns
+    lat_ns,
+    pid
 FROM io
 WHERE ($device IS NULL OR device = $device)
     AND ts_ns >= $t_lo_ns AND ts_ns < $t_hi_ns

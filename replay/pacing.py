@@ -1,0 +1,185 @@
+"""Pacing compensation: write the iolog's gaps so that fio 3.33 issues on the trace's *absolute* schedule.
+
+fio 3.33 waits for each I/O's gap measured from the previous *actual* issue (notes/fio-iolog-replay.md
+1.5: `iolog_delay()` sleeps `delay - (now - last_issue)`), so whatever an I/O costs beyond its gap
+(sleep overshoot, getting the io_u, io_submit, reaping) is added to the schedule and never caught up:
++2-13% duration at 2-20k IOPS. That cost is roughly constant per I/O, so the converter can pre-pay it.
+
+Model: fio issues I/O i at q_i = max(t_i, q_{i-1} + c), where t_i is the demanded time and c the
+per-I/O overhead (a gap shorter than c is not slept; the I/O goes as soon as fio can). Emitting the gap
+e_i = q_i - q_{i-1} - c makes fio's actual issue land on q_i, which is the schedule whenever the
+schedule can be met at all. Unrolled, the emitted timeline is a running maximum:
+
+    L_i = sum(e_1..e_i) = max(0, max_{j <= i} (t_j - j * c))
+
+so it streams batch by batch with a few carried values, needs no per-row Python, and a deficit (a
+burst fio cannot issue in zero time) is carried forward and made up by shortening the following gaps:
+the schedule is honoured on average (absolute-schedule emulation), never by emitting negative gaps.
+libaio's syncs do not set fio's clock (see Pacer), so with libaio each line's gap is written from the
+last data I/O's predicted issue.
+
+c is calibrated before the replay (`calibrate`): fio replays a synthetic log of reads of the target
+(always safe) at the selection's median gap for about a second, with the replay's engine, and
+c = runtime / N - gap. `--pace off` writes the trace's own gaps; `--pace 20us` fixes c.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import subprocess
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from iofp.errors import BadInput, IofpError
+from replay.results import parse_fio_json
+
+CAL_SECONDS = 1.0
+CAL_MAX_IOS = 4000
+CAL_MIN_GAP_NS = 20_000  # below this the gap is mostly busy time, not sleep: calibrate at 20 µs
+CAL_MAX_GAP_NS = 5_000_000
+MAX_OVERHEAD_NS = 1_000_000
+SYNC_KEEPS_CLOCK = (
+    "libaio",
+)  # engines whose `sync` does not move fio's last_issue (see Pacer)  # a calibration above 1 ms per I/O is not overhead but a broken run
+
+
+@dataclass(frozen=True)
+class PaceSpec:
+    mode: str  # "auto" | "off" | "fixed"
+    overhead_ns: float = 0.0  # for "fixed"
+
+    @classmethod
+    def parse(cls, text: str) -> PaceSpec:
+        t = text.strip().lower()
+        if t in ("auto", "off"):
+            return cls(t)
+        m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*(ns|us|µs|ms)", t)
+        if not m:
+            raise BadInput(f"--pace {text}: expected auto, off or an overhead such as 20us")
+        scale = {"ns": 1, "us": 1e3, "µs": 1e3, "ms": 1e6}[m.group(2)]
+        ns = float(m.group(1)) * scale
+        if ns > MAX_OVERHEAD_NS:
+            raise BadInput(f"--pace {text}: at most 1ms per I/O")
+        return cls("fixed", ns)
+
+
+@dataclass
+class Pacing:
+    """What a replay's converter compensates per stream: c in ns (0 = the trace's own gaps)."""
+
+    mode: str = "off"
+    overhead_ns: dict[str, float] = field(default_factory=dict)  # per engine
+    calibration: list[dict[str, Any]] = field(default_factory=list)
+
+    def for_engine(self, engine: str) -> float:
+        return self.overhead_ns.get(engine, 0.0) if self.mode != "off" else 0.0
+
+    def pacer(self, engine: str) -> Pacer:
+        """The converter's pacer for one stream; `off` writes the trace's own gaps, unchanged."""
+        if self.mode == "off":
+            return Pacer(0.0)
+        return Pacer(self.for_engine(engine), sync_resets_clock=engine not in SYNC_KEEPS_CLOCK)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self) | {"overhead_us": {k: round(v / 1e3, 2) for k, v in self.overhead_ns.items()}}
+
+
+class Pacer:
+    """Emitted log timestamps (µs, from 1) for one stream's demanded times (ns from the selection start).
+
+    `sync_resets_clock` False models fio 3.33's libaio: a `sync` runs synchronously in queue() and
+    does not update `last_issue` (libaio sets issue times only in commit), so the I/O after a sync
+    waits from the last *data* I/O's issue. Each line's gap is then written relative to that data
+    I/O's predicted issue time. psync, pvsync2 and io_uring update it for every line.
+    """
+
+    def __init__(self, overhead_ns: float, *, sync_resets_clock: bool = True) -> None:
+        self.c = float(overhead_ns)
+        self.resets = sync_resets_clock
+        self.n = 0  # clock-setting I/Os emitted so far
+        self.level = 0.0  # running max of t_j - j*c (ns): the emitted time of the last clock-setting I/O
+        self.emitted = 0.0  # emitted time of the last line (ns)
+        self.q = 0.0  # predicted actual issue time of the last clock-setting I/O (ns)
+
+    def log_us(self, t_ns: np.ndarray, is_sync: np.ndarray | None = None) -> np.ndarray:
+        t = np.asarray(t_ns, dtype=np.float64)
+        if self.c == 0 and (self.resets or is_sync is None or not is_sync.any()):
+            return np.asarray(t_ns, dtype=np.int64) // 1000 + 1
+        if self.resets or is_sync is None:
+            sets = np.ones(len(t), dtype=bool)
+        else:
+            sets = ~is_sync
+        # Predicted actual issue of each clock-setting I/O: q_i = max(t_i, q_{i-1} + c), unrolled.
+        idx = np.flatnonzero(sets)
+        j = np.arange(self.n + 1, self.n + len(idx) + 1, dtype=np.float64)
+        q_sets = j * self.c + np.maximum.accumulate(np.maximum(t[idx] - j * self.c, self.q - self.n * self.c))
+        # For every line, the predicted issue of the clock-setting I/O before it (its reference).
+        prev_q = np.concatenate(([self.q], q_sets))
+        ref = prev_q[np.searchsorted(idx, np.arange(len(t)), side="left")]
+        delay = np.maximum(t - ref - self.c, 0.0)
+        # A clock-setting I/O's delay is exactly what lands it on q (q - ref - c >= 0 by construction).
+        delay[idx] = q_sets - ref[idx] - self.c
+        emitted = self.emitted + np.cumsum(delay)
+        if len(idx):
+            self.n += len(idx)
+            self.q = float(q_sets[-1])
+        self.emitted = float(emitted[-1]) if len(emitted) else self.emitted
+        return np.floor(emitted / 1000).astype(np.int64) + 1
+
+
+def calibration_gap_ns(median_gap_ns: float | None) -> int:
+    g = int(median_gap_ns or 1_000_000)
+    return min(max(g, CAL_MIN_GAP_NS), CAL_MAX_GAP_NS)
+
+
+def calibrate(
+    fio: str,
+    target: Path,
+    target_size: int,
+    engines: list[str],
+    gap_ns: int,
+    workdir: Path,
+    *,
+    block: int = 4096,
+) -> Pacing:
+    """Measure c per engine: fio replays N reads of `target` spaced `gap_ns`; c = runtime / N - gap."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    gap_us = max(1, gap_ns // 1000)
+    n = int(min(CAL_MAX_IOS, max(200, CAL_SECONDS * 1e6 / gap_us)))
+    span = max(1, target_size // block - 1)
+    rng = random.Random(0)
+    log = workdir / "calibration.iolog"
+    lines = ["fio version 3 iolog", f"1 {target} add", f"1 {target} open"]
+    lines += [f"{1 + (i + 1) * gap_us} {target} read {rng.randrange(span) * block} {block}" for i in range(n)]
+    log.write_text("\n".join(lines) + "\n")
+    pacing = Pacing(mode="auto")
+    for engine in sorted(set(engines)):
+        cmd = [
+            fio, "--output-format=json", "--name=calibrate", f"--ioengine={engine}", "--direct=1",
+            "--iodepth=4", f"--read_iolog={log}",
+        ]  # fmt: skip
+        res = subprocess.run(cmd, capture_output=True, text=True, cwd=workdir, timeout=120)
+        (workdir / f"calibration-{engine}.stdout").write_text(res.stdout)
+        (workdir / f"calibration-{engine}.stderr").write_text(res.stderr)
+        doc = parse_fio_json(res.stdout)
+        if res.returncode != 0 or doc is None:
+            raise IofpError(
+                f"pacing calibration failed (fio exit {res.returncode}); see {workdir}; "
+                "pass --pace off or --pace 20us to replay without it"
+            )
+        job = doc["jobs"][0]
+        runtime_us = job["job_runtime"] * 1000
+        c = runtime_us / n - gap_us
+        # Negative = fio ran early (ms rounding, noise): no compensation rather than slowing it down.
+        c_ns = min(max(c * 1e3, 0.0), MAX_OVERHEAD_NS)
+        pacing.overhead_ns[engine] = c_ns
+        pacing.calibration.append(
+            {"engine": engine, "gap_us": gap_us, "ios": n, "runtime_ms": job["job_runtime"], "overhead_us": c}
+        )
+    (workdir / "calibration.json").write_text(json.dumps(pacing.to_dict(), indent=2))
+    return pacing
