@@ -121,7 +121,7 @@ def main() -> None:
     print("| " + " | ".join(keys) + " |")
     print("|" + "---|" * len(keys))
     for x in rows:
-        print("| " + " | ".join(str(x[k]) for k in keys) + " |")
+        print("| " + " | ".join(str(x.get(k, "")) for k in keys) + " |")
 
 
 if __name__ == "__main__":
