@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 
+from iofp.cliargs import parse_labels
 from iofp.errors import BadInput
 
 DEVICE = typer.Option(None, "--device", help="Replay only this device of the trace (default: all of them).")
@@ -37,16 +38,6 @@ def _selection(device, between, regime, reads_only):  # type: ignore[no-untyped-
     )
     sel.check()
     return sel
-
-
-def _labels(pairs: list[str]) -> dict[str, str]:
-    out = {}
-    for p in pairs:
-        name, sep, value = p.partition("=")
-        if not sep or not name:
-            raise BadInput(f"--label {p!r}: expected name=value, e.g. --label device=nvme-a")
-        out[name] = value
-    return out
 
 
 def iolog_cmd(
@@ -166,7 +157,7 @@ def replay_cmd(
         engine=engine,
         streams=streams,
         pace=pace,
-        labels=_labels(label),
+        labels=parse_labels(label),
         allow_destructive=allow_destructive,
         fidelity=not no_fidelity,
         force=force,

@@ -1,0 +1,29 @@
+"""Parsing of the option values every stage's commands share: durations and key=value labels."""
+
+from __future__ import annotations
+
+import re
+
+from iofp.errors import BadInput
+
+_NS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 10**9, "m": 60 * 10**9, "min": 60 * 10**9,
+       "h": 3600 * 10**9}  # fmt: skip
+
+
+def parse_duration_ns(text: str, flag: str) -> int:
+    """'30s', '500ms', '250us', '5m', '1h', '0.5s' or a bare number of seconds -> nanoseconds."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ns|us|µs|ms|s|min|m|h)?\s*", text)
+    if not m or float(m.group(1)) <= 0:
+        raise BadInput(f"{flag} {text!r} is not a duration; use e.g. 30s, 100ms, 250us, 5m or 1h")
+    return round(float(m.group(1)) * _NS[m.group(2) or "s"])
+
+
+def parse_labels(items: list[str], flag: str = "--label") -> dict[str, str]:
+    """['service=orders', 'quarter=Q3'] -> {'service': 'orders', 'quarter': 'Q3'}."""
+    labels = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise BadInput(f"{flag} {item!r} is not key=value; use e.g. {flag} service=order-router")
+        labels[key.strip()] = value
+    return labels
