@@ -146,12 +146,19 @@ def compute(con: Any, io: Any, sync: Any, meta: TraceMeta, options: Options | No
         known = ", ".join(sorted(meta.devices)) or "none recorded"
         raise BadInput(f"the trace has no I/O{where}; its devices: {known}")
     t0, t1, n = int(b["t0"]), int(b["t1"]), int(b["n"])
-    _do(con, "prepare_device_order", {"device": opt.device})
-    _do(con, "prepare_events", {"t0": t0, "window_ns": W})
-    con.execute("DROP TABLE ev_dev").fetchall()
-    _do(con, "prepare_sync", {"t0": t0, "window_ns": W})
-
     nwin = (t1 - t0) // W + 1
+    lo = hi = None
+    if opt.between:
+        lo, hi = parse_between(*opt.between, meta)
+    params = {"t0": t0, "window_ns": W, "device": opt.device, "devices": b["devices"], "regime": None,
+              "lo": lo, "hi": hi}  # fmt: skip
+    _do(con, "set_params", params)
+    _do(con, "io_view")
+    _do(con, "prepare_sync", {"t0": t0, "window_ns": W})
+    con.execute("CREATE OR REPLACE TEMP TABLE scope_w (w BIGINT)").fetchall()
+    con.execute("CREATE OR REPLACE TEMP TABLE scope_range (lo BIGINT, hi BIGINT)").fetchall()
+    _do(con, "scope_sync_view")
+
     series = _arrow(con, "window_series", {"t0": t0, "width_ns": W, "nwin": nwin})
     con.register("series", series)
     regime = _arrow(con, "steady_windows")
@@ -162,23 +169,30 @@ def compute(con: Any, io: Any, sync: Any, meta: TraceMeta, options: Options | No
     spike_set = set(spike_k)
     steady_k = [k for k, s in zip(regime["k"].to_pylist(), regime["steady"].to_pylist(), strict=True)
                 if s and k not in spike_set]  # fmt: skip
-
-    con.execute("CREATE OR REPLACE TEMP TABLE scope_w (w BIGINT)").fetchall()
-    con.execute("CREATE OR REPLACE TEMP TABLE scope_range (lo BIGINT, hi BIGINT)").fetchall()
-    _do(con, "scope_view")
-    _do(con, "scope_sync_view")
+    codes = [0] * nwin
+    for k in steady_k:
+        codes[k] = 1
+    for k in spike_k:
+        codes[k] = 2
+    _do(con, "set_params", {**params, "regime": codes})
 
     ctx = {"t0": t0, "t1": t1, "W": W, "nwin": nwin}
-    whole = _scope(con, ctx, "whole", list(range(nwin)), (t0, t1))
-    steady = _scope(con, ctx, "steady", steady_k, (t0, t1)) if steady_k else None
-    spike = _scope(con, ctx, "spike", spike_k, (t0, t1)) if spike_k else None
-    between = None
-    if opt.between:
-        lo, hi = parse_between(*opt.between, meta)
+    scopes: dict[str, tuple[list[int], tuple[int, int]]] = {"whole": (list(range(nwin)), (t0, t1))}
+    if steady_k:
+        scopes["steady"] = (steady_k, (t0, t1))
+    if spike_k:
+        scopes["spike"] = (spike_k, (t0, t1))
+    if lo is not None and hi is not None and opt.between:
         ks = list(range(max(0, (lo - t0) // W), min(nwin - 1, (hi - t0) // W) + 1))
-        between = _scope(con, ctx, "between", ks, (lo, hi)) if ks and hi >= t0 and lo <= t1 else None
-        if between is None:
+        if not ks or hi < t0 or lo > t1:
             raise BadInput(f"--between {opt.between[0]} {opt.between[1]}: no I/O in that window")
+        scopes["between"] = (ks, (lo, hi))
+    parts = _summaries(con, ctx, scopes)
+    if opt.between and "between" not in parts["stats"]:
+        raise BadInput(f"--between {opt.between[0]} {opt.between[1]}: no I/O in that window")
+    out = {name: _scope(con, ctx, name, ks, rng, parts) for name, (ks, rng) in scopes.items()}
+    whole, steady, spike, between = (out.get(k) for k in ("whole", "steady", "spike", "between"))
+    if between is not None and opt.between:
         between["between"] = {"from": opt.between[0], "to": opt.between[1], "lo_ns": lo, "hi_ns": hi}
 
     mean_iops = whole["intensity"]["iops_mean_per_window"]
@@ -292,14 +306,62 @@ def _bins_spanned(ctx: dict[str, Any], ks: list[int], rng: tuple[int, int], widt
     return max(1, len(covered))
 
 
-def _scope(con: Any, ctx: dict[str, Any], name: str, ks: list[int], rng: tuple[int, int]) -> dict[str, Any]:
-    con.execute("DELETE FROM scope_w").fetchall()
-    con.execute("DELETE FROM scope_range").fetchall()
-    con.register("scope_ks", pa.table({"w": pa.array(ks, pa.int64())}))
-    con.execute("INSERT INTO scope_w SELECT w FROM scope_ks").fetchall()
-    con.execute("INSERT INTO scope_range VALUES (?, ?)", [rng[0], rng[1]]).fetchall()
+def _by_scope(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {r["scope"]: r for r in rows if r["scope"] is not None}
 
-    mix = _one(con, "mix")
+
+def _summaries(
+    con: Any, ctx: dict[str, Any], scopes: dict[str, tuple[list[int], tuple[int, int]]]
+) -> dict[str, Any]:
+    """Every per-scope query, each run once for all scopes (GROUPING SETS over the regime code and
+    the --between flag), keyed by scope."""
+    parts: dict[str, Any] = {
+        "stats": _by_scope(_all(con, "scope_stats", {"size_limits": BINS["io_length_bytes"],
+                                                     "inflight_limits": BINS["outstanding_ios"],
+                                                     "lat_limits": BINS["latency_us"]})),
+        "arrival": _by_scope(_all(con, "arrival_order", {"limits": BINS["interarrival_us"]})),
+        "device": _by_scope(_all(con, "device_order", {"limits": BINS["seek_lbn"]})),
+        "gaps": _by_scope(_all(con, "flush_gaps")),
+        "quantiles": {},
+        "procs": {},
+        "burst": {},
+        "footprint": {},
+    }  # fmt: skip
+    for r in _all(con, "scope_quantiles"):
+        parts["quantiles"][(r["scope"], r["measure"], r["op"])] = r
+    for r in _all(con, "top_processes", {"limit": TOP_PROCESSES}):
+        parts["procs"].setdefault(r.pop("scope"), []).append(r)
+    finest = min(BURST_WIDTHS_NS.values())
+    _do(con, "burst_bins", {"width_ns": finest})
+    for label, width in BURST_WIDTHS_NS.items():
+        assert width % finest == 0, "burstiness widths must be multiples of the finest"
+        parts["burst"][label] = _by_scope(_all(con, "burst_counts", {"per": width // finest}))
+    # Footprint needs a sort and the hot-block share a hash aggregate over every block: computed
+    # for the whole trace and a --between window, not for each regime.
+    for name in ("whole", "between"):
+        if name in scopes:
+            btw = name == "between"
+            foot = int(_one(con, "footprint", {"between": btw})["blocks"])
+            hot_k = max(1, math.ceil(0.01 * foot)) if foot else 0
+            hot = _one(con, "hot_blocks", {"top_blocks": hot_k, "between": btw})["top_ios"] if foot else 0
+            parts["footprint"][name] = (foot, hot_k, hot)
+    return parts
+
+
+def _scope(
+    con: Any, ctx: dict[str, Any], name: str, ks: list[int], rng: tuple[int, int], parts: dict[str, Any]
+) -> dict[str, Any]:
+    mix = parts["stats"][name]
+    sizes = mix
+    seq = {"seq_ios": 0, "seq_reads": 0, "seq_writes": 0, **parts["device"].get(name, {})}
+    seq["seq_any_ios"] = parts["arrival"].get(name, {}).get("seq_any_ios", 0)
+    seq.update(data_ios=mix["data_ios"], data_bytes=mix["data_bytes"], runs=mix["data_ios"] - seq["seq_ios"])
+    seek = parts["device"].get(name, {})
+    iat = parts["arrival"].get(name, {})
+    gaps = parts["gaps"].get(name, {})
+    dur = mix
+    quant = parts["quantiles"]
+    mix["median_size"] = (quant.get((name, "size", "all")) or {}).get("p50")
     ios = int(mix["ios"])
     if name == "whole":
         seconds = (ctx["t1"] - ctx["t0"]) / 1e9
@@ -309,33 +371,38 @@ def _scope(con: Any, ctx: dict[str, Any], name: str, ks: list[int], rng: tuple[i
         seconds = len(ks) * ctx["W"] / 1e9
     bins_1w = _bins_spanned(ctx, ks, rng, ctx["W"], name)
 
-    sizes = _one(con, "size_hist", {"limits": BINS["io_length_bytes"]})
-    seq = _one(con, "sequential")
-    seek = _one(con, "seek_hist", {"limits": BINS["seek_lbn"]})
-    infl = _one(con, "inflight", {"limits": BINS["outstanding_ios"]})
-    iat = _one(con, "interarrival", {"limits": BINS["interarrival_us"]})
-    dur = _one(con, "durability")
-    gaps = _one(con, "flush_gaps")
+    # fsync-family calls are few: summarised per scope over the windows' rows.
+    con.execute("DELETE FROM scope_w").fetchall()
+    con.execute("DELETE FROM scope_range").fetchall()
+    con.register("scope_ks", pa.table({"w": pa.array(ks, pa.int64())}))
+    con.execute("INSERT INTO scope_w SELECT w FROM scope_ks").fetchall()
+    con.execute("INSERT INTO scope_range VALUES (?, ?)", [rng[0], rng[1]]).fetchall()
     syncs = _all(con, "sync_calls")
+
+    infl_q = quant.get((name, "inflight", "all")) or {}
+    infl = {
+        "known": mix["inflight_known"],
+        "mean": mix["inflight_mean"],
+        "p99": infl_q.get("p99"),
+        "max": mix["inflight_max"],
+        "all_ops": mix["inflight_all"],
+        "reads": mix["inflight_read"],
+        "writes": mix["inflight_write"],
+    }
     lat = []
     for op, count in (("all", ios), ("read", mix["reads"]), ("write", mix["writes"]),
                       ("discard", mix["discards"]), ("flush", mix["flushes"])):  # fmt: skip
-        if count:
-            r = _one(con, "latency", {"limits": BINS["latency_us"], "op": None if op == "all" else op})
-            if r["ios"]:
-                lat.append({"op": op, **r})
-    # Footprint needs a sort and the hot-block share a hash aggregate over every block: computed
-    # for the whole trace and a --between window, not for each regime.
-    foot = hot = hot_k = None
-    if name in ("whole", "between"):
-        foot = _one(con, "footprint")["blocks"]
-        hot_k = max(1, math.ceil(0.01 * foot)) if foot else 0
-        hot = _one(con, "hot_blocks", {"top_blocks": hot_k})["top_ios"] if foot else 0
-    procs = _all(con, "top_processes", {"limit": TOP_PROCESSES})
+        q = quant.get((name, "lat", op))
+        if count and q and q["n"]:
+            lat.append({"op": op, "ios": q["n"], "mean_ns": mix[f"lat_mean_{op}"],
+                        "q_ns": [q["p50"], q["p99"], q["p99_9"]], "max_ns": mix[f"lat_max_{op}"],
+                        "hist_us": mix[f"lat_hist_{op}"]})  # fmt: skip
+    foot, hot_k, hot = parts["footprint"].get(name, (None, None, None))
+    procs = parts["procs"].get(name, [])
 
     burst = {}
     for label, width in BURST_WIDTHS_NS.items():
-        c = _one(con, "window_counts", {"t0": ctx["t0"], "width_ns": width})
+        c = parts["burst"][label].get(name, {"total": 0, "sumsq": 0, "peak": 0})
         nb = _bins_spanned(ctx, ks, rng, width, name)
         mean = c["total"] / nb
         var = c["sumsq"] / nb - mean * mean
@@ -348,7 +415,7 @@ def _scope(con: Any, ctx: dict[str, Any], name: str, ks: list[int], rng: tuple[i
         }
 
     data_ios = int(seq["data_ios"])
-    flags_known = int(dur["flags_known"]) > 0 or int(dur["flush_ops"]) > 0
+    flags_known = int(dur["flags_known"]) > 0 or int(dur["flushes"]) > 0
     points = int(dur["durability_points"]) if flags_known else None
     sync_total = sum(int(s["calls"]) for s in syncs)
     lat_by_op = {
@@ -391,9 +458,9 @@ def _scope(con: Any, ctx: dict[str, Any], name: str, ks: list[int], rng: tuple[i
             "not_4k_multiple_share": _ratio(sizes["not_4k_sized"], data_ios),
             "not_4k_aligned_share": _ratio(sizes["not_4k_aligned"], data_ios),
             "hist": {
-                "all": _hist(sizes["all_ops"], BINS["io_length_bytes"]),
-                "read": _hist(sizes["reads"], BINS["io_length_bytes"]),
-                "write": _hist(sizes["writes"], BINS["io_length_bytes"]),
+                "all": _hist(sizes["size_all"], BINS["io_length_bytes"]),
+                "read": _hist(sizes["size_read"], BINS["io_length_bytes"]),
+                "write": _hist(sizes["size_write"], BINS["io_length_bytes"]),
             },
         },
         "sequential": {
@@ -408,9 +475,9 @@ def _scope(con: Any, ctx: dict[str, Any], name: str, ks: list[int], rng: tuple[i
         "seek": {
             "median_abs_lbn": seek.get("median_abs_lbn"),
             "hist": {
-                "all": _hist(seek.get("all_ops"), BINS["seek_lbn"]),
-                "read": _hist(seek.get("reads"), BINS["seek_lbn"]),
-                "write": _hist(seek.get("writes"), BINS["seek_lbn"]),
+                "all": _hist(seek.get("seek_all"), BINS["seek_lbn"]),
+                "read": _hist(seek.get("seek_read"), BINS["seek_lbn"]),
+                "write": _hist(seek.get("seek_write"), BINS["seek_lbn"]),
             },
         },
         "inflight": None
@@ -427,14 +494,14 @@ def _scope(con: Any, ctx: dict[str, Any], name: str, ks: list[int], rng: tuple[i
             },
         },
         "interarrival": {
-            "mean_us": None if iat["mean_ns"] is None else iat["mean_ns"] / 1e3,
-            "cv": _ratio(iat["std_ns"], iat["mean_ns"]),
-            "hist": _hist(iat["all_ops"], BINS["interarrival_us"]),
+            "mean_us": None if iat.get("iat_mean_ns") is None else iat["iat_mean_ns"] / 1e3,
+            "cv": _ratio(iat.get("iat_std_ns"), iat.get("iat_mean_ns")),
+            "hist": _hist(iat.get("iat_hist"), BINS["interarrival_us"]),
         },
         "burstiness": burst,
         "durability": {
             "flags_known": flags_known,
-            "flush_ops": dur["flush_ops"] if flags_known else None,
+            "flush_ops": dur["flushes"] if flags_known else None,
             "preflush": dur["preflush"] if flags_known else None,
             "fua": dur["fua"] if flags_known else None,
             "sync_writes": dur["sync_writes"] if flags_known else None,

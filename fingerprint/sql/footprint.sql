@@ -1,15 +1,16 @@
 -- Footprint: distinct 4 KiB blocks touched by [offset, offset + size), ignoring the device (as
--- the traces README counts it). Each I/O covers a block interval; the union of the intervals is
--- measured by merging overlapping ones (gaps-and-islands), so nothing is expanded per block.
+-- the traces README counts it), over the whole trace or ($between) the --between rows. Sorted by
+-- first block, an interval adds the blocks past both its own start and the furthest block reached
+-- so far (every earlier interval starts at or before it, so what they cover above its start is
+-- one run up to that reach). One sort on one integer key, then streaming window functions: nothing
+-- is expanded per block.
 WITH b AS (
     SELECT "offset" // 4096 AS lo, ("offset" + size - 1) // 4096 AS hi
-    FROM cur WHERE size > 0
+    FROM io WHERE size > 0 AND (NOT $between OR btw)
+    ORDER BY lo
 ), r AS (
-    SELECT lo, hi, max(hi) OVER (ORDER BY lo, hi ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS reach
-    FROM b
-), i AS (
-    SELECT lo, hi, sum(CASE WHEN reach IS NULL OR lo > reach + 1 THEN 1 ELSE 0 END)
-        OVER (ORDER BY lo, hi ROWS UNBOUNDED PRECEDING) AS island
-    FROM r
+    SELECT lo, hi, max(hi) OVER (ROWS UNBOUNDED PRECEDING) AS reach FROM b
+), n AS (
+    SELECT greatest(hi - greatest(lo - 1, coalesce(lag(reach) OVER (), lo - 1)), 0) AS added FROM r
 )
-SELECT coalesce(sum(span), 0) AS blocks FROM (SELECT max(hi) - min(lo) + 1 AS span FROM i GROUP BY island)
+SELECT coalesce(sum(added), 0)::BIGINT AS blocks FROM n

@@ -1,7 +1,15 @@
--- Processes by I/O count, where the trace names them (comm from the trace, by pid).
+-- Processes by I/O count per scope, where the trace names them (comm from the trace, by pid).
 WITH c AS (
-    SELECT pid, count(*) AS ios, sum(size) AS bytes, count(*) FILTER (WHERE op = 'read') AS reads
-    FROM cur WHERE pid IS NOT NULL GROUP BY pid ORDER BY ios DESC, pid LIMIT $limit
+    SELECT CASE WHEN grouping(rg) = 0 THEN CASE rg WHEN 1 THEN 'steady' WHEN 2 THEN 'spike' END
+            WHEN grouping(btw) = 0 THEN CASE WHEN btw THEN 'between' END
+            ELSE 'whole' END AS scope,
+        pid, count(*) AS ios, sum(size) AS bytes, count(*) FILTER (WHERE op = 'read') AS reads
+    FROM io WHERE pid IS NOT NULL
+    GROUP BY GROUPING SETS ((pid), (rg, pid), (btw, pid))
+), top AS (
+    SELECT *, row_number() OVER (PARTITION BY scope ORDER BY ios DESC, pid) AS rank
+    FROM c WHERE scope IS NOT NULL
+    QUALIFY rank <= $limit
 )
-SELECT c.pid, (SELECT any_value(comm) FROM io_src s WHERE s.pid = c.pid) AS comm, c.ios, c.bytes, c.reads
-FROM c ORDER BY c.ios DESC, c.pid
+SELECT scope, pid, (SELECT any_value(comm) FROM io_src s WHERE s.pid = top.pid) AS comm, ios, bytes, reads
+FROM top ORDER BY scope, rank

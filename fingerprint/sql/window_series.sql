@@ -9,7 +9,7 @@ WITH agg AS (
         avg(inflight) AS mean_inflight,
         quantile_disc(lat_ns, 0.5) AS lat_p50_ns,
         quantile_disc(lat_ns, 0.99) AS lat_p99_ns
-    FROM ev
+    FROM io
     GROUP BY k
 )
 SELECT g.k AS k,

@@ -1,0 +1,53 @@
+-- Everything about a scope that needs no ordering, for every scope in one pass: GROUPING SETS
+-- over () (the whole trace), rg (steady, spike) and btw (--between). Counts and bytes by op, the
+-- vscsiStats ioLength, outstandingIOs and latency histograms, flush/FUA/sync flags (null flags
+-- give null counts, not zeros), and the per-op latency moments (percentiles: scope_quantiles).
+SELECT CASE WHEN grouping(rg) = 0 THEN CASE rg WHEN 1 THEN 'steady' WHEN 2 THEN 'spike' END
+        WHEN grouping(btw) = 0 THEN CASE WHEN btw THEN 'between' END
+        ELSE 'whole' END AS scope,
+    count(*) AS ios,
+    count(*) FILTER (WHERE op = 'read') AS reads,
+    count(*) FILTER (WHERE op = 'write') AS writes,
+    count(*) FILTER (WHERE op = 'discard') AS discards,
+    count(*) FILTER (WHERE op = 'flush') AS flushes,
+    coalesce(sum(size), 0) AS bytes,
+    coalesce(sum(size) FILTER (WHERE op = 'read'), 0) AS read_bytes,
+    coalesce(sum(size) FILTER (WHERE op = 'write'), 0) AS write_bytes,
+    avg(size) FILTER (WHERE size > 0) AS mean_size,
+    count(DISTINCT device) AS devices,
+    count(*) FILTER (WHERE size > 0) AS data_ios,
+    coalesce(sum(size) FILTER (WHERE size > 0), 0) AS data_bytes,
+    histogram(size, $size_limits) FILTER (WHERE size > 0) AS size_all,
+    histogram(size, $size_limits) FILTER (WHERE op = 'read') AS size_read,
+    histogram(size, $size_limits) FILTER (WHERE op = 'write') AS size_write,
+    count(*) FILTER (WHERE size > 0 AND size % 4096 <> 0) AS not_4k_sized,
+    count(*) FILTER (WHERE size > 0 AND "offset" % 4096 <> 0) AS not_4k_aligned,
+    count(preflush) AS flags_known,
+    count(*) FILTER (WHERE preflush) AS preflush,
+    count(*) FILTER (WHERE fua) AS fua,
+    count(*) FILTER (WHERE sync AND op = 'write') AS sync_writes,
+    count(*) FILTER (WHERE op = 'write' AND sync IS NOT NULL) AS writes_flags_known,
+    count(*) FILTER (WHERE op = 'flush' OR preflush OR fua) AS durability_points,
+    count(inflight) AS inflight_known,
+    avg(inflight) AS inflight_mean,
+    max(inflight) AS inflight_max,
+    histogram(inflight, $inflight_limits) FILTER (WHERE inflight IS NOT NULL) AS inflight_all,
+    histogram(inflight, $inflight_limits) FILTER (WHERE inflight IS NOT NULL AND op = 'read') AS inflight_read,
+    histogram(inflight, $inflight_limits) FILTER (WHERE inflight IS NOT NULL AND op = 'write') AS inflight_write,
+    avg(lat_ns) AS lat_mean_all,
+    max(lat_ns) AS lat_max_all,
+    histogram(lat_ns / 1000.0, $lat_limits) FILTER (WHERE lat_ns IS NOT NULL) AS lat_hist_all,
+    avg(lat_ns) FILTER (WHERE op = 'read') AS lat_mean_read,
+    max(lat_ns) FILTER (WHERE op = 'read') AS lat_max_read,
+    histogram(lat_ns / 1000.0, $lat_limits) FILTER (WHERE lat_ns IS NOT NULL AND op = 'read') AS lat_hist_read,
+    avg(lat_ns) FILTER (WHERE op = 'write') AS lat_mean_write,
+    max(lat_ns) FILTER (WHERE op = 'write') AS lat_max_write,
+    histogram(lat_ns / 1000.0, $lat_limits) FILTER (WHERE lat_ns IS NOT NULL AND op = 'write') AS lat_hist_write,
+    avg(lat_ns) FILTER (WHERE op = 'discard') AS lat_mean_discard,
+    max(lat_ns) FILTER (WHERE op = 'discard') AS lat_max_discard,
+    histogram(lat_ns / 1000.0, $lat_limits) FILTER (WHERE lat_ns IS NOT NULL AND op = 'discard') AS lat_hist_discard,
+    avg(lat_ns) FILTER (WHERE op = 'flush') AS lat_mean_flush,
+    max(lat_ns) FILTER (WHERE op = 'flush') AS lat_max_flush,
+    histogram(lat_ns / 1000.0, $lat_limits) FILTER (WHERE lat_ns IS NOT NULL AND op = 'flush') AS lat_hist_flush
+FROM io
+GROUP BY GROUPING SETS ((), (rg), (btw))
