@@ -27,7 +27,7 @@ enum iofp_kind {
 struct iofp_io_rec {
 	__u64 issue_ns;    /* block_rq_issue: handed to the driver */
 	__u64 queue_ns;    /* block_io_start (or insert): entered the block layer; 0 = unknown */
-	__u64 complete_ns; /* block_rq_complete */
+	__u64 complete_ns; /* block_rq_complete; 0 = its completion was not seen */
 	__u64 sector;      /* 512-byte sectors, whole-disk relative */
 	__u32 bytes;
 	__u32 cmd_flags; /* REQ_OP_* | REQ_* bits as issued; decoded in user space from BTF enums */
@@ -78,6 +78,8 @@ enum iofp_counter {
 	IOFP_CNT_UNMATCHED_COMPLETIONS, /* completions of requests issued before the capture started */
 	IOFP_CNT_COMPLETED_UNISSUED,    /* requests completed without being issued (flush barriers) */
 	IOFP_CNT_FLUSH_BUSY,          /* timer flushes that found the batch in use (retried) */
+	IOFP_CNT_COMPLETIONS,         /* block_rq_complete runs for tracked requests */
+	IOFP_CNT_LOST_COMPLETIONS,    /* requests whose completion never ran our program (sent, latency unknown) */
 	IOFP_NCOUNTERS,
 };
 

@@ -64,6 +64,8 @@ COUNTERS = (
     "unmatched_completions",
     "completed_unissued",
     "flush_busy",
+    "completions",
+    "lost_completions",
 )
 
 MINORBITS = 20  # kernel dev_t: major << 20 | minor (include/linux/kdev_t.h, stable)
@@ -220,7 +222,10 @@ def io_table(recs: np.ndarray, t0_ns: int, bits: ReqBits, dev_names: dict[int, s
     cols = {
         "ts_ns": pa.array(issue - t0_ns, pa.int64()),
         "queue_ns": pa.array(queue - t0_ns, pa.int64(), mask=recs["queue_ns"] == 0),
-        "lat_ns": pa.array(recs["complete_ns"].astype(np.int64) - issue, pa.int64()),
+        # complete_ns 0: the kernel never ran our completion probe for it (counted as lost_completions)
+        "lat_ns": pa.array(
+            recs["complete_ns"].astype(np.int64) - issue, pa.int64(), mask=recs["complete_ns"] == 0
+        ),
         "device": device,
         "offset": pa.array(offset, pa.int64()),
         "size": pa.array(recs["bytes"].astype(np.int32), pa.int32()),
