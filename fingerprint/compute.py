@@ -14,6 +14,7 @@ gives null features, and the bound verdict says when it rests on demand alone.
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -44,6 +45,13 @@ BURST_WIDTHS_NS = {"10ms": 10_000_000, "100ms": 100_000_000, "1s": 1_000_000_000
 FINE_WINDOW_NS = 100_000_000
 MAX_SERIES_POINTS = 200_000  # beyond this a series is left out of the JSON (and says so)
 TOP_PROCESSES = 10
+# Below this many I/Os in the median window, per-window IOPS are mostly counting noise: the steady
+# rule rarely passes and single windows read as spikes. The summary then suggests a wider window.
+SPARSE_WINDOW_IOS = 20
+# The suggested window aims higher: with Poisson arrivals of N per window, 5 windows span about
+# 2.3 sqrt(N), within the SNIA rule's 20% of N only from N ~ 135, so noise alone can pass as steady.
+SUGGEST_WINDOW_IOS = 150
+SPARSE_WINDOW_STEPS = (2, 5, 10, 15, 30, 60, 120, 300, 600, 1200, 3600)
 
 
 @dataclass
@@ -239,6 +247,7 @@ def compute(con: Any, io: Any, sync: Any, meta: TraceMeta, options: Options | No
             "steady_median_iops": thr["med"],
             "steady_sigma_iops": thr["sigma"],
             "spikes": spike_list,
+            **_sparseness(series["iops"].to_pylist(), W),
         },
         "series": {
             "window": _series(series, W),
@@ -251,6 +260,38 @@ def compute(con: Any, io: Any, sync: Any, meta: TraceMeta, options: Options | No
     fp["shape"] = whole["shape"]
     fp["bound"] = whole["bound"]
     return fp
+
+
+def _sparseness(iops: list[float], W: int) -> dict[str, Any]:
+    """The median I/Os per window and, when it is below SPARSE_WINDOW_IOS, a hint naming the
+    smallest wider window (a listed multiple of this one) whose median reaches SUGGEST_WINDOW_IOS,
+    found exactly from this window's counts."""
+    counts = [round(v * W / 1e9) for v in iops]
+    median = statistics.median_low(counts) if counts else 0
+    if median >= SPARSE_WINDOW_IOS:
+        return {"window_ios_median": median, "sparse": None}
+    suggest = None
+    for m in SPARSE_WINDOW_STEPS:
+        if m > len(counts):
+            break
+        wider = [sum(counts[i : i + m]) for i in range(0, len(counts) - m + 1, m)]
+        if statistics.median_low(wider) >= SUGGEST_WINDOW_IOS:
+            suggest = m * W
+            break
+    width = f"{W / 1e9:g} s"
+    hint = f"windows are sparse (median {median} I/Os per {width} window): regimes are noisy"
+    hint += f"; try --window {_duration(suggest)}" if suggest else "; too short or idle a trace for regimes"
+    return {
+        "window_ios_median": median,
+        "sparse": {"hint": hint, "suggested_window_s": None if suggest is None else suggest / 1e9},
+    }
+
+
+def _duration(ns: int) -> str:
+    for unit, size in (("s", 1_000_000_000), ("ms", 1_000_000), ("us", 1_000)):
+        if ns % size == 0:
+            return f"{ns // size}{unit}"
+    return f"{ns}ns"
 
 
 def _ranges(ks: list[int], W: int) -> list[list[float]]:
@@ -315,10 +356,11 @@ def _summaries(
 ) -> dict[str, Any]:
     """Every per-scope query, each run once for all scopes (GROUPING SETS over the regime code and
     the --between flag), keyed by scope."""
+    limits = {"size_limits": BINS["io_length_bytes"], "inflight_limits": BINS["outstanding_ios"],
+              "lat_limits": BINS["latency_us"]}  # fmt: skip
+    _do(con, "scope_partials", limits)
     parts: dict[str, Any] = {
-        "stats": _by_scope(_all(con, "scope_stats", {"size_limits": BINS["io_length_bytes"],
-                                                     "inflight_limits": BINS["outstanding_ios"],
-                                                     "lat_limits": BINS["latency_us"]})),
+        "stats": _by_scope(_all(con, "scope_stats")),
         "arrival": _by_scope(_all(con, "arrival_order", {"limits": BINS["interarrival_us"]})),
         "device": _by_scope(_all(con, "device_order", {"limits": BINS["seek_lbn"]})),
         "gaps": _by_scope(_all(con, "flush_gaps")),
@@ -327,6 +369,15 @@ def _summaries(
         "burst": {},
         "footprint": {},
     }  # fmt: skip
+    hists: dict[tuple[str, str, str], dict[float, int]] = {}
+    for scope, hist, op, key, n in _q(con, "scope_hists").fetchall():
+        if scope is not None:
+            hists.setdefault((scope, hist, op), {})[key] = n
+    for scope, row in parts["stats"].items():
+        for hist in ("size", "inflight", "lat"):
+            for op in ("all", "read", "write", "discard", "flush"):
+                row[f"{hist}_{op}"] = hists.get((scope, hist, op))
+        row["mean_size"] = _ratio(row["data_bytes"], row["data_ios"])
     for r in _all(con, "scope_quantiles"):
         parts["quantiles"][(r["scope"], r["measure"], r["op"])] = r
     for r in _all(con, "top_processes", {"limit": TOP_PROCESSES}):
@@ -396,7 +447,7 @@ def _scope(
         if count and q and q["n"]:
             lat.append({"op": op, "ios": q["n"], "mean_ns": mix[f"lat_mean_{op}"],
                         "q_ns": [q["p50"], q["p99"], q["p99_9"]], "max_ns": mix[f"lat_max_{op}"],
-                        "hist_us": mix[f"lat_hist_{op}"]})  # fmt: skip
+                        "hist_us": mix[f"lat_{op}"]})  # fmt: skip
     foot, hot_k, hot = parts["footprint"].get(name, (None, None, None))
     procs = parts["procs"].get(name, [])
 

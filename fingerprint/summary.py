@@ -91,6 +91,8 @@ def render(fp: dict[str, Any], console: Console | None = None) -> None:
         f"steady: {reg['steady_windows']} of {reg['windows']} windows; spike threshold "
         f"{reg['spike_threshold_iops']:,.1f} IOPS (steady median {reg['steady_median_iops']:,.1f})"
     )
+    if reg.get("sparse"):
+        console.print(f"[yellow]{reg['sparse']['hint']}[/yellow]")
     for sp in reg["spikes"][:5]:
         console.print(
             f"  spike {sp['start_s']:,.1f}-{sp['end_s']:,.1f} s ({sp['duration_s']:g} s): peak "

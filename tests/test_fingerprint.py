@@ -190,3 +190,20 @@ def test_cli_fingerprint_writes_json_and_refuses_to_overwrite(tiny_trace, tmp_pa
     assert code == 2 and err == "iofp: --window 'fast': give a positive duration such as 1s, 100ms or 250us\n"
     code, _, err = iofp(monkeypatch, capsys, "fingerprint", str(tiny_trace), "--device", "sdz")
     assert code == 2 and err == "iofp: the trace has no I/O on device sdz; its devices: d0\n"
+
+
+def test_sparse_windows_are_flagged_with_a_wider_window_to_try(tmp_path, monkeypatch, capsys):
+    # 5 I/Os per second for 60 s: a median of 5 per 1 s window; 30 s windows hold 150
+    n = 300
+    with TraceWriter(tmp_path / "sparse", TraceMeta(source="import:test")) as w:
+        w.write("io", pa.table({"ts_ns": [i * 200 * MS for i in range(n)], "device": ["x"] * n,
+                                "offset": [i * 4096 for i in range(n)], "size": [4096] * n,
+                                "op": ["write"] * n}))  # fmt: skip
+    reg = fingerprint_trace(tmp_path / "sparse")["regimes"]
+    assert reg["window_ios_median"] == 5 and reg["sparse"]["suggested_window_s"] == 30
+    hint = "windows are sparse (median 5 I/Os per 1 s window): regimes are noisy; try --window 30s"
+    assert reg["sparse"]["hint"] == hint
+    code, out, _ = iofp(monkeypatch, capsys, "fingerprint", str(tmp_path / "sparse"))
+    assert code == 0 and hint in " ".join(out.split())
+    dense = fingerprint_trace(synthetic_steady_with_spike(tmp_path))["regimes"]
+    assert dense["sparse"] is None and dense["window_ios_median"] > 900

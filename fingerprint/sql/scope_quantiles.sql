@@ -3,24 +3,29 @@
 -- smallest value whose cumulative count reaches ceil(q * n). As exact as sorting the values, but
 -- the counts are few (sizes, depths and latencies repeat) and a hash aggregate spills to disk,
 -- where a quantile's buffer of every value would have to fit in memory for every scope at once.
-WITH c AS (
-    SELECT CASE WHEN grouping(rg) = 0 THEN CASE rg WHEN 1 THEN 'steady' WHEN 2 THEN 'spike' END
-            WHEN grouping(btw) = 0 THEN CASE WHEN btw THEN 'between' END
-            ELSE 'whole' END AS scope,
+WITH p AS (
+    SELECT rg, btw,
         CASE WHEN grouping(lat_ns) = 0 THEN 'lat' WHEN grouping(size) = 0 THEN 'size' ELSE 'inflight' END
             AS measure,
         CASE WHEN grouping(op) = 0 THEN op ELSE 'all' END AS op,
         CASE WHEN grouping(lat_ns) = 0 THEN lat_ns WHEN grouping(size) = 0 THEN size ELSE inflight END AS v,
         count(*) AS n
     FROM io
-    GROUP BY GROUPING SETS ((op, lat_ns), (rg, op, lat_ns), (btw, op, lat_ns),
-        (size), (rg, size), (btw, size), (inflight), (rg, inflight), (btw, inflight))
+    GROUP BY GROUPING SETS ((rg, btw, op, lat_ns), (rg, btw, size), (rg, btw, inflight))
+), c AS (
+    -- the counts of each (regime, --between flag) part, rolled up into scopes
+    SELECT CASE WHEN grouping(rg) = 0 THEN CASE rg WHEN 1 THEN 'steady' WHEN 2 THEN 'spike' END
+            WHEN grouping(btw) = 0 THEN CASE WHEN btw THEN 'between' END
+            ELSE 'whole' END AS scope,
+        measure, op, v, sum(n) AS n
+    FROM p
+    WHERE v IS NOT NULL AND (measure <> 'size' OR v > 0)
+    GROUP BY GROUPING SETS ((measure, op, v), (rg, measure, op, v), (btw, measure, op, v))
 ), v AS (
-    SELECT scope, measure, op, v, n FROM c
-    WHERE scope IS NOT NULL AND v IS NOT NULL AND (measure <> 'size' OR v > 0)
+    SELECT scope, measure, op, v, n FROM c WHERE scope IS NOT NULL
     UNION ALL
     SELECT scope, measure, 'all', v, sum(n) FROM c
-    WHERE scope IS NOT NULL AND v IS NOT NULL AND measure = 'lat'
+    WHERE scope IS NOT NULL AND measure = 'lat'
     GROUP BY ALL
 ), cum AS (
     SELECT scope, measure, op, v,
