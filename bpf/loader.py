@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import queue
 import struct
 import time
 from dataclasses import dataclass, field
@@ -75,6 +76,57 @@ class _InfoAttr(ctypes.Structure):
 
 
 _libc = ctypes.CDLL(None, use_errno=True)
+
+
+class _BatchHdr(ctypes.Structure):
+    _fields_ = [("kind", ctypes.c_uint32), ("count", ctypes.c_uint32), ("first_ns", ctypes.c_uint64)]
+
+
+_HDR_SIZE = ctypes.sizeof(_BatchHdr)
+assert BATCH_HDR.itemsize == _HDR_SIZE
+
+
+class _Sink:
+    """Records of one kind, copied from the ring straight into a byte buffer that is reused.
+
+    Per batch the only Python work is one header read and one memmove (no bytes objects, no join);
+    the buffers go round between the poller and the writer (take, then release), so the memory is
+    faulted in once rather than once per file."""
+
+    def __init__(self, dtype: np.dtype, cap: int) -> None:
+        self.dtype = dtype
+        self.cap = cap
+        self._free: queue.SimpleQueue[np.ndarray] = queue.SimpleQueue()
+        self._new()
+
+    def _new(self) -> None:
+        try:
+            buf = self._free.get_nowait()
+        except queue.Empty:
+            buf = np.empty(self.cap, np.uint8)
+        self.buf, self.addr, self.used = buf, buf.ctypes.data, 0
+
+    def append(self, src: int, nbytes: int) -> None:
+        if self.used + nbytes > len(self.buf):
+            self.cap = max(2 * len(self.buf), self.used + nbytes)
+            bigger = np.empty(self.cap, np.uint8)
+            bigger[: self.used] = self.buf[: self.used]
+            self.buf, self.addr = bigger, bigger.ctypes.data
+        ctypes.memmove(self.addr + self.used, src, nbytes)
+        self.used += nbytes
+
+    def take(self) -> np.ndarray:
+        if not self.used:
+            return np.empty(0, self.dtype)
+        out = self.buf[: self.used].view(self.dtype)
+        self._new()
+        return out
+
+    def release(self, recs: np.ndarray) -> None:
+        """`recs` (from take) is no longer used: its buffer may be filled again."""
+        buf = recs.base  # numpy points a view's base at the array owning the memory
+        if isinstance(buf, np.ndarray) and buf.base is None and len(buf) == self.cap:
+            self._free.put(buf)
 
 
 def _bpf(cmd: int, attr: ctypes.Structure) -> int:
@@ -173,9 +225,8 @@ class KernelCapture:
             devs = self.bpf["devs"]
             for d in opts.devs:
                 devs[devs.Key(d)] = devs.Leaf(1)
-        self._io: list[bytes] = []
-        self._sync: list[bytes] = []
-        self.pending_bytes = 0
+        self._io = _Sink(IO_DTYPE, 72 << 20)  # capture.py hands over at 64 MiB; faulted in as used
+        self._sync = _Sink(SYNC_DTYPE, 1 << 20)
         # records received per kind: checked against the kernel's count of records handed over
         self.received = {KIND_IO: 0, KIND_SYNC: 0}
         self.drained = {KIND_IO: 0, KIND_SYNC: 0}  # read from the batch maps at the end
@@ -228,18 +279,19 @@ class KernelCapture:
     # ---- data -----------------------------------------------------------------------------
 
     def _on_batch(self, _ctx: Any, data: int, size: int) -> None:
-        raw = ctypes.string_at(data, size)
-        kind, count, _ = struct.unpack_from("<IIQ", raw)
+        hdr = _BatchHdr.from_address(data)
+        kind, count = hdr.kind, hdr.count
         if kind == KIND_IO:
-            body = raw[BATCH_HDR.itemsize : BATCH_HDR.itemsize + count * IO_DTYPE.itemsize]
-            self._io.append(body)
+            self._io.append(data + _HDR_SIZE, count * IO_DTYPE.itemsize)
         elif kind == KIND_SYNC:
-            body = raw[BATCH_HDR.itemsize : BATCH_HDR.itemsize + count * SYNC_DTYPE.itemsize]
-            self._sync.append(body)
+            self._sync.append(data + _HDR_SIZE, count * SYNC_DTYPE.itemsize)
         else:
             return
         self.received[kind] += count
-        self.pending_bytes += len(body)
+
+    @property
+    def pending_bytes(self) -> int:
+        return self._io.used + self._sync.used
 
     def consume(self) -> None:
         """Take whatever the ring holds (the kernel sends without wakeups; see IOFP_RB_FLAGS)."""
@@ -247,10 +299,12 @@ class KernelCapture:
 
     def take(self) -> tuple[np.ndarray, np.ndarray]:
         """Everything received since the last take, as record arrays."""
-        io = np.frombuffer(b"".join(self._io), dtype=IO_DTYPE)
-        sync = np.frombuffer(b"".join(self._sync), dtype=SYNC_DTYPE)
-        self._io, self._sync, self.pending_bytes = [], [], 0
-        return io, sync
+        return self._io.take(), self._sync.take()
+
+    def release(self, io: np.ndarray, sync: np.ndarray) -> None:
+        """The arrays from take() are no longer used (thread-safe)."""
+        self._io.release(io)
+        self._sync.release(sync)
 
     def flush(self, force: bool = False) -> None:
         """Ask every CPU to send its batch if it is older than flush_ms (or at all, if force)."""
@@ -280,8 +334,8 @@ class KernelCapture:
                 _, count, _ = struct.unpack_from("<IIQ", raw)
                 if not count:
                     continue
-                body = raw[BATCH_HDR.itemsize : BATCH_HDR.itemsize + count * dtype.itemsize]
-                (self._io if kind == KIND_IO else self._sync).append(body)
+                body = np.frombuffer(raw, np.uint8, count * dtype.itemsize, BATCH_HDR.itemsize)
+                (self._io if kind == KIND_IO else self._sync).append(body.ctypes.data, body.nbytes)
                 self.received[kind] += count
                 self.drained[kind] += count
 
