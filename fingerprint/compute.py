@@ -359,10 +359,15 @@ def _summaries(
     limits = {"size_limits": BINS["io_length_bytes"], "inflight_limits": BINS["outstanding_ios"],
               "lat_limits": BINS["latency_us"]}  # fmt: skip
     _do(con, "scope_partials", limits)
+    # Each device's issue order, sorted once and kept as a few integer columns: device_order
+    # reads it twice (per-window partials, then the seeks near the median); freed right after.
+    _do(con, "device_seeks")
+    device = _by_scope(_all(con, "device_order", {"limits": BINS["seek_lbn"]}))
+    con.execute("DROP TABLE dev_seeks").fetchall()
     parts: dict[str, Any] = {
         "stats": _by_scope(_all(con, "scope_stats")),
         "arrival": _by_scope(_all(con, "arrival_order", {"limits": BINS["interarrival_us"]})),
-        "device": _by_scope(_all(con, "device_order", {"limits": BINS["seek_lbn"]})),
+        "device": device,
         "gaps": _by_scope(_all(con, "flush_gaps")),
         "quantiles": {},
         "procs": {},
@@ -387,15 +392,16 @@ def _summaries(
     for label, width in BURST_WIDTHS_NS.items():
         assert width % finest == 0, "burstiness widths must be multiples of the finest"
         parts["burst"][label] = _by_scope(_all(con, "burst_counts", {"per": width // finest}))
-    # Footprint needs a sort and the hot-block share a hash aggregate over every block: computed
-    # for the whole trace and a --between window, not for each regime.
+    # Footprint and the hot-block share need every start block (a hash aggregate, then a sort of
+    # its groups): computed for the whole trace and a --between window, not for each regime.
     for name in ("whole", "between"):
         if name in scopes:
-            btw = name == "between"
-            foot = int(_one(con, "footprint", {"between": btw})["blocks"])
+            _do(con, "start_blocks", {"between": name == "between"})
+            foot = int(_one(con, "footprint")["blocks"])
             hot_k = max(1, math.ceil(0.01 * foot)) if foot else 0
-            hot = _one(con, "hot_blocks", {"top_blocks": hot_k, "between": btw})["top_ios"] if foot else 0
+            hot = _one(con, "hot_blocks", {"top_blocks": hot_k})["top_ios"] if foot else 0
             parts["footprint"][name] = (foot, hot_k, hot)
+    con.execute("DROP TABLE IF EXISTS start_blocks").fetchall()
     return parts
 
 

@@ -1,27 +1,77 @@
--- Features of each device's issue order, per scope: a data I/O is sequential when it starts where
--- the previous data I/O on the same device ended (zero-size requests such as flushes neither start
--- nor break a run), and its vscsiStats seekDistance in 512 B LBNs is this start - the last LBN of
--- that previous I/O (+1 = sequential). Each non-sequential data I/O starts a run, so runs =
--- data I/Os - sequential ones. One sort on integer keys feeds streaming lags.
-WITH s AS (
-    SELECT dev, ts_ns, "offset", size, op, rg, btw FROM io WHERE size > 0 ORDER BY dev, ts_ns, "offset", size
-), l AS (
-    SELECT rg, btw, op, "offset",
-        CASE WHEN lag(dev) OVER () = dev THEN lag("offset" + size) OVER () END AS prev_end
-    FROM s
-), f AS (
-    SELECT rg, btw, op, coalesce("offset" = prev_end, false) AS seq, ("offset" - prev_end) // 512 + 1 AS seek_lbn
-    FROM l
+-- Features of each device's issue order, per scope, from dev_seeks (device_seeks.sql): sequential
+-- counts and seek-distance histograms as per-window partials rolled up into scopes (GROUPING SETS
+-- over the window's regime code and the --between flag, on a few rows), and the exact
+-- nearest-rank median |seek| in two steps so that nothing buffers every seek: counts per coarse
+-- bucket (monotone in |seek|) find, for each scope, the bucket holding rank ceil(n/2) and the
+-- rank within it; only that bucket's seeks are then ranked. Runs = data I/Os - sequential ones.
+WITH p AS MATERIALIZED (
+    SELECT getvariable('fp').regime[w + 1] AS rg, btw, opc,
+        count(*) FILTER (WHERE seq) AS seq_ios,
+        histogram(seek_lbn, $limits) FILTER (WHERE seek_lbn IS NOT NULL) AS h
+    FROM dev_seeks
+    GROUP BY w, btw, opc
+), c AS (
+    SELECT CASE WHEN grouping(rg) = 0 THEN CASE rg WHEN 1 THEN 'steady' WHEN 2 THEN 'spike' END
+            WHEN grouping(btw) = 0 THEN CASE WHEN btw THEN 'between' END
+            ELSE 'whole' END AS scope,
+        sum(seq_ios)::BIGINT AS seq_ios,
+        coalesce(sum(seq_ios) FILTER (WHERE opc = 1), 0)::BIGINT AS seq_reads,
+        coalesce(sum(seq_ios) FILTER (WHERE opc = 2), 0)::BIGINT AS seq_writes
+    FROM p
+    GROUP BY GROUPING SETS ((), (rg), (btw))
+), e AS (
+    SELECT rg, btw, opc, unnest(map_entries(h), recursive := true) FROM p WHERE h IS NOT NULL
+), hk AS (
+    SELECT CASE WHEN grouping(rg) = 0 THEN CASE rg WHEN 1 THEN 'steady' WHEN 2 THEN 'spike' END
+            WHEN grouping(btw) = 0 THEN CASE WHEN btw THEN 'between' END
+            ELSE 'whole' END AS scope,
+        "key", sum("value") AS n_all,
+        sum("value") FILTER (WHERE opc = 1) AS n_read,
+        sum("value") FILTER (WHERE opc = 2) AS n_write,
+        count(*) FILTER (WHERE opc = 1) AS parts_read,
+        count(*) FILTER (WHERE opc = 2) AS parts_write
+    FROM e
+    GROUP BY GROUPING SETS (("key"), (rg, "key"), (btw, "key"))
+), hm AS (
+    SELECT scope,
+        map(list("key" ORDER BY "key"), list(n_all ORDER BY "key")) AS seek_all,
+        CASE WHEN max(parts_read) > 0
+            THEN map(list("key" ORDER BY "key"), list(coalesce(n_read, 0) ORDER BY "key")) END AS seek_read,
+        CASE WHEN max(parts_write) > 0
+            THEN map(list("key" ORDER BY "key"), list(coalesce(n_write, 0) ORDER BY "key")) END AS seek_write
+    FROM hk WHERE scope IS NOT NULL
+    GROUP BY scope
+), a AS (
+    -- |seek| and its coarse bucket: exact below 2^10 LBNs, then 1024 buckets per 2^10 range
+    SELECT getvariable('fp').regime[w + 1] AS rg, btw, abs(seek_lbn) AS v,
+        CASE WHEN abs(seek_lbn) < 1024 THEN abs(seek_lbn)
+            WHEN abs(seek_lbn) < 1048576 THEN 1024 + abs(seek_lbn) // 1024
+            WHEN abs(seek_lbn) < 1073741824 THEN 2048 + abs(seek_lbn) // 1048576
+            ELSE 3072 + abs(seek_lbn) // 1073741824 END AS b
+    FROM dev_seeks WHERE seek_lbn IS NOT NULL
+), bc AS (
+    SELECT CASE WHEN grouping(rg) = 0 THEN CASE rg WHEN 1 THEN 'steady' WHEN 2 THEN 'spike' END
+            WHEN grouping(btw) = 0 THEN CASE WHEN btw THEN 'between' END
+            ELSE 'whole' END AS scope,
+        b, count(*) AS n
+    FROM a
+    GROUP BY GROUPING SETS ((b), (rg, b), (btw, b))
+), bcum AS (
+    SELECT scope, b, n,
+        sum(n) OVER (PARTITION BY scope ORDER BY b ROWS UNBOUNDED PRECEDING) AS cum,
+        ceil(sum(n) OVER (PARTITION BY scope) * 0.5) AS target
+    FROM bc WHERE scope IS NOT NULL
+), t AS (
+    -- the bucket holding the median of each scope, and the median's rank inside it
+    SELECT scope, b, target - (cum - n) AS r FROM bcum WHERE cum >= target AND cum - n < target
+), m AS (
+    SELECT t.scope, a.v, t.r,
+        row_number() OVER (PARTITION BY t.scope ORDER BY a.v) AS i
+    FROM a JOIN t ON a.b = t.b
+        AND (t.scope = 'whole' OR (t.scope = 'steady' AND a.rg = 1) OR (t.scope = 'spike' AND a.rg = 2)
+            OR (t.scope = 'between' AND a.btw))
 )
-SELECT CASE WHEN grouping(rg) = 0 THEN CASE rg WHEN 1 THEN 'steady' WHEN 2 THEN 'spike' END
-        WHEN grouping(btw) = 0 THEN CASE WHEN btw THEN 'between' END
-        ELSE 'whole' END AS scope,
-    count(*) FILTER (WHERE seq) AS seq_ios,
-    count(*) FILTER (WHERE seq AND op = 'read') AS seq_reads,
-    count(*) FILTER (WHERE seq AND op = 'write') AS seq_writes,
-    histogram(seek_lbn, $limits) FILTER (WHERE seek_lbn IS NOT NULL) AS seek_all,
-    histogram(seek_lbn, $limits) FILTER (WHERE seek_lbn IS NOT NULL AND op = 'read') AS seek_read,
-    histogram(seek_lbn, $limits) FILTER (WHERE seek_lbn IS NOT NULL AND op = 'write') AS seek_write,
-    quantile_disc(abs(seek_lbn), 0.5) AS median_abs_lbn
-FROM f
-GROUP BY GROUPING SETS ((), (rg), (btw))
+SELECT c.scope, c.seq_ios, c.seq_reads, c.seq_writes, hm.seek_all, hm.seek_read, hm.seek_write,
+    (SELECT v FROM m WHERE m.scope = c.scope AND m.i = m.r) AS median_abs_lbn
+FROM c LEFT JOIN hm USING (scope)
+WHERE c.scope IS NOT NULL

@@ -1,13 +1,11 @@
--- Footprint: distinct 4 KiB blocks touched by [offset, offset + size), ignoring the device (as
--- the traces README counts it), over the whole trace or ($between) the --between rows. Sorted by
+-- Footprint: distinct 4 KiB blocks touched by [offset, offset + size), from start_blocks (one
+-- interval per start block, reaching the furthest block of the I/Os starting there). Sorted by
 -- first block, an interval adds the blocks past both its own start and the furthest block reached
 -- so far (every earlier interval starts at or before it, so what they cover above its start is
 -- one run up to that reach). One sort on one integer key, then streaming window functions: nothing
 -- is expanded per block.
 WITH b AS (
-    SELECT "offset" // 4096 AS lo, ("offset" + size - 1) // 4096 AS hi
-    FROM io WHERE size > 0 AND (NOT $between OR btw)
-    ORDER BY lo
+    SELECT lo, hi FROM start_blocks ORDER BY lo
 ), r AS (
     SELECT lo, hi, max(hi) OVER (ROWS UNBOUNDED PRECEDING) AS reach FROM b
 ), n AS (
