@@ -7,6 +7,7 @@ enum values from BTF, the filters, the batch and buffer sizes. bcc is imported l
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import queue
@@ -93,10 +94,16 @@ class _Sink:
     the buffers go round between the poller and the writer (take, then release), so the memory is
     faulted in once rather than once per file."""
 
-    def __init__(self, dtype: np.dtype, cap: int) -> None:
+    def __init__(self, dtype: np.dtype, cap: int, prefault: int = 0) -> None:
         self.dtype = dtype
         self.cap = cap
         self._free: queue.SimpleQueue[np.ndarray] = queue.SimpleQueue()
+        for _ in range(prefault):
+            # First touch of fresh memory (a page fault and zeroing per page, slow in a VM) would
+            # otherwise happen while records arrive, i.e. during the workload's peak
+            buf = np.empty(self.cap, np.uint8)
+            buf.fill(0)
+            self._free.put(buf)
         self._new()
 
     def _new(self) -> None:
@@ -217,15 +224,21 @@ class KernelCapture:
 
         self.opts = opts
         self._BPF = BPF
-        self.btf = kernel_btf()
-        self.have_io_start = self.btf.has_typedef("btf_trace_block_io_start")
+        btf = kernel_btf()
+        self.have_io_start = btf.has_typedef("btf_trace_block_io_start")
+        # Kept, rather than the parsed BTF (~10^5 Python objects), which the capture lets go of
+        self._prog_info: tuple[int, int, int] | None = None
+        with contextlib.suppress(Exception):
+            off, size = btf.member("bpf_prog_info", "recursion_misses")
+            self._prog_info = (off, size, btf.sizeof(btf.struct_id("bpf_prog_info")))
         # TRACEPOINT_PROBEs (the syscalls) attach as bcc loads them; block probes attach in start()
-        self.bpf = BPF(src_file=str(SRC).encode(), cflags=cflags(opts, self.btf))
+        self.bpf = BPF(src_file=str(SRC).encode(), cflags=cflags(opts, btf))
         if opts.devs:
             devs = self.bpf["devs"]
             for d in opts.devs:
                 devs[devs.Key(d)] = devs.Leaf(1)
-        self._io = _Sink(IO_DTYPE, 72 << 20)  # capture.py hands over at 64 MiB; faulted in as used
+        # capture.py hands over at 64 MiB; two buffers go round between poller and writer
+        self._io = _Sink(IO_DTYPE, 72 << 20, prefault=2)
         self._sync = _Sink(SYNC_DTYPE, 1 << 20)
         # records received per kind: checked against the kernel's count of records handed over
         self.received = {KIND_IO: 0, KIND_SYNC: 0}
@@ -355,11 +368,9 @@ class KernelCapture:
     def recursion_misses(self) -> int:
         """Program runs the kernel skipped because the program was already running on that CPU
         (e.g. a completion interrupt arriving inside our own handler): events lost before we saw them."""
-        try:
-            off, size = self.btf.member("bpf_prog_info", "recursion_misses")
-            info_len = self.btf.sizeof(self.btf.struct_id("bpf_prog_info"))
-        except Exception:
+        if self._prog_info is None:
             return 0
+        off, size, info_len = self._prog_info
         total = 0
         for fn in self.bpf.funcs.values():
             buf = ctypes.create_string_buffer(info_len)
