@@ -3,39 +3,52 @@
 -- smallest value whose cumulative count reaches ceil(q * n). As exact as sorting the values, but
 -- the counts are few (sizes, depths and latencies repeat) and a hash aggregate spills to disk,
 -- where a quantile's buffer of every value would have to fit in memory for every scope at once.
+-- Everything is grouped and sorted on small integer codes, named only in the final few rows:
+--   sc  scope: 0 whole, 1 steady, 2 spike, 3 between;  m  measure: 0 lat, 1 size, 2 inflight;
+--   o   op (latency only): 0 all, 1 read, 2 write, 3 discard, 4 flush, 9 any other.
 WITH p AS (
     SELECT rg, btw,
-        CASE WHEN grouping(lat_ns) = 0 THEN 'lat' WHEN grouping(size) = 0 THEN 'size' ELSE 'inflight' END
-            AS measure,
-        CASE WHEN grouping(op) = 0 THEN op ELSE 'all' END AS op,
+        CASE WHEN grouping(lat_ns) = 0 THEN 0 WHEN grouping(size) = 0 THEN 1 ELSE 2 END::UTINYINT AS m,
+        CASE WHEN grouping(opc) = 0 THEN coalesce(opc, 9) ELSE 0 END::UTINYINT AS o,
         CASE WHEN grouping(lat_ns) = 0 THEN lat_ns WHEN grouping(size) = 0 THEN size ELSE inflight END AS v,
         count(*) AS n
-    FROM io
-    GROUP BY GROUPING SETS ((rg, btw, op, lat_ns), (rg, btw, size), (rg, btw, inflight))
+    FROM (
+        SELECT rg, btw, lat_ns, size, inflight,
+            CASE op WHEN 'read' THEN 1 WHEN 'write' THEN 2 WHEN 'discard' THEN 3 WHEN 'flush' THEN 4 END::UTINYINT
+                AS opc
+        FROM io
+    )
+    GROUP BY GROUPING SETS ((rg, btw, opc, lat_ns), (rg, btw, size), (rg, btw, inflight))
 ), c AS (
     -- the counts of each (regime, --between flag) part, rolled up into scopes
-    SELECT CASE WHEN grouping(rg) = 0 THEN CASE rg WHEN 1 THEN 'steady' WHEN 2 THEN 'spike' END
-            WHEN grouping(btw) = 0 THEN CASE WHEN btw THEN 'between' END
-            ELSE 'whole' END AS scope,
-        measure, op, v, sum(n) AS n
+    SELECT CASE WHEN grouping(rg) = 0 THEN nullif(rg, 0) WHEN grouping(btw) = 0 THEN CASE WHEN btw THEN 3 END
+            ELSE 0 END::UTINYINT AS sc,
+        m, o, v, sum(n) AS n
     FROM p
-    WHERE v IS NOT NULL AND (measure <> 'size' OR v > 0)
-    GROUP BY GROUPING SETS ((measure, op, v), (rg, measure, op, v), (btw, measure, op, v))
+    WHERE v IS NOT NULL AND (m <> 1 OR v > 0)
+    GROUP BY GROUPING SETS ((m, o, v), (rg, m, o, v), (btw, m, o, v))
 ), v AS (
-    SELECT scope, measure, op, v, n FROM c WHERE scope IS NOT NULL
+    SELECT sc, m, o, v, n FROM c WHERE sc IS NOT NULL
     UNION ALL
-    SELECT scope, measure, 'all', v, sum(n) FROM c
-    WHERE scope IS NOT NULL AND measure = 'lat'
-    GROUP BY ALL
+    SELECT sc, m, 0, v, sum(n) FROM c
+    WHERE sc IS NOT NULL AND m = 0
+    GROUP BY sc, m, v
 ), cum AS (
-    SELECT scope, measure, op, v,
-        sum(n) OVER (PARTITION BY scope, measure, op ORDER BY v ROWS UNBOUNDED PRECEDING) AS cum,
-        sum(n) OVER (PARTITION BY scope, measure, op) AS total
+    SELECT sc, m, o, v,
+        sum(n) OVER (PARTITION BY sc, m, o ORDER BY v ROWS UNBOUNDED PRECEDING) AS cum,
+        sum(n) OVER (PARTITION BY sc, m, o) AS total
     FROM v
+), q AS (
+    SELECT sc, m, o, any_value(total)::BIGINT AS n,
+        min(v) FILTER (WHERE cum >= ceil(total * 0.5)) AS p50,
+        min(v) FILTER (WHERE cum >= ceil(total * 0.99)) AS p99,
+        min(v) FILTER (WHERE cum >= ceil(total * 0.999)) AS p99_9
+    FROM cum
+    GROUP BY sc, m, o
 )
-SELECT scope, measure, op, any_value(total)::BIGINT AS n,
-    min(v) FILTER (WHERE cum >= ceil(total * 0.5)) AS p50,
-    min(v) FILTER (WHERE cum >= ceil(total * 0.99)) AS p99,
-    min(v) FILTER (WHERE cum >= ceil(total * 0.999)) AS p99_9
-FROM cum
-GROUP BY ALL
+SELECT ['whole', 'steady', 'spike', 'between'][sc + 1] AS scope,
+    ['lat', 'size', 'inflight'][m + 1] AS measure,
+    CASE o WHEN 0 THEN 'all' WHEN 1 THEN 'read' WHEN 2 THEN 'write' WHEN 3 THEN 'discard' WHEN 4 THEN 'flush' END
+        AS op,
+    n, p50, p99, p99_9
+FROM q
