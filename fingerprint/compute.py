@@ -184,7 +184,7 @@ def compute(con: Any, io: Any, sync: Any, meta: TraceMeta, options: Options | No
         codes[k] = 2
     _do(con, "set_params", {**params, "regime": codes})
 
-    ctx = {"t0": t0, "t1": t1, "W": W, "nwin": nwin}
+    ctx = {"t0": t0, "t1": t1, "W": W, "nwin": nwin, "devices": b["devices"]}
     scopes: dict[str, tuple[list[int], tuple[int, int]]] = {"whole": (list(range(nwin)), (t0, t1))}
     if steady_k:
         scopes["steady"] = (steady_k, (t0, t1))
@@ -359,9 +359,12 @@ def _summaries(
     limits = {"size_limits": BINS["io_length_bytes"], "inflight_limits": BINS["outstanding_ios"],
               "lat_limits": BINS["latency_us"]}  # fmt: skip
     _do(con, "scope_partials", limits)
-    # Each device's issue order, sorted once and kept as a few integer columns: device_order
-    # reads it twice (per-window partials, then the seeks near the median); freed right after.
-    _do(con, "device_seeks")
+    # Each device's issue order, kept as a few integer columns: device_order reads it twice
+    # (per-window partials, then the seeks near the median); freed right after. One pass per
+    # device (ranks 1..n, as the io view numbers them): a device's rows sort fast by time.
+    _do(con, "device_seeks_table")
+    for dev in range(1, len(ctx["devices"]) + 1):
+        _do(con, "device_seeks", {"dev": dev})
     device = _by_scope(_all(con, "device_order", {"limits": BINS["seek_lbn"]}))
     con.execute("DROP TABLE dev_seeks").fetchall()
     parts: dict[str, Any] = {
