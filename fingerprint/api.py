@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -23,26 +22,6 @@ from iofp.errors import BadInput
 # spills the sorts of a big trace to disk instead of growing past the limit.
 DUCKDB_MEMORY_LIMIT = os.environ.get("IOFP_DUCKDB_MEMORY", "3GB")
 DUCKDB_THREADS = int(os.environ.get("IOFP_DUCKDB_THREADS", str(min(os.cpu_count() or 1, 4))))
-
-_UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000, "m": 60_000_000_000}
-
-
-def parse_duration(text: str, what: str = "--window") -> int:
-    """'1s', '100ms', '250us', '2m', '0.5s' -> nanoseconds (a bare number means seconds)."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ns|us|µs|ms|s|m)?\s*", text)
-    if not m or float(m.group(1)) <= 0:
-        raise BadInput(f"{what} {text!r}: give a positive duration such as 1s, 100ms or 250us")
-    return round(float(m.group(1)) * _UNITS[m.group(2) or "s"])
-
-
-def parse_labels(items: list[str]) -> dict[str, str]:
-    labels = {}
-    for item in items:
-        k, sep, v = item.partition("=")
-        if not sep or not k:
-            raise BadInput(f"--label {item!r}: use key=value, e.g. --label service=order-router")
-        labels[k] = v
-    return labels
 
 
 def connect(database: str = ":memory:") -> Any:

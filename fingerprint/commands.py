@@ -55,13 +55,14 @@ def fingerprint_cmd(
 
     Example: iofp fingerprint mysql.trace --window 1s --json mysql.fp.json --label service=db
     """
-    from fingerprint.api import fingerprint_trace, parse_duration, parse_labels, write_json
+    from fingerprint.api import fingerprint_trace, write_json
     from fingerprint.compute import Options
     from fingerprint.summary import render
+    from iofp.cliargs import parse_duration_ns, parse_labels
 
     if json_out is not None and json_out.exists() and not force:
         raise BadInput(f"{json_out} already exists; pass --force to overwrite it")
-    opts = Options(parse_duration(window), device, between, parse_labels(label))
+    opts = Options(parse_duration_ns(window, "--window"), device, between, parse_labels(label))
     fp = fingerprint_trace(trace, opts)
     render(fp)
     if json_out is not None:
@@ -104,13 +105,14 @@ def report_cmd(
 
     Example: iofp report mysql.trace -o mysql.html
     """
-    from fingerprint.api import fingerprint_trace, parse_duration, write_text
+    from fingerprint.api import fingerprint_trace, write_text
     from fingerprint.compute import Options
     from fingerprint.report import render_html
+    from iofp.cliargs import parse_duration_ns
 
     if out.exists() and not force:
         raise BadInput(f"{out} already exists; pass --force to overwrite it")
-    fp = fingerprint_trace(trace, Options(parse_duration(window), device))
+    fp = fingerprint_trace(trace, Options(parse_duration_ns(window, "--window"), device))
     write_text(render_html(fp), out, force=force)
     typer.echo(f"Wrote {out}. Next: open it in a browser, or iofp fingerprint {trace} --json fp.json")
 

@@ -187,7 +187,8 @@ def test_cli_fingerprint_writes_json_and_refuses_to_overwrite(tiny_trace, tmp_pa
     code, _, err = iofp(monkeypatch, capsys, "fingerprint", str(tiny_trace), "--json", str(out))
     assert code == 2 and err == f"iofp: {out} already exists; pass --force to overwrite it\n"
     code, _, err = iofp(monkeypatch, capsys, "fingerprint", str(tiny_trace), "--window", "fast")
-    assert code == 2 and err == "iofp: --window 'fast': give a positive duration such as 1s, 100ms or 250us\n"
+    want = "iofp: --window 'fast' is not a duration; use e.g. 30s, 100ms, 250us, 5m or 1h\n"
+    assert code == 2 and err == want
     code, _, err = iofp(monkeypatch, capsys, "fingerprint", str(tiny_trace), "--device", "sdz")
     assert code == 2 and err == "iofp: the trace has no I/O on device sdz; its devices: d0\n"
 
