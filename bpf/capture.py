@@ -26,8 +26,10 @@ from typing import Any
 
 import numpy as np
 
+from bpf.btf import kernel_btf
 from bpf.devices import device_names, resolve_devices
 from bpf.loader import KernelOptions
+from bpf.record import ReqBits
 from iofp.contract import IO_TABLE, SYNC_TABLE, TraceMeta, TraceWriter, device_facts
 from iofp.errors import BadInput
 
@@ -119,21 +121,16 @@ class _Writer(threading.Thread):
         self,
         writer: TraceWriter,
         t0: int,
+        bits: ReqBits,
         names: dict[int, str],
         release: Callable[[np.ndarray, np.ndarray], None] = lambda io, sync: None,
     ) -> None:
         super().__init__(name="iofp-writer", daemon=True)
-        from bpf.btf import kernel_btf
-        from bpf.record import ReqBits
-
         self.writer = writer
         self.t0 = t0
+        self.bits = bits
         self.names = names
         self.release = release  # hands the record buffers back once converted
-        self.bits = ReqBits.from_btf(kernel_btf())
-        # The parsed BTF is ~10^5 Python objects: while cached, every full garbage collection walks
-        # them, and interpreter exit spent ~0.5 s of CPU on them. Everything needed is extracted.
-        kernel_btf.cache_clear()
         self.q: queue.Queue[tuple[np.ndarray, np.ndarray, dict[str, int]] | None] = queue.Queue(maxsize=4)
         self.io_rows = 0
         self.sync_rows = 0
@@ -224,12 +221,16 @@ def capture(
         "kernel_batch": kc.opts.io_batch,
         "rotate_s": opts.rotate_s,
     }
+    bits = ReqBits.from_btf(kernel_btf())
+    # The parsed BTF is ~10^5 Python objects: while cached, every full garbage collection walks them,
+    # and interpreter exit spent ~0.5 s of CPU on them. All that is needed has been extracted.
+    kernel_btf.cache_clear()
     restore = _install_signal_handlers(stop)
     out: _Writer | None = None
     try:
         t0, wall0 = kc.start()
         meta.capture_start_ns = wall0
-        out = _Writer(writer, t0, device_names(), kc.release)
+        out = _Writer(writer, t0, bits, device_names(), kc.release)
         out.start()
         if ready is not None:
             ready.set()
