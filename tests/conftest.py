@@ -55,3 +55,15 @@ def shared_traces() -> Path:
     if not SHARED_TRACES.is_dir():
         pytest.skip(f"needs the shared traces at {SHARED_TRACES}")
     return SHARED_TRACES
+
+
+def assert_tracer_lost_nothing(loss: dict[str, int], events: int) -> None:
+    """The capture's own pipeline (ring buffer, maps, recursion, transit) lost nothing.
+
+    The one loss outside iofp's control is a completion the kernel did not run our probe for
+    (seen 0-16 times per ~1.1 M requests under softirq load, BENCHMARKS.md): such a request is kept
+    with a null latency and counted as lost_completions, so it is allowed, but only rarely.
+    """
+    own = {k: v for k, v in loss.items() if k.startswith("lost") and k != "lost_completions" and v}
+    assert own == {}, own
+    assert loss.get("lost_completions", 0) <= max(2, events // 10_000), loss

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from conftest import REPO, is_root
+from conftest import REPO, assert_tracer_lost_nothing, is_root
 
 from iofp.contract import MANIFEST, open_trace
 
@@ -77,13 +77,16 @@ def test_signal_ends_the_capture_with_valid_files(
         fio.kill()
         fio.wait()
     assert cap.returncode == 0, stderr
-    # in a pipe: no progress display and no loss warning, only the line saying recording started
-    assert stderr.splitlines() == [f"iofp: recording {name} into {out} (Ctrl-C to stop)"]
     summary = json.loads(stdout)
+    # in a pipe: no progress display, only the line saying recording started (and the loss warning,
+    # should the kernel have skipped a completion probe: counted, see assert_tracer_lost_nothing)
+    lines = stderr.splitlines()
+    assert lines[0] == f"iofp: recording {name} into {out} (Ctrl-C to stop)"
+    assert len(lines) == 1 + (summary["lost_events"] > 0), lines
     assert (out / MANIFEST).exists()
     trace = open_trace(out)
     assert trace.meta.extra["end"] == "stopped"
-    assert trace.meta.lost_events == 0
+    assert_tracer_lost_nothing(trace.meta.loss, summary["io_events"])
     rows = assert_all_files_valid(out)
     assert rows == summary["io_events"] + summary["sync_events"] > 0
     assert trace.num_rows("sync") == summary["sync_events"] > 0
@@ -124,7 +127,7 @@ def test_duration_ends_the_capture(tmp_path: Path, loop_device: str) -> None:
     assert r.stdout.splitlines()[-1] == f"Wrote {tmp_path / 't'}. Next: iofp fingerprint {tmp_path / 't'}"
     meta = open_trace(tmp_path / "t").meta
     assert meta.labels == {"k": "v"} and meta.extra["end"] == "duration"
-    assert 1.0 <= meta.duration_ns / 1e9 < 2.0
+    assert 1.0 <= meta.duration_ns / 1e9 < 2.5  # ends on time; slack for a loaded 2-core machine
 
 
 # ---- bad flags: one line, exit 2, nothing written ---------------------------------------------

@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import destroy_loop_device, make_loop_device, needs_fio, needs_root
+from conftest import assert_tracer_lost_nothing, destroy_loop_device, make_loop_device, needs_fio, needs_root
 from test_iolog import blkreplay_records, mysql_load, run_iofp, shared_trace
 
 from iofp.contract import open_trace
@@ -74,7 +74,7 @@ def test_mysql_spike_replayed_exactly_with_measured_fidelity(mysql_trace, loop_d
 
     fid = rec["fidelity"]
     assert fid["status"] == "measured"
-    assert fid["capture"]["lost_events"] == 0
+    assert_tracer_lost_nothing(fid["capture"]["loss"], fid["capture"]["io_events"])
     # From the capture of the replay: every I/O seen once with the demanded op, offset and size.
     assert fid["per_op"] == {
         "read": {"expected": n_read, "replayed": n_read, "matched": n_read},
@@ -103,7 +103,7 @@ def test_tpcc_folded_onto_a_loop_device(tpcc_trace, loop_device, tmp_path):
     assert rec["settings"]["iodepth"] == 32 and rec["settings"]["iodepth_from"] == "default"
     assert fio_totals(out) == {"read": 4381, "write": 2618, "trim": 0, "sync": 0}  # shared/traces/README
     fid = rec["fidelity"]
-    assert fid["capture"]["lost_events"] == 0
+    assert_tracer_lost_nothing(fid["capture"]["loss"], fid["capture"]["io_events"])
     assert (fid["expected"], fid["replayed"], fid["matched"]) == (6999, 6999, 6999)
     assert fid["window_s"] == 0.01
     # 51k IOPS demanded: fio 3.33 on 2 vCPUs falls behind, and the verdict must say so.
@@ -129,7 +129,7 @@ def test_live_captured_trace_replays_onto_another_device(loop_device, tmp_path):
         destroy_loop_device(src, backing)
     assert res.returncode == 0, res.stderr
     orig = parse_fio_json(res.stdout)["jobs"][0]
-    assert summary.lost_events == 0
+    assert_tracer_lost_nothing(summary.loss, summary.io_events)
     trace = open_trace(tmp_path / "orig")
     sel_ops = {"read": 0, "write": 0, "flush": 0}
     import duckdb
