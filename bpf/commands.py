@@ -3,37 +3,16 @@
 from __future__ import annotations
 
 import json
-import re
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
 
-from iofp.errors import BadInput
+from iofp.cliargs import parse_duration_ns, parse_labels
 
 if TYPE_CHECKING:
     from bpf.capture import CaptureOptions
-
-_UNITS = {"ms": 1e-3, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
-
-
-def parse_duration(text: str, flag: str) -> float:
-    """ "30s", "500ms", "5m", "1h" or plain seconds -> seconds."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min|h)?\s*", text)
-    if not m or float(m.group(1)) <= 0:
-        raise BadInput(f"{flag} {text!r} is not a duration; use e.g. 30s, 500ms, 5m or 1h")
-    return float(m.group(1)) * _UNITS[m.group(2) or "s"]
-
-
-def parse_labels(items: list[str]) -> dict[str, str]:
-    labels = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise BadInput(f"--label {item!r} is not key=value; use e.g. --label service=orders")
-        labels[key.strip()] = value
-    return labels
 
 
 def capture_cmd(
@@ -75,11 +54,11 @@ def capture_cmd(
     opts = CaptureOptions(
         output=output,
         devices=list(device),
-        duration_s=parse_duration(duration, "--duration") if duration else None,
+        duration_s=parse_duration_ns(duration, "--duration") / 1e9 if duration else None,
         labels=parse_labels(label),
         comm=comm,
         pid=pid,
-        rotate_s=parse_duration(rotate, "--rotate"),
+        rotate_s=parse_duration_ns(rotate, "--rotate") / 1e9,
         force=force,
         syscalls=not no_syscalls,
     )

@@ -140,9 +140,15 @@ def test_duration_ends_the_capture(tmp_path: Path, loop_device: str) -> None:
             ["--device", "nosuch0"],
             "iofp: no block device named 'nosuch0'; pass --device NAME from `lsblk -d`, e.g. loop3",
         ),
-        (["--duration", "soon"], "iofp: --duration 'soon' is not a duration; use e.g. 30s, 500ms, 5m or 1h"),
-        (["--rotate", "0s"], "iofp: --rotate '0s' is not a duration; use e.g. 30s, 500ms, 5m or 1h"),
-        (["--label", "novalue"], "iofp: --label 'novalue' is not key=value; use e.g. --label service=orders"),
+        (
+            ["--duration", "soon"],
+            "iofp: --duration 'soon' is not a duration; use e.g. 30s, 100ms, 250us, 5m or 1h",
+        ),
+        (["--rotate", "0s"], "iofp: --rotate '0s' is not a duration; use e.g. 30s, 100ms, 250us, 5m or 1h"),
+        (
+            ["--label", "novalue"],
+            "iofp: --label 'novalue' is not key=value; use e.g. --label service=order-router",
+        ),
         (["--pid", "-4"], "iofp: --pid must be a positive process id, got -4"),
     ],
 )
