@@ -55,7 +55,6 @@ def assert_all_files_valid(root: Path) -> int:
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
-@pytest.mark.usefixtures()
 def test_signal_ends_the_capture_with_valid_files(
     tmp_path: Path, loop_device: str, sig: signal.Signals
 ) -> None:
