@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -67,3 +68,17 @@ def assert_tracer_lost_nothing(loss: dict[str, int], events: int) -> None:
     own = {k: v for k, v in loss.items() if k.startswith("lost") and k != "lost_completions" and v}
     assert own == {}, own
     assert loss.get("lost_completions", 0) <= max(2, events // 10_000), loss
+
+
+def run_main(monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
+    """Run the real `iofp` entry point in-process: exit status, stdout, stderr."""
+    from iofp.cli import main
+
+    monkeypatch.setattr(sys, "argv", ["iofp", *args])
+    code = 0
+    try:
+        main()
+    except SystemExit as e:
+        code = e.code
+    out = capsys.readouterr()
+    return code, out.out, out.err

@@ -4,29 +4,20 @@ known steady part and a known spike, null features for columns a trace lacks, an
 from __future__ import annotations
 
 import json
-import sys
 
 import numpy as np
 import pyarrow as pa
 import pytest
+from conftest import run_main
 
 from fingerprint.api import fingerprint_trace
 from fingerprint.compute import BINS, Options
-from iofp.cli import main
 from iofp.contract import TraceMeta, TraceWriter
 
 MS = 1_000_000
 
 
-def iofp(monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
-    monkeypatch.setattr(sys, "argv", ["iofp", *args])
-    code = 0
-    try:
-        main()
-    except SystemExit as e:
-        code = e.code
-    out = capsys.readouterr()
-    return code, out.out, out.err
+iofp = run_main
 
 
 # ts, lat, offset, size, op, sync, fua, preflush, pid, comm, inflight

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import gzip
-import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from conftest import run_main
 
 from fingerprint.api import fingerprint_trace
 from fingerprint.importing import detect_format, import_trace
-from iofp.cli import main
 from iofp.contract import open_trace
 
 
@@ -23,16 +22,7 @@ def rows(trace: Path, table: str = "io") -> list[dict]:
     return sorted(out, key=lambda r: (r["ts_ns"], str(r.get("device"))))
 
 
-def iofp(monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
-    """Run the real `iofp` entry point in-process: exit status, stdout, stderr."""
-    monkeypatch.setattr(sys, "argv", ["iofp", *args])
-    code = 0
-    try:
-        main()
-    except SystemExit as e:
-        code = e.code
-    out = capsys.readouterr()
-    return code, out.out, out.err
+iofp = run_main
 
 
 def write(tmp_path: Path, name: str, text: str, gz: bool = False) -> Path:
