@@ -13,15 +13,11 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from conftest import REPO, assert_tracer_lost_nothing, is_root
+from conftest import REPO, assert_tracer_lost_nothing, is_root, needs_fio, needs_root
 
 from iofp.contract import MANIFEST, open_trace
 
 IOFP = [sys.executable, "-m", "iofp.cli"]
-needs_capture = [
-    pytest.mark.skipif(not is_root(), reason="needs root (eBPF capture, loop devices)"),
-    pytest.mark.skipif(shutil.which("fio") is None, reason="needs fio (apt install fio)"),
-]
 
 
 def iofp(*args: str, user: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -54,13 +50,12 @@ def assert_all_files_valid(root: Path) -> int:
     return rows
 
 
+@needs_root
+@needs_fio
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_signal_ends_the_capture_with_valid_files(
     tmp_path: Path, loop_device: str, sig: signal.Signals
 ) -> None:
-    for mark in needs_capture:
-        if mark.args[0]:
-            pytest.skip(mark.kwargs["reason"])
     out = tmp_path / "t"
     name = loop_device.removeprefix("/dev/")
     fio = start_fio(loop_device)
@@ -91,10 +86,9 @@ def test_signal_ends_the_capture_with_valid_files(
     assert trace.num_rows("sync") == summary["sync_events"] > 0
 
 
+@needs_root
+@needs_fio
 def test_kill_9_leaves_only_valid_files(tmp_path: Path, loop_device: str) -> None:
-    for mark in needs_capture:
-        if mark.args[0]:
-            pytest.skip(mark.kwargs["reason"])
     out = tmp_path / "t"
     name = loop_device.removeprefix("/dev/")
     fio = start_fio(loop_device)
@@ -116,10 +110,9 @@ def test_kill_9_leaves_only_valid_files(tmp_path: Path, loop_device: str) -> Non
     assert trace.meta.capture_start_ns is not None
 
 
+@needs_root
+@needs_fio
 def test_duration_ends_the_capture(tmp_path: Path, loop_device: str) -> None:
-    for mark in needs_capture:
-        if mark.args[0]:
-            pytest.skip(mark.kwargs["reason"])
     name = loop_device.removeprefix("/dev/")
     r = iofp("capture", "--device", name, "-o", str(tmp_path / "t"), "--duration", "1s", "--label", "k=v")
     assert r.returncode == 0, r.stderr
