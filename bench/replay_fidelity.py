@@ -1,18 +1,20 @@
 """Replay fidelity of `iofp replay` against fio's own write_iolog -> read_iolog round trip.
 
 One original workload (fio randrw 70/30 at 3,000 IOPS, 4 KiB, libaio iodepth 8, on a RAM loop device)
-is captured by iofp's capture while fio also writes its own iolog. Then, alternating and repeated:
+is captured by iofp's capture while fio also writes its own iolog. Then, alternating and repeated,
+the `--variants` (comma-separated, in this order each round):
 
-  A  `iofp replay` of the captured trace onto the same device with the defaults (--streams pid when
-     the trace has more than one pid, --pace auto: calibrated pacing compensation);
-  A0 `iofp replay --pace off --streams single`: the trace's own gaps in one job (the old behaviour);
-  B  fio --read_iolog of fio's own iolog, captured by the same iofp capture.
+  absolute  `iofp replay --pace absolute`: a v2 log with a `wait` (ms since fio's start) per millisecond;
+  auto      `iofp replay --pace auto`: calibrated pacing compensation in a v3 log;
+  off       `iofp replay --pace off --streams single`: the trace's own gaps in one job (the old way);
+  fio       fio --read_iolog of fio's own iolog, captured by the same iofp capture.
 
 Both are judged by the same code against the same reference, the capture of the original:
 replay.fidelity.compare(original capture, replay capture). Targets (issue 4): per-second IOPS within
 2% (MAPE), median lateness < 50 µs, p99 < 1 ms, duration stretch < 1%.
 
-    flock /tmp/iofp-heavy.lock .venv/bin/python -m bench.replay_fidelity --seconds 20 --repeat 2
+    flock /tmp/iofp-heavy.lock .venv/bin/python -m bench.replay_fidelity --seconds 20 --repeat 2 \
+        --variants absolute,auto,fio
 """
 
 from __future__ import annotations
@@ -30,7 +32,12 @@ from replay import fidelity, runner
 from replay.results import parse_fio_json
 
 IODEPTH = 8
-BASELINE = {"pace": "off", "streams": "single"}
+VARIANTS = {
+    "absolute": {"pace": "absolute"},
+    "auto": {"pace": "auto"},
+    "off": {"pace": "off", "streams": "single"},
+    "fio": None,  # fio's own round trip
+}
 
 
 def loop_device(size_mib: int) -> tuple[str, Path]:
@@ -64,6 +71,8 @@ def row(name: str, f: fidelity.Fidelity, runtime_ms: float | None) -> dict:
         "iops_max_err_%": round(100 * (f.iops_max_error or 0), 2),
         "late_p50_us": round(f.late_p50_us or 0, 1),
         "late_p99_us": round(f.late_p99_us or 0, 1),
+        "abs_late_p50_us": round(f.abs_late_p50_us or 0, 1),
+        "abs_late_p99_us": round(f.abs_late_p99_us or 0, 1),
         "final_drift_ms": round((f.final_drift_us or 0) / 1e3, 2),
         "iat_err_p50_us": round(f.iat_err_p50_us or 0, 1),
         "iat_err_p99_us": round(f.iat_err_p99_us or 0, 1),
@@ -73,12 +82,26 @@ def row(name: str, f: fidelity.Fidelity, runtime_ms: float | None) -> dict:
     }
 
 
+def roundtrip(dev: str, d: Path, i: int) -> dict:
+    """fio's own write_iolog -> read_iolog round trip, captured and scored like iofp's replays."""
+    job = captured_fio(dev, d / f"fio-{i}", [
+        "--name=roundtrip", "--direct=1", "--ioengine=libaio", f"--iodepth={IODEPTH}",
+        f"--read_iolog={d / 'orig.iolog'}",
+    ])  # fmt: skip
+    f = fidelity.compare(open_trace(d / "orig"), open_trace(d / f"fio-{i}"))
+    return row(f"fio read_iolog #{i + 1}", f, job["job_runtime"])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=int, default=20)
     ap.add_argument("--iops", type=int, default=3000)
     ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--variants", default="absolute,auto,fio", help=f"comma-separated: {', '.join(VARIANTS)}")
     a = ap.parse_args()
+    variants = a.variants.split(",")
+    if unknown := set(variants) - set(VARIANTS):
+        raise SystemExit(f"--variants: unknown {', '.join(sorted(unknown))}; choose from {list(VARIANTS)}")
     dev, backing = loop_device(1024)
     rows = []
     try:
@@ -96,7 +119,13 @@ def main() -> None:
                 flush=True,
             )
             for i in range(a.repeat):
-                for tag, extra in (("iofp replay", {}), ("iofp --pace off --streams single", BASELINE)):
+                for name in variants:
+                    extra = VARIANTS[name]
+                    if extra is None:
+                        rows.append(roundtrip(dev, d, i))
+                        print(json.dumps(rows[-1]), flush=True)
+                        continue
+                    tag = "iofp " + " ".join(f"--{k} {v}" for k, v in extra.items())
                     out = d / f"iofp-{len(rows)}"
                     opts = runner.ReplayOptions(
                         target=Path(dev), output=out, iodepth=IODEPTH, progress=False,
@@ -107,17 +136,10 @@ def main() -> None:
                     rows.append(row(f"{tag} #{i + 1}", f, rec["fio"]["summary"].get("job_runtime_ms")))
                     rows[-1]["pace_us"] = rec["settings"]["pacing"].get("overhead_us")
                     print(json.dumps(rows[-1]), flush=True)
-                job = captured_fio(dev, d / f"fio-{i}", [
-                    "--name=roundtrip", "--direct=1", "--ioengine=libaio", f"--iodepth={IODEPTH}",
-                    f"--read_iolog={d / 'orig.iolog'}",
-                ])  # fmt: skip
-                f = fidelity.compare(orig, open_trace(d / f"fio-{i}"))
-                rows.append(row(f"fio read_iolog #{i + 1}", f, job["job_runtime"]))
-                print(json.dumps(rows[-1]), flush=True)
     finally:
         subprocess.run(["losetup", "-d", dev], check=False)
         backing.unlink(missing_ok=True)
-    keys = list(rows[0])
+    keys = list(dict.fromkeys(k for r in rows for k in r))
     print("| " + " | ".join(keys) + " |")
     print("|" + "---|" * len(keys))
     for x in rows:

@@ -60,7 +60,11 @@ def iolog_cmd(
         "written as OUT.0.iolog, OUT.1.iolog, ... (replay each as its own fio job).",
     ),
     pace: str = typer.Option(
-        "off", "--pace", help="off, or fio's per-I/O overhead to pre-pay, e.g. 20us (see iofp replay)."
+        "off",
+        "--pace",
+        help="off; absolute (a version 2 log with a `wait` per millisecond: fio's only absolute clock, "
+        "no drift, 1 ms resolution; the first I/O goes 0.5 s after fio starts); or fio's per-I/O "
+        "overhead to pre-pay in a v3 log, e.g. 20us (see iofp replay).",
     ),
     force: bool = FORCE,
     as_json: bool = typer.Option(False, "--json", help="Print the conversion report as JSON."),
@@ -74,7 +78,9 @@ def iolog_cmd(
         raise BadInput(f"--streams {streams}: choose one of {', '.join(streammod.MODES)}")
     spec = pacing.PaceSpec.parse(pace)
     if spec.mode == "auto":
-        raise BadInput("--pace auto calibrates on the target and needs `iofp replay`; pass off or e.g. 20us")
+        raise BadInput(
+            "--pace auto calibrates on the target and needs `iofp replay`; pass off, absolute or e.g. 20us"
+        )
 
     sel = _selection(device, between, regime, reads_only)
     mapping = iolog.Mapping(
@@ -124,10 +130,13 @@ def replay_cmd(
         "selection has more than one pid.",
     ),
     pace: str = typer.Option(
-        "auto",
+        "absolute",
         "--pace",
-        help="auto: measure fio's per-I/O pacing overhead on the target first (~1 s of reads) and "
-        "pre-pay it in the log's gaps; off: the trace's own gaps; or a fixed overhead, e.g. 20us.",
+        help="absolute: a version 2 log with a `wait` per millisecond, fio 3.33's only absolute clock: "
+        "no drift (duration and per-second IOPS exact), but each I/O lands within ~1 ms of its time "
+        "and a millisecond's I/Os go back to back; auto: a v3 log keeping sub-ms gaps, with fio's "
+        "per-I/O overhead measured on the target first (~1.5 s of reads) and pre-paid (drifts "
+        "±1-4% here); off: the trace's own gaps; or a fixed overhead, e.g. 20us.",
     ),
     label: list[str] = typer.Option([], "--label", help="name=value recorded with the result (repeatable)."),
     allow_destructive: bool = typer.Option(

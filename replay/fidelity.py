@@ -13,8 +13,8 @@ for like. SQL lives in sql/fidelity_*.sql. Figures (notes/workload-characterisat
   still averages >= 100 I/Os (0.01 s for TPC-C's 7,000 I/Os in 0.14 s), so a short burst is not
   judged on one window, nor a slow one on windows of a few I/Os where one late I/O is a 10% error;
 - timing: per-I/O lateness (n-th I/O of a key paired with the n-th replayed one, both clocks aligned at
-  the first I/O): median, p99, max, the final drift, the share later than 1 ms; and the inter-arrival
-  error |ΔIAT| (median, p99);
+  the first I/O): median, p99, max, the final drift, the share later than 1 ms; the median and p99 of
+  |lateness| (early counts as much as late); and the inter-arrival error |ΔIAT| (median, p99);
 - concurrency: in-flight at issue, mean and p99, expected (the original device) vs replayed;
 - duration stretch: replayed span / expected span - 1.
 
@@ -24,7 +24,9 @@ Verdict. A replay is **faithful** when a user can say "the device saw my workloa
   95%, the low end of Thesios's 95-99.5% count accuracy), and the run lasted within 5% of the
   selection (fio 3.33 measured +2-8%; more than 5% means the device or the replayer could not keep up
   and the rates it saw were lower than demanded).
-Timing is graded separately: **precise** when median lateness <= 50 µs, p99 <= 1 ms, |stretch| <= 1%
+Timing is graded separately: **precise** when median |lateness| <= 50 µs, p99 |lateness| <= 1 ms
+(absolute values, so a replay whose I/Os scatter ±1 ms around their times is not precise because its
+signed median happens to be 0), |stretch| <= 1%
 and IOPS MAPE <= 2% (the Buttress-class bar and this project's benchmark targets); otherwise
 **drifting**. fio's pacing accumulates lateness (it waits relative to the previous issue), so a long
 fio replay is typically faithful but drifting: that is measured here, never assumed.
@@ -69,6 +71,8 @@ class Fidelity:
     late_p99_us: float | None = None
     late_max_us: float | None = None
     late_min_us: float | None = None
+    abs_late_p50_us: float | None = None
+    abs_late_p99_us: float | None = None
     final_drift_us: float | None = None
     late_over_1ms: int = 0
     iat_err_p50_us: float | None = None
@@ -155,6 +159,7 @@ def _measure(con: duckdb.DuckDBPyConnection, window_s: float | None) -> Fidelity
     us = lambda ns: None if ns is None else ns / 1e3  # noqa: E731
     fid.late_p50_us, fid.late_p99_us = us(late["late_p50_ns"]), us(late["late_p99_ns"])
     fid.late_max_us, fid.late_min_us = us(late["late_max_ns"]), us(late["late_min_ns"])
+    fid.abs_late_p50_us, fid.abs_late_p99_us = us(late["abs_late_p50_ns"]), us(late["abs_late_p99_ns"])
     fid.final_drift_us, fid.late_over_1ms = us(late["final_drift_ns"]), int(late["late_over_1ms"])
     fid.iat_err_p50_us, fid.iat_err_p99_us = us(late["iat_err_p50_ns"]), us(late["iat_err_p99_ns"])
 
@@ -193,10 +198,10 @@ def _judge(fid: Fidelity) -> None:
         )
     fid.faithful = not fid.reasons
     precise = (
-        fid.late_p50_us is not None
-        and abs(fid.late_p50_us) <= PRECISE_LATE_P50_NS / 1e3
-        and fid.late_p99_us is not None
-        and abs(fid.late_p99_us) <= PRECISE_LATE_P99_NS / 1e3
+        fid.abs_late_p50_us is not None
+        and fid.abs_late_p50_us <= PRECISE_LATE_P50_NS / 1e3
+        and fid.abs_late_p99_us is not None
+        and fid.abs_late_p99_us <= PRECISE_LATE_P99_NS / 1e3
         and (fid.stretch is None or abs(fid.stretch) <= PRECISE_STRETCH)
         and (fid.iops_mape is None or fid.iops_mape <= PRECISE_MAPE)
     )

@@ -50,6 +50,7 @@ from replay import selection as selmod
 from replay import streams as streammod
 
 HEADER = "fio version 3 iolog\n"
+HEADER_V2 = "fio version 2 iolog\n"  # --pace absolute (pacing.WaitClock)
 FIO_ACTIONS = ("read", "write", "trim", "sync")  # indexed like contract.OPS
 READ, WRITE, DISCARD, FLUSH = range(4)
 MAX_NAME = 256  # fio parses names with %256s
@@ -199,8 +200,11 @@ def convert(
             with contextlib.ExitStack() as stack:
                 files = [stack.enter_context(open(t, "wb", buffering=1 << 22)) for t in tmps]
                 for f in files:
-                    f.write(HEADER.encode())
-                    f.write(f"1 {mapping.target} add\n1 {mapping.target} open\n".encode())
+                    if pacing.log_version == 2:
+                        f.write(f"{HEADER_V2}{mapping.target} add\n{mapping.target} open\n".encode())
+                    else:
+                        f.write(HEADER.encode())
+                        f.write(f"1 {mapping.target} add\n1 {mapping.target} open\n".encode())
                 pacers = [pacing.pacer(st.engine) for st in plan.streams]
                 conv = _BatchConverter(
                     mapping, report, first_ns=stats.first_ns or 0, reads_only=sel.reads_only
@@ -262,7 +266,10 @@ class _BatchConverter:
             keep &= ~mask
 
     def convert(
-        self, batch: pa.RecordBatch, plan: streammod.StreamPlan, pacers: list[pacemod.Pacer]
+        self,
+        batch: pa.RecordBatch,
+        plan: streammod.StreamPlan,
+        pacers: list[pacemod.Pacer | pacemod.WaitClock],
     ) -> tuple[list[bytes], pa.Table | None]:
         r, m = self.r, self.m
         n = batch.num_rows
@@ -321,6 +328,12 @@ class _BatchConverter:
                 blobs.append(b"")
                 continue
             pick = (lambda x: x) if idx is None else (lambda x, ix=idx: x[ix])
+            if isinstance(pacer, pacemod.WaitClock):
+                ms, new = pacer.waits(pick(rel_sched))
+                self.kept[i] = self.kept.get(i, 0) + len(ms)
+                self.last_us[i] = int(ms[-1]) * 1000
+                blobs.append(self._format_v2(ms, new, pick(opc), pick(off), pick(size)))
+                continue
             ts_us = pacer.log_us(pick(rel_sched), pick(flush))
             self.kept[i] = self.kept.get(i, 0) + len(ts_us)
             self.last_us[i] = int(ts_us[-1])
@@ -347,9 +360,36 @@ class _BatchConverter:
             pc.binary_join_element_wise(sz_s, "\n", ""),
             " ",
         )
-        offsets = lines.buffers()[1]
-        o = np.frombuffer(offsets, dtype=np.int32, count=len(lines) + 1, offset=lines.offset * 4)
-        return lines.buffers()[2].to_pybytes()[o[0] : o[-1]]
+        return _joined(lines)
+
+    def _format_v2(
+        self, ms: np.ndarray, new: np.ndarray, opc: np.ndarray, off: np.ndarray, size: np.ndarray
+    ) -> bytes:
+        """v2 lines `TARGET read|write|sync|trim OFFSET LENGTH`, each ms opened by `TARGET wait MS 0`."""
+        sz_s = pc.cast(pa.array(size), pa.string())
+        ios = pc.binary_join_element_wise(
+            self.target,
+            self.actions.take(pa.array(opc)),
+            pc.cast(pa.array(off), pa.string()),
+            pc.binary_join_element_wise(sz_s, "\n", ""),
+            " ",
+        )
+        waits = pc.binary_join_element_wise(
+            self.target, "wait", pc.cast(pa.array(ms[new]), pa.string()), "0\n", " "
+        )
+        n, k = len(ios), len(waits)
+        pos = np.arange(n) + np.cumsum(new)  # an I/O's line: after every wait up to and including its own
+        order = np.empty(n + k, dtype=np.int64)
+        order[pos] = np.arange(n)
+        order[pos[new] - 1] = n + np.arange(k)  # a wait right before the I/O that opens its millisecond
+        return _joined(pa.concat_arrays([ios, waits]).take(pa.array(order)))
+
+
+def _joined(lines: pa.Array) -> bytes:
+    """The concatenated bytes of a string array (its data buffer between the first and last offset)."""
+    offsets = lines.buffers()[1]
+    o = np.frombuffer(offsets, dtype=np.int32, count=len(lines) + 1, offset=lines.offset * 4)
+    return lines.buffers()[2].to_pybytes()[o[0] : o[-1]]
 
 
 class _ExpectedWriter:

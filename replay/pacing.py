@@ -21,6 +21,16 @@ last data I/O's predicted issue.
 c is calibrated before the replay (`calibrate`): fio replays a synthetic log of reads of the target
 (always safe) at the selection's median gap for about a second, with the replay's engine, and
 c = runtime / N - gap. `--pace off` writes the trace's own gaps; `--pace 20us` fixes c.
+
+Any residual error in c still accumulates (1 µs = 30 ms per 10 s at 3,000 IOPS), and so does the
+per-I/O jitter: with a c known exactly in hindsight, a 3 s replay at 3,000 IOPS still wandered by a
+median 1.0-3.7 ms (BENCHMARKS.md, replay section, 2026-11-23). fio 3.33 has exactly one absolute clock
+in its iolog replay: the version 2 `wait` line, "wait until T ms after fio started" (notes 1.2:
+`mtime_since_genesis()`; the HOWTO's "relative to the previous wait" is wrong). `--pace absolute`
+(`WaitClock`) writes a v2 log instead: before the first I/O of each millisecond a `wait START+T`, then
+that millisecond's I/Os back to back. Nothing accumulates (every wait re-anchors to fio's start, shared
+by all jobs, so streams stay aligned too); the price is 1 ms resolution: an I/O is issued at the start
+of its millisecond, up to ~1 ms early or late, and I/Os of one millisecond go back to back.
 """
 
 from __future__ import annotations
@@ -43,22 +53,25 @@ CAL_MAX_IOS = 2000
 CAL_MIN_GAP_NS = 20_000  # below this the gap is mostly busy time, not sleep: calibrate at 20 µs
 CAL_MAX_GAP_NS = 5_000_000
 MAX_OVERHEAD_NS = 1_000_000  # a calibration above 1 ms per I/O is not overhead but a broken run
+# --pace absolute: the first wait, in ms after fio starts. fio's start-up (job fork, file open, log parse)
+# took 100-300 ms here (~120 ms for one job); an I/O due before the job runs would be issued late, in a burst.
+START_MS = 500
 SYNC_KEEPS_CLOCK = ("libaio",)  # engines whose `sync` does not move fio's last_issue (see Pacer)
 
 
 @dataclass(frozen=True)
 class PaceSpec:
-    mode: str  # "auto" | "off" | "fixed"
+    mode: str  # "absolute" | "auto" | "off" | "fixed"
     overhead_ns: float = 0.0  # for "fixed"
 
     @classmethod
     def parse(cls, text: str) -> PaceSpec:
         t = text.strip().lower()
-        if t in ("auto", "off"):
+        if t in ("absolute", "auto", "off"):
             return cls(t)
         m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*(ns|us|µs|ms)", t)
         if not m:
-            raise BadInput(f"--pace {text}: expected auto, off or an overhead such as 20us")
+            raise BadInput(f"--pace {text}: expected absolute, auto, off or an overhead such as 20us")
         scale = {"ns": 1, "us": 1e3, "µs": 1e3, "ms": 1e6}[m.group(2)]
         ns = float(m.group(1)) * scale
         if ns > MAX_OVERHEAD_NS:
@@ -77,8 +90,14 @@ class Pacing:
     def for_engine(self, engine: str) -> float:
         return self.overhead_ns.get(engine, 0.0) if self.mode != "off" else 0.0
 
-    def pacer(self, engine: str) -> Pacer:
+    @property
+    def log_version(self) -> int:
+        return 2 if self.mode == "absolute" else 3
+
+    def pacer(self, engine: str) -> Pacer | WaitClock:
         """The converter's pacer for one stream; `off` writes the trace's own gaps, unchanged."""
+        if self.mode == "absolute":
+            return WaitClock()
         if self.mode == "off":
             return Pacer(0.0)
         return Pacer(self.for_engine(engine), sync_resets_clock=engine not in SYNC_KEEPS_CLOCK)
@@ -125,6 +144,27 @@ class Pacer:
             self.q = float(q_sets[-1])
         self.emitted = float(emitted[-1]) if len(emitted) else self.emitted
         return np.floor(emitted / 1000).astype(np.int64) + 1
+
+
+class WaitClock:
+    """`--pace absolute`: the v2 log's `wait` times (ms after fio's start) for one stream's I/Os.
+
+    An I/O demanded at t ns belongs to millisecond START_MS + floor(t / 1 ms); a `wait` goes before the
+    first I/O of each millisecond (`waits`' mask). fio 3.33 sleeps (T - elapsed whole ms) from the
+    moment it reads the wait, so the I/O lands within about 1 ms of its demanded time, never drifting.
+    """
+
+    def __init__(self, start_ms: int = START_MS) -> None:
+        self.start_ms = start_ms
+        self.last = -1  # the last wait written (carried across batches)
+
+    def waits(self, t_ns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(ms, new): each I/O's millisecond, and True where a `wait ms` line must precede it."""
+        ms = self.start_ms + np.asarray(t_ns, dtype=np.int64) // 1_000_000
+        new = ms != np.concatenate(([self.last], ms[:-1]))  # rows arrive in time order
+        if len(ms):
+            self.last = int(ms[-1])
+        return ms, new
 
 
 def calibration_gap_ns(median_gap_ns: float | None) -> int:

@@ -34,5 +34,6 @@ def fidelity_line(fid: dict[str, Any]) -> str:
         f"{head}: {fid['matched']}/{fid['expected']} I/Os matched "
         f"({fid['missing']} missing, {fid['extra']} extra); "
         f"IOPS MAPE {f(fid['iops_mape'], '.2f', 100)}%; lateness p50 {f(fid['late_p50_us'], '.0f')} µs, "
-        f"p99 {f(fid['late_p99_us'], '.0f')} µs; stretch {f(fid['stretch'], '+.2f', 100)}%"
+        f"p99 {f(fid['late_p99_us'], '.0f')} µs (|lateness| p50 {f(fid.get('abs_late_p50_us'), '.0f')} µs, "
+        f"p99 {f(fid.get('abs_late_p99_us'), '.0f')} µs); stretch {f(fid['stretch'], '+.2f', 100)}%"
     )

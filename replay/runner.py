@@ -52,7 +52,7 @@ class ReplayOptions:
     iodepth: int | None = None
     engine: str = "libaio"  # "auto": psync for a stream that never had 2 I/Os in flight (streams.py)
     streams: str | None = None  # "pid" | "single"; None: "pid" when the selection has > 1 pid
-    pace: str = "auto"  # "auto" | "off" | "<N>us" (pacing.py)
+    pace: str = "absolute"  # "absolute" | "auto" | "off" | "<N>us" (pacing.py)
     labels: dict[str, str] = field(default_factory=dict)
     allow_destructive: bool = False
     fidelity: bool = True
@@ -289,8 +289,8 @@ def _pacing(
 ) -> pacemod.Pacing:
     spec = pacemod.PaceSpec.parse(opts.pace)
     engines = sorted({s.engine for s in plan.streams})
-    if spec.mode == "off":
-        return pacemod.Pacing(mode="off")
+    if spec.mode in ("off", "absolute"):
+        return pacemod.Pacing(mode=spec.mode)
     if spec.mode == "fixed":
         return pacemod.Pacing(mode="fixed", overhead_ns=dict.fromkeys(engines, spec.overhead_ns))
     biggest = max(plan.streams, key=lambda s: s.ios)

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pytest
 from conftest import SHARED_TRACES, needs_fio
@@ -14,7 +15,7 @@ from typer.testing import CliRunner
 
 from iofp.cli import main
 from iofp.contract import TraceMeta, TraceWriter, open_trace
-from replay import fiocaps, iolog
+from replay import fiocaps, iolog, pacing
 from replay.selection import Selection
 
 # --------------------------------------------------------------------------------------------
@@ -140,6 +141,42 @@ def test_log_is_v3_with_add_open_first_sorted_and_timestamps_from_1(mixed_trace,
     assert rep.ops == {"read": 1, "write": 2, "trim": 0, "sync": 1}
     assert rep.duration_us == 3000
     assert rep.sorted_by == "duckdb"  # rows were in completion order
+
+
+def test_absolute_pacing_writes_v2_with_a_wait_before_each_millisecond(mixed_trace, tmp_path):
+    """--pace absolute: fio 3.33's only absolute clock is the v2 `wait` (ms since fio started)."""
+    out = tmp_path / "x.iolog"
+    rep = iolog.convert(
+        open_trace(mixed_trace),
+        out,
+        Selection(device="loop9"),
+        iolog.Mapping(target="/dev/loop3"),
+        pacing=pacing.Pacing(mode="absolute"),
+    )
+    start = pacing.START_MS
+    assert io_lines(out) == [
+        "fio version 2 iolog",
+        "/dev/loop3 add",
+        "/dev/loop3 open",
+        f"/dev/loop3 wait {start} 0",
+        "/dev/loop3 read 0 4096",
+        "/dev/loop3 write 4096 8192",  # same millisecond: no second wait
+        f"/dev/loop3 wait {start + 1} 0",  # the flush at 1.5005 ms belongs to millisecond 1
+        "/dev/loop3 sync 0 0",
+        f"/dev/loop3 wait {start + 3} 0",
+        "/dev/loop3 write 8192 4096",
+    ]
+    assert rep.kept == 4 and rep.dropped == {"discard_unsupported": 1, "zero_size": 1}
+
+
+def test_wait_clock_carries_the_last_millisecond_across_batches():
+    t = np.array([0, 400_000, 999_999, 1_000_000, 1_000_001, 7_300_000], dtype=np.int64)
+    whole = pacing.WaitClock(start_ms=10).waits(t)
+    assert whole[0].tolist() == [10, 10, 10, 11, 11, 17]
+    assert whole[1].tolist() == [True, False, False, True, False, True]
+    c = pacing.WaitClock(start_ms=10)
+    parts = [c.waits(t[:4]), c.waits(t[4:])]  # the batch boundary falls inside millisecond 11
+    assert np.concatenate([m for _, m in parts]).tolist() == whole[1].tolist()
 
 
 def test_trim_is_written_only_when_fio_reads_it(mixed_trace, tmp_path):

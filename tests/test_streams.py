@@ -59,7 +59,8 @@ def test_libaio_gaps_after_a_sync_count_from_the_last_data_io():
 
 
 @pytest.mark.parametrize(
-    ("text", "mode", "ns"), [("auto", "auto", 0.0), ("off", "off", 0.0), ("20us", "fixed", 20_000.0)]
+    ("text", "mode", "ns"),
+    [("absolute", "absolute", 0.0), ("auto", "auto", 0.0), ("off", "off", 0.0), ("20us", "fixed", 20_000.0)],
 )
 def test_pace_option_parses(text, mode, ns):
     spec = pacing.PaceSpec.parse(text)

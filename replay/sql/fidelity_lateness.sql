@@ -26,6 +26,9 @@ SELECT
     (SELECT tr0 FROM anchor) AS tr0,
     quantile_disc(late_ns, 0.5) AS late_p50_ns,
     quantile_disc(late_ns, 0.99) AS late_p99_ns,
+    -- |lateness|: an I/O 1 ms early is as far off its time as one 1 ms late (judged in fidelity.py)
+    quantile_disc(abs(late_ns), 0.5) AS abs_late_p50_ns,
+    quantile_disc(abs(late_ns), 0.99) AS abs_late_p99_ns,
     max(late_ns) AS late_max_ns,
     min(late_ns) AS late_min_ns,
     arg_max(late_ns, te) AS final_drift_ns,
