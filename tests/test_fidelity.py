@@ -106,3 +106,25 @@ def test_inflight_is_reported_per_side(tmp_path):
 )
 def test_rate_window_keeps_enough_ios_per_window(span_s, ios, window):
     assert fidelity.rate_window(span_s, ios) == pytest.approx(window)
+
+
+def test_one_late_first_io_does_not_shift_every_other_io(tmp_path):
+    # 1 ms gaps: 10 I/Os in the anchor's first 10 ms. The replay's first I/O woke 2 ms late (a replay's
+    # first wake-up here can be), the others are exactly on time relative to each other.
+    rows = _expected(tmp_path, n=2000, gap_ns=1_000_000)
+    rep = _shifted(rows)
+    rep["ts_ns"][0] += 2_000_000
+    f = fidelity.compare(_trace(tmp_path, "e", rows), _trace(tmp_path, "r", rep))
+    assert (f.late_p50_us, f.abs_late_p50_us, f.late_max_us, f.late_min_us) == (0, 0, 2000, 0)
+
+
+def test_precise_timing_is_judged_on_absolute_lateness(tmp_path):
+    # After an exact start, I/Os 0.3 ms early, on time, 0.3 ms late in turn: the signed median is 0 and
+    # the signed p99 0.3 ms (the old rule's "precise"), yet two I/Os in three are 0.3 ms off.
+    rows = _expected(tmp_path, n=2000, gap_ns=1_000_000)
+    rep = _shifted(rows)
+    rep["ts_ns"] = [t + (0 if i < 20 else (i % 3 - 1) * 300_000) for i, t in enumerate(rep["ts_ns"])]
+    f = fidelity.compare(_trace(tmp_path, "e", rows), _trace(tmp_path, "r", rep))
+    assert (f.late_p50_us, f.late_p99_us) == (0, 300)
+    assert (f.abs_late_p50_us, f.abs_late_p99_us) == (300, 300)
+    assert f.faithful and f.timing == "drifting"

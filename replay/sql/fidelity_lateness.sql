@@ -1,6 +1,9 @@
 -- Per-I/O lateness of the replay: each demanded I/O is paired with the replayed I/O of the same key and
--- rank; both clocks are aligned at the first demanded I/O and its replayed match, and
--- lateness = (replay time - replay anchor) - (demanded time - demanded anchor), in ns.
+-- rank; lateness = (replay time - replay anchor) - (demanded time - demanded anchor), in ns. The demanded
+-- anchor is the first demanded I/O; the replay anchor is that time plus the median offset (replayed -
+-- demanded) of the I/Os demanded in the first $anchor_ns, so one I/O's wake-up jitter (up to ~1-2 ms
+-- for the first I/O of a replay here) does not shift the lateness of all the others. With one I/O in
+-- that span it is the first I/O's own match, as before.
 -- The inter-arrival error is the change of the gap between consecutive matched I/Os (demanded order).
 -- Nearest-rank quantiles (quantile_disc), as fio reports its percentiles.
 WITH m AS (
@@ -9,8 +12,13 @@ WITH m AS (
     JOIN sides AS r ON e.op = r.op AND e.o = r.o AND e.s = r.s AND e.k = r.k AND r.side = 'rep'
     WHERE e.side = 'exp'
 ),
+start AS (
+    SELECT min(te) AS te0 FROM m
+),
 anchor AS (
-    SELECT arg_min(te, te) AS te0, arg_min(tr, te) AS tr0 FROM m
+    SELECT any_value(te0) AS te0, any_value(te0) + quantile_disc(tr - te, 0.5) AS tr0
+    FROM m, start
+    WHERE te < te0 + $anchor_ns
 ),
 late AS (
     SELECT te, tr, (tr - tr0) - (te - te0) AS late_ns FROM m, anchor
