@@ -77,6 +77,9 @@ def row(name: str, f: fidelity.Fidelity, runtime_ms: float | None) -> dict:
         "iat_err_p50_us": round(f.iat_err_p50_us or 0, 1),
         "iat_err_p99_us": round(f.iat_err_p99_us or 0, 1),
         "stretch_%": round(100 * (f.stretch or 0), 2),
+        "inflight_mean_exp/rep": "/".join(
+            f"{(f.inflight.get(k) or {}).get('inflight_mean') or 0:.2f}" for k in ("expected", "replayed")
+        ),
         "fio_runtime_ms": runtime_ms,
         "verdict": f"{f.verdict}, {f.timing}",
     }
