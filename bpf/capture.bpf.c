@@ -7,13 +7,17 @@
  * loader (bpf/loader.py) computed from the running kernel's BTF.
  *
  * Defines from the loader:
- *   IOFP_OFF_RQ_Q, IOFP_OFF_RQ_CMD_FLAGS, IOFP_OFF_RQ_DATA_LEN, IOFP_OFF_RQ_SECTOR   struct request
+ *   IOFP_OFF_RQ_Q, IOFP_OFF_RQ_CMD_FLAGS, IOFP_OFF_RQ_DATA_LEN, IOFP_OFF_RQ_SECTOR,
+ *   IOFP_OFF_RQ_START_TIME                                                          struct request
  *   IOFP_OFF_Q_DISK                                                                 struct request_queue
  *   IOFP_OFF_DISK_MAJOR, IOFP_OFF_DISK_FIRST_MINOR                                  struct gendisk
  *   IOFP_REQ_OP_MASK, IOFP_REQ_OP_FLUSH, IOFP_REQ_PREFLUSH                          enum req_op / req_flag_bits
  *   IOFP_IO_REC_SIZE, IOFP_SYNC_REC_SIZE     the numpy record sizes (layout check)
  *   IOFP_FLUSH_NS                             a batch older than this is sent on the next event
- *   IOFP_MAX_INFLIGHT                         entries in the in-flight request map
+ *   IOFP_SLOT_BITS                            log2 of the direct-mapped in-flight request table
+ *   IOFP_MAX_INFLIGHT                         entries in the hash map for requests whose slot is taken
+ *   IOFP_RQ_SPAN_OFF, IOFP_RQ_SPAN_LEN        one read covering cmd_flags, __data_len, __sector
+ *   IOFP_START_SPAN_OFF, IOFP_START_SPAN_LEN  one read covering q and cmd_flags
  *   IOFP_HAVE_IO_START                        block_io_start exists (else block_rq_insert stands in)
  *   IOFP_FILTER_DEV                           only devices in the `devs` map
  *   IOFP_FILTER_PID=N, IOFP_FILTER_COMM + IOFP_COMM_W0/W1   submitter filters (two u64 words of comm)
@@ -56,7 +60,25 @@ struct iofp_sync_start {
 	u32 call;
 };
 
+/* Requests in flight live in a direct-mapped table indexed by a hash of their pointer: an array
+ * lookup is inlined by the verifier and takes no lock, where a hash-map insert + lookups + delete
+ * per request cost ~4x more (measured: bench/capture_overhead.py). The kernel preallocates requests,
+ * so a few hundred pointers go round; one that finds its slot taken by another request in flight
+ * goes to the `reqs` hash map instead. A slot is claimed with a compare-and-swap of its owner. */
+struct iofp_slot {
+	u64 rq; /* owner; 0 = free */
+	struct iofp_req r;
+};
+BPF_ARRAY(slots, struct iofp_slot, 1 << IOFP_SLOT_BITS);
 BPF_HASH(reqs, u64, struct iofp_req, IOFP_MAX_INFLIGHT);
+
+/* In-flight count per device, the same way: a direct-mapped array, a hash map on collision. */
+struct iofp_devcount {
+	u64 dev; /* owner; 0 = free */
+	s64 n;
+};
+#define IOFP_DEVCOUNT_BITS 8
+BPF_ARRAY(devcount, struct iofp_devcount, 1 << IOFP_DEVCOUNT_BITS);
 BPF_HASH(inflight, u32, s64, 1024);
 BPF_HASH(flushers, u32, struct iofp_flusher, 1024);
 BPF_PERCPU_ARRAY(counters, u64, IOFP_NCOUNTERS);
@@ -78,21 +100,26 @@ static __always_inline void count(u32 idx, u64 n)
 		*c += n; /* per-CPU: no atomics needed */
 }
 
-static __always_inline u32 rq_dev(u64 rq)
+static __always_inline u32 queue_dev(u64 q)
 {
-	/* The same dev the block tracepoints print: rq->q->disk, MKDEV(major, first_minor). */
-	u64 q = 0, disk = 0;
-	int major = 0, minor = 0;
+	/* The same dev the block tracepoints print: q->disk, MKDEV(major, first_minor). */
+	u64 disk = 0;
+	u32 mm[2] = {}; /* gendisk major, first_minor: adjacent ints (checked by the loader) */
 
-	bpf_probe_read_kernel(&q, sizeof(q), (void *)(rq + IOFP_OFF_RQ_Q));
 	if (!q)
 		return 0;
 	bpf_probe_read_kernel(&disk, sizeof(disk), (void *)(q + IOFP_OFF_Q_DISK));
 	if (!disk)
 		return 0;
-	bpf_probe_read_kernel(&major, sizeof(major), (void *)(disk + IOFP_OFF_DISK_MAJOR));
-	bpf_probe_read_kernel(&minor, sizeof(minor), (void *)(disk + IOFP_OFF_DISK_FIRST_MINOR));
-	return ((u32)major << 20) | (u32)minor;
+	bpf_probe_read_kernel(mm, sizeof(mm), (void *)(disk + IOFP_OFF_DISK_MAJOR));
+	return (mm[0] << 20) | mm[1];
+}
+
+static __always_inline u32 rq_dev(u64 rq)
+{
+	u64 q = 0;
+	bpf_probe_read_kernel(&q, sizeof(q), (void *)(rq + IOFP_OFF_RQ_Q));
+	return queue_dev(q);
 }
 
 static __always_inline bool dev_wanted(u32 dev)
@@ -102,6 +129,44 @@ static __always_inline bool dev_wanted(u32 dev)
 #else
 	return dev != 0;
 #endif
+}
+
+/* Per-CPU cache of request_queue -> (dev, wanted): every new request would otherwise pay three
+ * probe reads and a hash lookup (~150 ns here) to learn its device. Entries carry a check word so
+ * that one torn by an interrupting program on this CPU is recomputed, never believed; iofp_flush
+ * empties the cache every flush tick, so a queue freed and reallocated for another disk at the same
+ * address cannot be misattributed for longer than that. */
+struct iofp_qcache {
+	u64 q;
+	u64 v; /* dev << 32 | wanted << 31 | check */
+};
+#define IOFP_QCACHE_N 16
+BPF_PERCPU_ARRAY(qcache, struct iofp_qcache, IOFP_QCACHE_N);
+
+static __always_inline u32 qcache_check(u64 q, u64 dev_wanted)
+{
+	return (u32)(((q ^ (dev_wanted << 7)) * 0x9E3779B97F4A7C15ULL) >> 33);
+}
+
+/* The device of the queue `q` and whether it is traced (0 = not traced). */
+static __always_inline u32 queue_dev_wanted(u64 q)
+{
+	u32 i = (u32)((q >> 6) & (IOFP_QCACHE_N - 1));
+	struct iofp_qcache *c = qcache.lookup(&i);
+	if (c && c->q == q && q) {
+		u64 v = c->v;
+		u64 dw = v >> 31;
+		if ((u32)(v & 0x7fffffff) == qcache_check(q, dw))
+			return (dw & 1) ? (u32)(dw >> 1) : 0;
+	}
+	u32 dev = queue_dev(q);
+	u64 wanted = dev_wanted(dev) ? 1 : 0;
+	if (c && q) {
+		u64 dw = ((u64)dev << 1) | wanted;
+		c->q = q;
+		c->v = (dw << 31) | qcache_check(q, dw);
+	}
+	return wanted ? dev : 0;
 }
 
 static __always_inline bool submitter_wanted(u32 pid, const char *comm)
@@ -117,6 +182,73 @@ static __always_inline bool submitter_wanted(u32 pid, const char *comm)
 		return false;
 #endif
 	return true;
+}
+
+/* ---- request and device tables ------------------------------------------------------------- */
+
+static __always_inline u32 slot_of(u64 rq)
+{
+	/* Fibonacci hashing of the pointer without its cache-line bits (requests are line-aligned) */
+	return (u32)(((rq >> 6) * 0x9E3779B97F4A7C15ULL) >> (64 - IOFP_SLOT_BITS));
+}
+
+/* The tracked request `rq`, or NULL; *slot is its slot when it has one (NULL: in the hash map). */
+static __always_inline struct iofp_req *req_find(u64 rq, struct iofp_slot **slot)
+{
+	u32 i = slot_of(rq);
+	struct iofp_slot *s = slots.lookup(&i);
+	*slot = NULL;
+	if (s && s->rq == rq) {
+		*slot = s;
+		return &s->r;
+	}
+	return reqs.lookup(&rq);
+}
+
+/* Start tracking `rq` (not tracked yet) as `init`; NULL when the hash map is full too. */
+static __always_inline struct iofp_req *req_new(u64 rq, struct iofp_req *init, struct iofp_slot **slot)
+{
+	u32 i = slot_of(rq);
+	struct iofp_slot *s = slots.lookup(&i);
+	*slot = NULL;
+	if (s && s->rq == 0 && __sync_val_compare_and_swap(&s->rq, 0, rq) == 0) {
+		/* Only this request's own later events read the slot, and they happen after this one */
+		__builtin_memcpy(&s->r, init, sizeof(s->r));
+		*slot = s;
+		return &s->r;
+	}
+	if (reqs.update(&rq, init) != 0)
+		return NULL;
+	return reqs.lookup(&rq);
+}
+
+static __always_inline void req_forget(u64 rq, struct iofp_slot *slot)
+{
+	if (slot)
+		__sync_lock_test_and_set(&slot->rq, 0); /* a full barrier: our reads of it are done */
+	else
+		reqs.delete(&rq);
+}
+
+static __always_inline s64 *inflight_of(u32 dev)
+{
+	u32 i = (dev * 2654435761U) >> (32 - IOFP_DEVCOUNT_BITS);
+	struct iofp_devcount *c = devcount.lookup(&i);
+	if (c) {
+		if (c->dev == dev)
+			return &c->n;
+		if (c->dev == 0 && __sync_val_compare_and_swap(&c->dev, 0, (u64)dev) == 0)
+			return &c->n;
+		if (c->dev == dev) /* another CPU claimed it for the same device just now */
+			return &c->n;
+	}
+	s64 *n = inflight.lookup(&dev);
+	if (!n) {
+		s64 zero = 0;
+		inflight.update(&dev, &zero); /* BPF_ANY; a racing insert of 0 is harmless */
+		n = inflight.lookup(&dev);
+	}
+	return n;
 }
 
 /* ---- batching --------------------------------------------------------------------------------- */
@@ -189,6 +321,13 @@ int iofp_flush(struct bpf_raw_tracepoint_args *ctx)
 		return 0;
 	}
 	*(volatile u32 *)bz = 1; /* an interrupting completion must not touch the batches now */
+#pragma unroll
+	for (u32 i = 0; i < IOFP_QCACHE_N; i++) {
+		u32 k = i;
+		struct iofp_qcache *c = qcache.lookup(&k);
+		if (c)
+			c->q = 0;
+	}
 	u64 now = bpf_ktime_get_ns();
 	bool force = ctx->args[0] != 0;
 	struct iofp_io_batch *ib = io_batch.lookup(&zero);
@@ -254,45 +393,65 @@ static __always_inline void emit_io(struct iofp_req *r, u64 complete_ns, u8 erro
 /* Raw tracepoint programs, attached by the loader (bpf/loader.py) by name, so that the capture
  * starts at a known instant rather than when bcc finishes compiling. */
 
+/* struct request's q and cmd_flags, in one probe read where they are close (0 and 24 on 6.1-6.18) */
+struct iofp_rq_head {
+	u64 q;
+	u32 cmd_flags;
+};
+
+static __always_inline void rq_head(u64 rq, struct iofp_rq_head *h)
+{
+#ifdef IOFP_START_SPAN_LEN
+	u8 span[IOFP_START_SPAN_LEN];
+	bpf_probe_read_kernel(span, sizeof(span), (void *)(rq + IOFP_START_SPAN_OFF));
+	__builtin_memcpy(&h->q, span + (IOFP_OFF_RQ_Q - IOFP_START_SPAN_OFF), 8);
+	__builtin_memcpy(&h->cmd_flags, span + (IOFP_OFF_RQ_CMD_FLAGS - IOFP_START_SPAN_OFF), 4);
+#else
+	bpf_probe_read_kernel(&h->q, 8, (void *)(rq + IOFP_OFF_RQ_Q));
+	bpf_probe_read_kernel(&h->cmd_flags, 4, (void *)(rq + IOFP_OFF_RQ_CMD_FLAGS));
+#endif
+}
+
 static __always_inline int track_start(u64 rq)
 {
-	u32 dev = rq_dev(rq);
-	if (!dev_wanted(dev))
+	struct iofp_rq_head h = {};
+	rq_head(rq, &h);
+	u32 dev = queue_dev_wanted(h.q);
+	if (!dev)
 		return 0;
+	/* No clock read here (~100 ns per bpf_ktime_get_ns() on this VM): queue_ns is the request's own
+	 * start_time_ns, read at issue (see rq_fields) */
 	struct iofp_req r = {};
-	r.queue_ns = bpf_ktime_get_ns();
 	r.dev = dev;
 	r.pid = bpf_get_current_pid_tgid() >> 32;
 	bpf_get_current_comm(&r.comm, sizeof(r.comm));
-	if (reqs.insert(&rq, &r) != 0) {
+	struct iofp_slot *slot;
+	struct iofp_req *old = req_find(rq, &slot);
+	if (old) {
 		/* The pointer is still tracked: a request that used it before was issued, but its
 		 * block_rq_complete never ran our program (seen on 6.18: ~1 in 10^6 under load, with no
 		 * recursion miss). It did complete (the block layer reuses a request only after that):
 		 * send it now with its completion time unknown, so that it is neither dropped silently
 		 * nor left counted in flight, and count the loss. */
-		struct iofp_req *old = reqs.lookup(&rq);
-		if (old && old->issue_ns) {
-			u32 odev = old->dev;
-			s64 *n = inflight.lookup(&odev);
+		if (old->issue_ns) {
+			s64 *n = inflight_of(old->dev);
 			if (n)
 				__sync_fetch_and_add(n, -1);
 			emit_io(old, 0, 0);
 			count(IOFP_CNT_LOST_COMPLETIONS, 1);
 		}
-		if (reqs.update(&rq, &r) != 0) {
-			count(IOFP_CNT_LOST_IO_MAP_FULL, 1);
-			return 0;
-		}
+		__builtin_memcpy(old, &r, sizeof(r));
+	} else if (!req_new(rq, &r, &slot)) {
+		count(IOFP_CNT_LOST_IO_MAP_FULL, 1);
+		return 0;
 	}
 	/* An fsync on a device with a volatile cache arrives as a PREFLUSH request from the
 	 * application, but the flush itself is a separate request (rwbs FF) that blk-flush issues
 	 * from a kworker: remember who asked, per device, until that flush is issued. */
-	u32 flags = 0;
-	bpf_probe_read_kernel(&flags, sizeof(flags), (void *)(rq + IOFP_OFF_RQ_CMD_FLAGS));
-	if (flags & IOFP_REQ_PREFLUSH) {
+	if (h.cmd_flags & IOFP_REQ_PREFLUSH) {
 		struct iofp_flusher f = {};
 		f.rq = rq;
-		f.queue_ns = r.queue_ns;
+		bpf_probe_read_kernel(&f.queue_ns, sizeof(f.queue_ns), (void *)(rq + IOFP_OFF_RQ_START_TIME));
 		f.pid = r.pid;
 		__builtin_memcpy(f.comm, r.comm, sizeof(f.comm));
 		flushers.update(&dev, &f); /* BPF_ANY: the newest asker; best effort */
@@ -312,43 +471,71 @@ int iofp_io_start(struct bpf_raw_tracepoint_args *ctx)
 int iofp_rq_insert(struct bpf_raw_tracepoint_args *ctx)
 {
 	u64 rq = ctx->args[0];
-	if (reqs.lookup(&rq))
+	struct iofp_slot *slot;
+	if (req_find(rq, &slot))
 		return 0;
 	return track_start(rq);
 }
 #endif
 
+/* struct request's cmd_flags, __data_len, __sector and start_time_ns, read with one probe read when
+ * they lie within IOFP_RQ_SPAN_LEN bytes of each other (24..112 on 6.1-6.18), else four. */
+struct iofp_rq_fields {
+	u32 cmd_flags;
+	u32 bytes;
+	u64 sector;
+	u64 start_ns; /* rq->start_time_ns: when blk-mq allocated it (0 if the queue keeps no stats) */
+};
+
+static __always_inline void rq_fields(u64 rq, struct iofp_rq_fields *f)
+{
+#ifdef IOFP_RQ_SPAN_LEN
+	u8 span[IOFP_RQ_SPAN_LEN];
+	bpf_probe_read_kernel(span, sizeof(span), (void *)(rq + IOFP_RQ_SPAN_OFF));
+	__builtin_memcpy(&f->cmd_flags, span + (IOFP_OFF_RQ_CMD_FLAGS - IOFP_RQ_SPAN_OFF), 4);
+	__builtin_memcpy(&f->bytes, span + (IOFP_OFF_RQ_DATA_LEN - IOFP_RQ_SPAN_OFF), 4);
+	__builtin_memcpy(&f->sector, span + (IOFP_OFF_RQ_SECTOR - IOFP_RQ_SPAN_OFF), 8);
+	__builtin_memcpy(&f->start_ns, span + (IOFP_OFF_RQ_START_TIME - IOFP_RQ_SPAN_OFF), 8);
+#else
+	bpf_probe_read_kernel(&f->cmd_flags, 4, (void *)(rq + IOFP_OFF_RQ_CMD_FLAGS));
+	bpf_probe_read_kernel(&f->bytes, 4, (void *)(rq + IOFP_OFF_RQ_DATA_LEN));
+	bpf_probe_read_kernel(&f->sector, 8, (void *)(rq + IOFP_OFF_RQ_SECTOR));
+	bpf_probe_read_kernel(&f->start_ns, 8, (void *)(rq + IOFP_OFF_RQ_START_TIME));
+#endif
+}
+
 int iofp_rq_issue(struct bpf_raw_tracepoint_args *ctx)
 {
 	u64 rq = ctx->args[0];
 	u64 now = bpf_ktime_get_ns();
-	u32 flags = 0;
-	bpf_probe_read_kernel(&flags, sizeof(flags), (void *)(rq + IOFP_OFF_RQ_CMD_FLAGS));
+	struct iofp_rq_fields f;
+	rq_fields(rq, &f);
 
-	struct iofp_req *r = reqs.lookup(&rq);
+	struct iofp_slot *slot;
+	struct iofp_req *r = req_find(rq, &slot);
 	if (!r) {
 		/* Started before the capture, or a request the block layer made itself (a flush). */
-		u32 dev = rq_dev(rq);
-		if (!dev_wanted(dev))
+		u64 q = 0;
+		bpf_probe_read_kernel(&q, sizeof(q), (void *)(rq + IOFP_OFF_RQ_Q));
+		u32 dev = queue_dev_wanted(q);
+		if (!dev)
 			return 0;
 		struct iofp_req fresh = {};
 		fresh.dev = dev;
-		if ((flags & IOFP_REQ_OP_MASK) == IOFP_REQ_OP_FLUSH) {
-			struct iofp_flusher *f = flushers.lookup(&dev);
-			if (f) {
-				fresh.pid = f->pid;
-				fresh.queue_ns = f->queue_ns;
-				__builtin_memcpy(fresh.comm, f->comm, sizeof(fresh.comm));
+		if ((f.cmd_flags & IOFP_REQ_OP_MASK) == IOFP_REQ_OP_FLUSH) {
+			struct iofp_flusher *fl = flushers.lookup(&dev);
+			if (fl) {
+				fresh.pid = fl->pid;
+				fresh.queue_ns = fl->queue_ns;
+				__builtin_memcpy(fresh.comm, fl->comm, sizeof(fresh.comm));
 				flushers.delete(&dev);
 			}
 		}
-		if (reqs.update(&rq, &fresh) != 0) {
+		r = req_new(rq, &fresh, &slot);
+		if (!r) {
 			count(IOFP_CNT_LOST_IO_MAP_FULL, 1);
 			return 0;
 		}
-		r = reqs.lookup(&rq);
-		if (!r)
-			return 0;
 	}
 	if (r->issue_ns) {
 		/* Re-issued without a requeue event: it is still counted once in flight. */
@@ -356,20 +543,16 @@ int iofp_rq_issue(struct bpf_raw_tracepoint_args *ctx)
 		return 0;
 	}
 	r->issue_ns = now;
-	r->cmd_flags = flags;
-	bpf_probe_read_kernel(&r->bytes, sizeof(r->bytes), (void *)(rq + IOFP_OFF_RQ_DATA_LEN));
-	bpf_probe_read_kernel(&r->sector, sizeof(r->sector), (void *)(rq + IOFP_OFF_RQ_SECTOR));
-
-	u32 dev = r->dev;
-	s64 *n = inflight.lookup(&dev);
-	if (!n) {
-		s64 zero = 0;
-		inflight.update(&dev, &zero); /* BPF_ANY; a racing insert of 0 is harmless */
-		n = inflight.lookup(&dev);
-		if (!n)
-			return 0;
-	}
-	r->inflight = __sync_fetch_and_add(n, 1) + 1;
+	if (!r->queue_ns)
+		/* blk-mq stamps a request when it allocates it, with the same clock (CLOCK_MONOTONIC)
+		 * if the queue keeps I/O stats (the default; cached per plug, as for iostat) */
+		r->queue_ns = f.start_ns;
+	r->cmd_flags = f.cmd_flags;
+	r->bytes = f.bytes;
+	r->sector = f.sector;
+	s64 *n = inflight_of(r->dev);
+	if (n)
+		r->inflight = __sync_fetch_and_add(n, 1) + 1;
 	return 0;
 }
 
@@ -377,11 +560,11 @@ int iofp_rq_requeue(struct bpf_raw_tracepoint_args *ctx)
 {
 	/* Back to the queue: it will be issued again, and counted in flight again then. */
 	u64 rq = ctx->args[0];
-	struct iofp_req *r = reqs.lookup(&rq);
+	struct iofp_slot *slot;
+	struct iofp_req *r = req_find(rq, &slot);
 	if (!r || !r->issue_ns)
 		return 0;
-	u32 dev = r->dev;
-	s64 *n = inflight.lookup(&dev);
+	s64 *n = inflight_of(r->dev);
 	if (n)
 		__sync_fetch_and_add(n, -1);
 	r->issue_ns = 0;
@@ -393,17 +576,22 @@ int iofp_rq_merge(struct bpf_raw_tracepoint_args *ctx)
 {
 	/* Merged into another request before issue: it will never complete on its own. */
 	u64 rq = ctx->args[0];
-	reqs.delete(&rq);
+	struct iofp_slot *slot;
+	if (req_find(rq, &slot))
+		req_forget(rq, slot);
 	return 0;
 }
 
 int iofp_rq_complete(struct bpf_raw_tracepoint_args *ctx)
 {
 	u64 rq = ctx->args[0];
-	struct iofp_req *r = reqs.lookup(&rq);
+	struct iofp_slot *slot;
+	struct iofp_req *r = req_find(rq, &slot);
 	if (!r) {
 		/* Issued before the capture started (the only other way: a device we do not trace). */
-		if (dev_wanted(rq_dev(rq)))
+		u64 q = 0;
+		bpf_probe_read_kernel(&q, sizeof(q), (void *)(rq + IOFP_OFF_RQ_Q));
+		if (queue_dev_wanted(q))
 			count(IOFP_CNT_UNMATCHED_COMPLETIONS, 1);
 		return 0;
 	}
@@ -411,11 +599,11 @@ int iofp_rq_complete(struct bpf_raw_tracepoint_args *ctx)
 	u32 dev = r->dev;
 	if (!r->issue_ns) {
 		/* e.g. an empty PREFLUSH request: blk-flush completes it once its flush is done. */
-		struct iofp_flusher *f = flushers.lookup(&dev);
-		if (f && f->rq == rq)
+		struct iofp_flusher *fl = flushers.lookup(&dev);
+		if (fl && fl->rq == rq)
 			flushers.delete(&dev);
 		count(IOFP_CNT_COMPLETED_UNISSUED, 1);
-		reqs.delete(&rq);
+		req_forget(rq, slot);
 		return 0;
 	}
 	/* block_rq_complete(rq, blk_status_t error, unsigned int nr_bytes) */
@@ -425,12 +613,12 @@ int iofp_rq_complete(struct bpf_raw_tracepoint_args *ctx)
 	if (r->done < r->bytes && !error)
 		return 0; /* partial completion; the rest follows */
 
-	s64 *n = inflight.lookup(&dev);
+	s64 *n = inflight_of(dev);
 	if (n)
 		__sync_fetch_and_add(n, -1);
 
 	emit_io(r, bpf_ktime_get_ns(), error);
-	reqs.delete(&rq);
+	req_forget(rq, slot);
 	return 0;
 }
 

@@ -30,6 +30,7 @@ _FIELDS = {
     "IOFP_OFF_RQ_CMD_FLAGS": ("request", "cmd_flags"),
     "IOFP_OFF_RQ_DATA_LEN": ("request", "__data_len"),
     "IOFP_OFF_RQ_SECTOR": ("request", "__sector"),
+    "IOFP_OFF_RQ_START_TIME": ("request", "start_time_ns"),
     "IOFP_OFF_Q_DISK": ("request_queue", "disk"),
     "IOFP_OFF_DISK_MAJOR": ("gendisk", "major"),
     "IOFP_OFF_DISK_FIRST_MINOR": ("gendisk", "first_minor"),
@@ -39,10 +40,13 @@ _SIZES = {  # the program reads these with fixed-size reads
     "IOFP_OFF_RQ_CMD_FLAGS": 4,
     "IOFP_OFF_RQ_DATA_LEN": 4,
     "IOFP_OFF_RQ_SECTOR": 8,
+    "IOFP_OFF_RQ_START_TIME": 8,
     "IOFP_OFF_Q_DISK": 8,
     "IOFP_OFF_DISK_MAJOR": 4,
     "IOFP_OFF_DISK_FIRST_MINOR": 4,
 }
+
+_MAX_SPAN = 96  # bytes: beyond this, three small reads beat one big one
 
 # bpf(2) commands and flags (include/uapi/linux/bpf.h; stable ABI)
 _SYS_BPF = 321  # x86_64
@@ -159,7 +163,8 @@ class KernelOptions:
     sync_batch: int = 16
     flush_ms: int = 100  # a batch older than this is sent
     ringbuf_bytes: int = 32 << 20  # a power-of-two number of pages
-    max_inflight: int = 65536
+    max_inflight: int = 65536  # hash-map entries, for requests whose table slot is taken
+    slot_bits: int = 16  # direct-mapped in-flight table: 2**16 slots of 72 bytes (4.5 MiB)
 
 
 def comm_words(comm: str) -> tuple[int, int]:
@@ -176,6 +181,17 @@ def cflags(opts: KernelOptions, btf: BTF | None = None) -> list[str]:
         if size != _SIZES[define]:
             raise RuntimeError(f"kernel BTF: {struct_name}.{member} is {size} bytes, not {_SIZES[define]}")
         out.append(f"-D{define}={off}")
+    # One probe read (a helper call, ~50 ns here) for the request fields each program reads,
+    # when they lie close together
+    spans = {"RQ": ("cmd_flags", "__data_len", "__sector", "start_time_ns"), "START": ("q", "cmd_flags")}
+    for prefix, members in spans.items():
+        span = [btf.member("request", m) for m in members]
+        lo, hi = min(o for o, _ in span), max(o + n for o, n in span)
+        if hi - lo <= _MAX_SPAN:
+            out += [f"-DIOFP_{prefix}_SPAN_OFF={lo}", f"-DIOFP_{prefix}_SPAN_LEN={hi - lo}"]
+    major, first_minor = btf.member("gendisk", "major")[0], btf.member("gendisk", "first_minor")[0]
+    if first_minor != major + 4:
+        raise RuntimeError("kernel BTF: gendisk.first_minor does not follow gendisk.major")
     ev = btf.enum_values(["REQ_OP_FLUSH", "__REQ_FAILFAST_DEV", "__REQ_PREFLUSH"])
     out += [
         f"-DIOFP_REQ_OP_MASK={(1 << ev['__REQ_FAILFAST_DEV']) - 1}",
@@ -187,6 +203,7 @@ def cflags(opts: KernelOptions, btf: BTF | None = None) -> list[str]:
         f"-DIOFP_SYNC_BATCH={opts.sync_batch}",
         f"-DIOFP_FLUSH_NS={opts.flush_ms * 1_000_000}ULL",
         f"-DIOFP_MAX_INFLIGHT={opts.max_inflight}",
+        f"-DIOFP_SLOT_BITS={opts.slot_bits}",
         f"-DIOFP_RINGBUF_PAGES={max(1, opts.ringbuf_bytes // os.sysconf('SC_PAGE_SIZE'))}",
     ]
     if btf.has_typedef("btf_trace_block_io_start"):
@@ -363,7 +380,8 @@ class KernelCapture:
 
     def inflight_left(self) -> int:
         """Requests issued during the capture that had not completed when it stopped."""
-        return sum(1 for _, v in self.bpf["reqs"].items() if v.issue_ns)
+        in_slots = sum(1 for _, v in self.bpf["slots"].items() if v.rq and v.r.issue_ns)
+        return in_slots + sum(1 for _, v in self.bpf["reqs"].items() if v.issue_ns)
 
     def recursion_misses(self) -> int:
         """Program runs the kernel skipped because the program was already running on that CPU
