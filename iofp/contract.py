@@ -180,6 +180,10 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         raise
 
 
+# How every trace file is written (pyarrow.parquet.write_table keywords); writers may add to it
+PARQUET_DEFAULTS: dict[str, Any] = {"compression": "zstd", "row_group_size": 1 << 20}
+
+
 class TraceWriter:
     """Writes a trace directory one complete Parquet file at a time.
 
@@ -229,7 +233,7 @@ class TraceWriter:
         pq.write_table(
             tbl.replace_schema_metadata(md),
             tmp,
-            **{"compression": "zstd", "row_group_size": 1 << 20, **(parquet_options or {})},
+            **{**PARQUET_DEFAULTS, **(parquet_options or {})},
         )
         os.replace(tmp, path)
         self.rows[table] += tbl.num_rows
