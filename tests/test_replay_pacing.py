@@ -50,7 +50,7 @@ def test_absolute_pacing_replays_on_schedule(loop_device, tmp_path):
     assert fid["iops_mape"] < 0.02, fid["iops_mape"]
     # Every I/O within a few ms of its time (1 ms resolution, start phase up to 1 ms, wake-ups).
     assert fid["abs_late_p50_us"] <= fid["abs_late_p99_us"] < 5000
-    assert fid["faithful"]
+    assert fid["faithful"] and fid["timing"] in ("on schedule", "precise")
 
 
 def test_absolute_pacing_is_accepted_by_iofp_iolog(tmp_path):
