@@ -7,7 +7,10 @@ the `--variants` (comma-separated, in this order each round):
   absolute  `iofp replay --pace absolute`: a v2 log with a `wait` (ms since fio's start) per millisecond;
   auto      `iofp replay --pace auto`: calibrated pacing compensation in a v3 log;
   off       `iofp replay --pace off --streams single`: the trace's own gaps in one job (the old way);
-  fio       fio --read_iolog of fio's own iolog, captured by the same iofp capture.
+  fio       fio --read_iolog of fio's own iolog, captured by the same iofp capture;
+  feedback  closed loop, measured here rather than built into iofp: an `auto` replay as the probe,
+            then `--pace <c'>` with c' = c + (the probe's final drift / I/Os), i.e. the probe's
+            systematic drift pre-paid; two rows (probe, corrected), twice the replay time.
 
 Both are judged by the same code against the same reference, the capture of the original:
 replay.fidelity.compare(original capture, replay capture). Targets (issue 4): per-second IOPS within
@@ -27,7 +30,7 @@ import uuid
 from pathlib import Path
 
 import bpf
-from iofp.contract import open_trace
+from iofp.contract import Trace, open_trace
 from replay import fidelity, runner
 from replay.results import parse_fio_json
 
@@ -37,6 +40,7 @@ VARIANTS = {
     "auto": {"pace": "auto"},
     "off": {"pace": "off", "streams": "single"},
     "fio": None,  # fio's own round trip
+    "feedback": None,  # auto, then fixed c corrected by the auto run's drift
 }
 
 
@@ -95,6 +99,19 @@ def roundtrip(dev: str, d: Path, i: int) -> dict:
     return row(f"fio read_iolog #{i + 1}", f, job["job_runtime"])
 
 
+def replay_row(orig: Trace, dev: str, out: Path, extra: dict, i: int) -> tuple[dict, fidelity.Fidelity]:
+    """`iofp replay` (the library call) of the original with `extra` options, scored against it."""
+    opts = runner.ReplayOptions(
+        target=Path(dev), output=out, iodepth=IODEPTH, progress=False, allow_destructive=True, **extra
+    )
+    _, rec = runner.replay(orig, opts)
+    f = fidelity.compare(orig, open_trace(out / "capture"))
+    tag = "iofp " + " ".join(f"--{k} {v}" for k, v in extra.items())
+    r = row(f"{tag} #{i + 1}", f, rec["fio"]["summary"].get("job_runtime_ms"))
+    r["pace_us"] = rec["settings"]["pacing"].get("overhead_us")
+    return r, f
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=int, default=20)
@@ -123,22 +140,22 @@ def main() -> None:
             )
             for i in range(a.repeat):
                 for name in variants:
-                    extra = VARIANTS[name]
-                    if extra is None:
+                    if name == "fio":
                         rows.append(roundtrip(dev, d, i))
                         print(json.dumps(rows[-1]), flush=True)
-                        continue
-                    tag = "iofp " + " ".join(f"--{k} {v}" for k, v in extra.items())
-                    out = d / f"iofp-{len(rows)}"
-                    opts = runner.ReplayOptions(
-                        target=Path(dev), output=out, iodepth=IODEPTH, progress=False,
-                        allow_destructive=True, **extra,
-                    )  # fmt: skip
-                    _, rec = runner.replay(orig, opts)
-                    f = fidelity.compare(orig, open_trace(out / "capture"))
-                    rows.append(row(f"{tag} #{i + 1}", f, rec["fio"]["summary"].get("job_runtime_ms")))
-                    rows[-1]["pace_us"] = rec["settings"]["pacing"].get("overhead_us")
-                    print(json.dumps(rows[-1]), flush=True)
+                    elif name == "feedback":
+                        probe, f = replay_row(orig, dev, d / f"iofp-{len(rows)}", {"pace": "auto"}, i)
+                        probe["run"] = f"feedback probe (--pace auto) #{i + 1}"
+                        rows.append(probe)
+                        print(json.dumps(rows[-1]), flush=True)
+                        c_us = probe["pace_us"]["libaio"] + (f.final_drift_us or 0) / f.matched
+                        pace = {"pace": f"{max(c_us, 0):.2f}us"}
+                        rows.append(replay_row(orig, dev, d / f"iofp-{len(rows)}", pace, i)[0])
+                        rows[-1]["run"] = f"feedback corrected (--pace {pace['pace']}) #{i + 1}"
+                        print(json.dumps(rows[-1]), flush=True)
+                    else:
+                        rows.append(replay_row(orig, dev, d / f"iofp-{len(rows)}", VARIANTS[name], i)[0])
+                        print(json.dumps(rows[-1]), flush=True)
     finally:
         subprocess.run(["losetup", "-d", dev], check=False)
         backing.unlink(missing_ok=True)
