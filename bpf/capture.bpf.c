@@ -21,10 +21,20 @@
  *   IOFP_HAVE_IO_START                        block_io_start exists (else block_rq_insert stands in)
  *   IOFP_FILTER_DEV                           only devices in the `devs` map
  *   IOFP_FILTER_PID=N, IOFP_FILTER_COMM + IOFP_COMM_W0/W1   submitter filters (two u64 words of comm)
- *   IOFP_SYSCALLS                             also trace the fsync-family syscalls
+ *   IOFP_SYSCALLS                             also trace the fsync-family syscalls and O_DSYNC writes
+ *   IOFP_CALL_DSYNC_WRITE                     index of "dsync_write" in iofp.contract.SYNC_CALLS
+ *   IOFP_OFF_TASK_FILES, IOFP_OFF_FILES_FDT, IOFP_OFF_FDT_MAX_FDS, IOFP_OFF_FDT_FD,
+ *   IOFP_OFF_FILE_INODE, IOFP_OFF_FILE_FLAGS, IOFP_OFF_INODE_MODE, IOFP_OFF_INODE_RDEV,
+ *   IOFP_OFF_INODE_SB, IOFP_OFF_SB_BDEV, IOFP_OFF_BDEV_DEV    fd -> file -> device, for the syscalls
  */
 #include <uapi/linux/ptrace.h>
 #include "iofp_record.h"
+
+#ifdef IOFP_SYSCALLS
+/* sys_enter_pwritev2's format declares `rwf_t flags` (8 bytes, as every syscall argument there);
+ * bcc builds the args struct from that text, and no header included here defines rwf_t. */
+typedef __u64 rwf_t;
+#endif
 
 _Static_assert(sizeof(struct iofp_io_rec) == IOFP_IO_REC_SIZE, "iofp_io_rec differs from bpf/record.py");
 _Static_assert(sizeof(struct iofp_sync_rec) == IOFP_SYNC_REC_SIZE, "iofp_sync_rec differs from bpf/record.py");
@@ -91,6 +101,9 @@ BPF_HASH(devs, u32, u8, 256);
 #endif
 #ifdef IOFP_SYSCALLS
 BPF_HASH(sync_calls, u32, struct iofp_sync_start, 8192);
+#ifdef IOFP_FILTER_DEV
+BPF_HASH(sync_devs, u32, u8, 1024); /* the captured disks, their partitions and holders (dm, md) */
+#endif
 #endif
 
 static __always_inline void count(u32 idx, u64 n)
@@ -625,7 +638,76 @@ int iofp_rq_complete(struct bpf_raw_tracepoint_args *ctx)
 /* ---- fsync-family syscalls -------------------------------------------------------------------- */
 
 #ifdef IOFP_SYSCALLS
-static __always_inline int sync_enter(u32 call, s32 fd)
+/* The open file behind `fd` in the current task (0 if none): current->files->fdt->fd[fd]. */
+static __always_inline u64 fd_file(s32 fd)
+{
+	u64 task = bpf_get_current_task();
+	u64 files = 0, fdt = 0, arr = 0, file = 0;
+	u32 max = 0;
+
+	if (fd < 0)
+		return 0;
+	bpf_probe_read_kernel(&files, sizeof(files), (void *)(task + IOFP_OFF_TASK_FILES));
+	if (!files)
+		return 0;
+	bpf_probe_read_kernel(&fdt, sizeof(fdt), (void *)(files + IOFP_OFF_FILES_FDT));
+	if (!fdt)
+		return 0;
+	bpf_probe_read_kernel(&max, sizeof(max), (void *)(fdt + IOFP_OFF_FDT_MAX_FDS));
+	if ((u32)fd >= max)
+		return 0;
+	bpf_probe_read_kernel(&arr, sizeof(arr), (void *)(fdt + IOFP_OFF_FDT_FD));
+	if (!arr)
+		return 0;
+	bpf_probe_read_kernel(&file, sizeof(file), (void *)(arr + (u64)(u32)fd * 8));
+	return file;
+}
+
+/* The block device (kernel dev_t) a file's data is on: its own number for a block device node,
+ * else its filesystem's device (s_bdev, so that btrfs' anonymous s_dev does not hide it); 0 when
+ * the filesystem has no block device (tmpfs, overlayfs, NFS, FUSE). */
+static __always_inline u32 file_dev(u64 file)
+{
+	u64 inode = 0, sb = 0, bdev = 0;
+	u16 mode = 0;
+	u32 dev = 0;
+
+	if (!file)
+		return 0;
+	bpf_probe_read_kernel(&inode, sizeof(inode), (void *)(file + IOFP_OFF_FILE_INODE));
+	if (!inode)
+		return 0;
+	bpf_probe_read_kernel(&mode, sizeof(mode), (void *)(inode + IOFP_OFF_INODE_MODE));
+	if ((mode & 0170000) == 0060000) { /* S_IFBLK */
+		bpf_probe_read_kernel(&dev, sizeof(dev), (void *)(inode + IOFP_OFF_INODE_RDEV));
+		return dev;
+	}
+	bpf_probe_read_kernel(&sb, sizeof(sb), (void *)(inode + IOFP_OFF_INODE_SB));
+	if (!sb)
+		return 0;
+	bpf_probe_read_kernel(&bdev, sizeof(bdev), (void *)(sb + IOFP_OFF_SB_BDEV));
+	if (!bdev)
+		return 0;
+	bpf_probe_read_kernel(&dev, sizeof(dev), (void *)(bdev + IOFP_OFF_BDEV_DEV));
+	return dev;
+}
+
+/* With --device, only syncs of files on the captured devices count: an fsync elsewhere on the
+ * machine says nothing about this device's commits. */
+static __always_inline bool file_wanted(u64 file)
+{
+#ifdef IOFP_FILTER_DEV
+	u32 dev = file_dev(file);
+	if (dev && sync_devs.lookup(&dev))
+		return true;
+	count(IOFP_CNT_SYNC_OTHER_DEVICE, 1);
+	return false;
+#else
+	return true;
+#endif
+}
+
+static __always_inline int sync_start(u32 call, s32 fd)
 {
 	u64 id = bpf_get_current_pid_tgid();
 	u32 tid = (u32)id;
@@ -636,6 +718,33 @@ static __always_inline int sync_enter(u32 call, s32 fd)
 	if (sync_calls.update(&tid, &s) != 0)
 		count(IOFP_CNT_LOST_SYNC_MAP_FULL, 1);
 	return 0;
+}
+
+static __always_inline int sync_enter(u32 call, s32 fd)
+{
+	if (fd >= 0 && !file_wanted(fd_file(fd)))
+		return 0;
+	return sync_start(call, fd);
+}
+
+/* A write on a file opened O_DSYNC/O_SYNC (or pwritev2 with RWF_DSYNC/RWF_SYNC) is a commit too:
+ * the call returns once the data is durable (PostgreSQL's open_datasync, O_DSYNC logs). Every
+ * write(2) on the machine passes here, so the test is a few reads and no map operation. */
+#define IOFP_O_DSYNC 010000 /* uapi asm-generic/fcntl.h; O_SYNC includes this bit */
+#define IOFP_RWF_DSYNC 0x2
+#define IOFP_RWF_SYNC 0x4
+static __always_inline int write_enter(s32 fd, u64 rwf)
+{
+	u64 file = fd_file(fd);
+	if (!file)
+		return 0;
+	u32 fflags = 0;
+	bpf_probe_read_kernel(&fflags, sizeof(fflags), (void *)(file + IOFP_OFF_FILE_FLAGS));
+	if (!(fflags & IOFP_O_DSYNC) && !(rwf & (IOFP_RWF_DSYNC | IOFP_RWF_SYNC)))
+		return 0;
+	if (!file_wanted(file))
+		return 0;
+	return sync_start(IOFP_CALL_DSYNC_WRITE, fd);
 }
 
 static __always_inline int sync_exit(s64 ret)
@@ -701,4 +810,14 @@ TRACEPOINT_PROBE(syscalls, sys_enter_sync) { return sync_enter(4, -1); }
 TRACEPOINT_PROBE(syscalls, sys_exit_sync) { return sync_exit(args->ret); }
 TRACEPOINT_PROBE(syscalls, sys_enter_msync) { return sync_enter(5, -1); }
 TRACEPOINT_PROBE(syscalls, sys_exit_msync) { return sync_exit(args->ret); }
+TRACEPOINT_PROBE(syscalls, sys_enter_write) { return write_enter(args->fd, 0); }
+TRACEPOINT_PROBE(syscalls, sys_exit_write) { return sync_exit(args->ret); }
+TRACEPOINT_PROBE(syscalls, sys_enter_pwrite64) { return write_enter(args->fd, 0); }
+TRACEPOINT_PROBE(syscalls, sys_exit_pwrite64) { return sync_exit(args->ret); }
+TRACEPOINT_PROBE(syscalls, sys_enter_writev) { return write_enter(args->fd, 0); }
+TRACEPOINT_PROBE(syscalls, sys_exit_writev) { return sync_exit(args->ret); }
+TRACEPOINT_PROBE(syscalls, sys_enter_pwritev) { return write_enter(args->fd, 0); }
+TRACEPOINT_PROBE(syscalls, sys_exit_pwritev) { return sync_exit(args->ret); }
+TRACEPOINT_PROBE(syscalls, sys_enter_pwritev2) { return write_enter(args->fd, args->flags); }
+TRACEPOINT_PROBE(syscalls, sys_exit_pwritev2) { return sync_exit(args->ret); }
 #endif

@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 
 from bpf.btf import kernel_btf
-from bpf.devices import device_names, resolve_devices
+from bpf.devices import device_names, resolve_devices, stacked_devices
 from bpf.loader import KernelOptions
 from bpf.record import ReqBits
 from iofp.contract import IO_TABLE, PARQUET_DEFAULTS, SYNC_TABLE, TraceMeta, TraceWriter, device_facts
@@ -231,7 +231,14 @@ def capture(
     tuning = kernel or KernelOptions()
     try:
         kc = KernelCapture(
-            replace(tuning, devs=list(devs.values()), pid=opts.pid, comm=opts.comm, syscalls=opts.syscalls)
+            replace(
+                tuning,
+                devs=list(devs.values()),
+                sync_devs=stacked_devices(list(devs)),
+                pid=opts.pid,
+                comm=opts.comm,
+                syscalls=opts.syscalls,
+            )
         )
     except BaseException:
         _remove_empty(Path(opts.output), existed)  # nothing was captured: leave no half-made trace
@@ -306,6 +313,7 @@ def _loss(kc: Any) -> dict[str, int]:
     loss["lost_recursion"] = kc.recursion_misses()
     loss["unmatched_completions"] = c["unmatched_completions"]
     loss["completed_unissued"] = c["completed_unissued"]
+    loss["sync_other_device"] = c["sync_other_device"]  # not lost: filtered out by --device
     return loss
 
 

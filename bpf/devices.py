@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 from bpf.record import kdev
@@ -54,3 +55,21 @@ def resolve_devices(names: list[str]) -> dict[str, int]:
         assert mm is not None
         out[name] = kdev(*mm)
     return out
+
+
+def stacked_devices(names: list[str]) -> list[int]:
+    """The disks, their partitions and every device stacked on any of them (dm, md: sysfs
+    `holders`), as kernel dev_t's: a file's fsync lands on whichever of these its filesystem is on."""
+    seen: set[str] = set()
+    todo = list(names)
+    while todo:
+        name = todo.pop()
+        if name in seen or _read_dev(name) is None:
+            continue
+        seen.add(name)
+        base = SYS_CLASS_BLOCK / name
+        with contextlib.suppress(OSError):
+            todo += [p.name for p in base.iterdir() if p.name.startswith(name) and (p / "partition").exists()]
+        with contextlib.suppress(OSError):
+            todo += [p.name for p in (base / "holders").iterdir()]
+    return sorted(kdev(*mm) for n in seen if (mm := _read_dev(n)) is not None)

@@ -80,6 +80,7 @@ enum iofp_counter {
 	IOFP_CNT_FLUSH_BUSY,          /* timer flushes that found the batch in use (retried) */
 	IOFP_CNT_COMPLETIONS,         /* block_rq_complete runs for tracked requests */
 	IOFP_CNT_LOST_COMPLETIONS,    /* requests whose completion never ran our program (sent, latency unknown) */
+	IOFP_CNT_SYNC_OTHER_DEVICE,   /* fsync-family calls on files of devices not captured (not recorded) */
 	IOFP_NCOUNTERS,
 };
 

@@ -21,6 +21,7 @@ import numpy as np
 
 from bpf.btf import BTF, kernel_btf
 from bpf.record import BATCH_HDR, COUNTERS, IO_DTYPE, KIND_IO, KIND_SYNC, SYNC_DTYPE
+from iofp.contract import SYNC_CALLS
 
 SRC = Path(__file__).with_name("capture.bpf.c")
 
@@ -34,6 +35,18 @@ _FIELDS = {
     "IOFP_OFF_Q_DISK": ("request_queue", "disk"),
     "IOFP_OFF_DISK_MAJOR": ("gendisk", "major"),
     "IOFP_OFF_DISK_FIRST_MINOR": ("gendisk", "first_minor"),
+    # fd -> struct file -> device, for the syscalls
+    "IOFP_OFF_TASK_FILES": ("task_struct", "files"),
+    "IOFP_OFF_FILES_FDT": ("files_struct", "fdt"),
+    "IOFP_OFF_FDT_MAX_FDS": ("fdtable", "max_fds"),
+    "IOFP_OFF_FDT_FD": ("fdtable", "fd"),
+    "IOFP_OFF_FILE_INODE": ("file", "f_inode"),
+    "IOFP_OFF_FILE_FLAGS": ("file", "f_flags"),
+    "IOFP_OFF_INODE_MODE": ("inode", "i_mode"),
+    "IOFP_OFF_INODE_RDEV": ("inode", "i_rdev"),
+    "IOFP_OFF_INODE_SB": ("inode", "i_sb"),
+    "IOFP_OFF_SB_BDEV": ("super_block", "s_bdev"),
+    "IOFP_OFF_BDEV_DEV": ("block_device", "bd_dev"),
 }
 _SIZES = {  # the program reads these with fixed-size reads
     "IOFP_OFF_RQ_Q": 8,
@@ -44,6 +57,17 @@ _SIZES = {  # the program reads these with fixed-size reads
     "IOFP_OFF_Q_DISK": 8,
     "IOFP_OFF_DISK_MAJOR": 4,
     "IOFP_OFF_DISK_FIRST_MINOR": 4,
+    "IOFP_OFF_TASK_FILES": 8,
+    "IOFP_OFF_FILES_FDT": 8,
+    "IOFP_OFF_FDT_MAX_FDS": 4,
+    "IOFP_OFF_FDT_FD": 8,
+    "IOFP_OFF_FILE_INODE": 8,
+    "IOFP_OFF_FILE_FLAGS": 4,
+    "IOFP_OFF_INODE_MODE": 2,
+    "IOFP_OFF_INODE_RDEV": 4,
+    "IOFP_OFF_INODE_SB": 8,
+    "IOFP_OFF_SB_BDEV": 8,
+    "IOFP_OFF_BDEV_DEV": 4,
 }
 
 _MAX_SPAN = 96  # bytes: beyond this, three small reads beat one big one
@@ -156,6 +180,7 @@ def online_cpus() -> list[int]:
 @dataclass
 class KernelOptions:
     devs: list[int] = field(default_factory=list)  # kernel dev_t's; empty = every device
+    sync_devs: list[int] = field(default_factory=list)  # devs + their partitions and holders
     pid: int | None = None
     comm: str | None = None
     syscalls: bool = True
@@ -216,7 +241,7 @@ def cflags(opts: KernelOptions, btf: BTF | None = None) -> list[str]:
         w0, w1 = comm_words(opts.comm)
         out += ["-DIOFP_FILTER_COMM", f"-DIOFP_COMM_W0={w0}ULL", f"-DIOFP_COMM_W1={w1}ULL"]
     if opts.syscalls:
-        out.append("-DIOFP_SYSCALLS")
+        out += ["-DIOFP_SYSCALLS", f"-DIOFP_CALL_DSYNC_WRITE={SYNC_CALLS.index('dsync_write')}"]
     out.append(f"-I{SRC.parent}")
     return out
 
@@ -254,6 +279,11 @@ class KernelCapture:
             devs = self.bpf["devs"]
             for d in opts.devs:
                 devs[devs.Key(d)] = devs.Leaf(1)
+            if opts.syscalls:
+                # a filesystem's device may be a partition or a dm/md device on top of the disk
+                sync_devs = self.bpf["sync_devs"]
+                for d in opts.sync_devs or opts.devs:
+                    sync_devs[sync_devs.Key(d)] = sync_devs.Leaf(1)
         # capture.py hands over at 64 MiB; two buffers go round between poller and writer
         self._io = _Sink(IO_DTYPE, 72 << 20, prefault=2)
         self._sync = _Sink(SYNC_DTYPE, 1 << 20)

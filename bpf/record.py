@@ -66,6 +66,7 @@ COUNTERS = (
     "flush_busy",
     "completions",
     "lost_completions",
+    "sync_other_device",
 )
 
 MINORBITS = 20  # kernel dev_t: major << 20 | minor (include/linux/kdev_t.h, stable)

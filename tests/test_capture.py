@@ -12,6 +12,7 @@ import json
 import re
 import shutil
 import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -93,6 +94,25 @@ def run_fio(name: str, dev: str, where: Path, *opts: str) -> FioRun:
     run.result = json.loads(text)
     (d / "result.json").write_text(json.dumps(run.result, indent=2))
     return run
+
+
+ELSEWHERE_SYNCS = 10
+
+
+def sync_elsewhere() -> None:
+    """A process that writes O_DSYNC to and fsyncs a file that is not on the captured device (tmpfs):
+    none of it belongs in the trace."""
+    code = (
+        "import os\n"
+        f"path = '/dev/shm/iofp-test-{uuid.uuid4().hex[:8]}'\n"
+        "fd = os.open(path, os.O_CREAT | os.O_RDWR | os.O_DSYNC)\n"
+        f"for _ in range({ELSEWHERE_SYNCS // 2}):\n"
+        "    os.write(fd, b'x' * 512)\n"
+        "    os.fsync(fd)\n"
+        "os.unlink(path)\n"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
 
 
 def block_stat(name: str) -> list[int]:
@@ -208,7 +228,19 @@ def workload(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workload]:
                     "--ioengine=psync",
                     "--fsync=1",
                 ),
+                "dsync": run_fio(
+                    "dsync",
+                    dev,
+                    where,
+                    "--rw=write",
+                    "--bs=4k",
+                    "--offset=160m",
+                    "--size=400k",
+                    "--ioengine=psync",
+                    "--sync=dsync",  # opened O_DSYNC: every write(2) is a commit
+                ),
             }
+            sync_elsewhere()
             time.sleep(0.2)
             summary = bg.stop()
         after = block_stat(name)
@@ -291,9 +323,29 @@ def test_fsync_job_flushes_and_syscalls_are_attributed_to_fio(workload: Workload
     assert len(syncs) == fsyncs
     assert {s["call"] for s in syncs} == {"fsync"}
     assert all(s["ret"] == 0 and s["lat_ns"] > 0 and s["fd"] >= 0 and s["tid"] > 0 for s in syncs)
-    # the other jobs did not fsync (other processes on the machine may: the sync table is unfiltered)
-    job_pids = {r.pid for r in workload.runs.values()}
-    assert {s["pid"] for s in workload.sync.to_pylist() if s["pid"] in job_pids} == {run.pid}
+
+
+def test_only_syncs_on_the_captured_device_are_recorded(workload: Workload) -> None:
+    # With --device, the sync table holds the calls on files of that device: the fsync and O_DSYNC
+    # jobs' own, not the other jobs' (they made none), nor those of a process syncing a tmpfs file
+    # (nor anything else on the machine)
+    pids = {s["pid"] for s in workload.sync.to_pylist()}
+    assert pids == {workload.runs["fsync"].pid, workload.runs["dsync"].pid}
+    assert workload.meta.loss["sync_other_device"] >= ELSEWHERE_SYNCS
+
+
+def test_o_dsync_writes_are_recorded_as_commits(workload: Workload) -> None:
+    run = workload.runs["dsync"]
+    syncs = [s for s in workload.sync.to_pylist() if s["pid"] == run.pid]
+    writes = [r for r in workload.rows(run.pid) if r["op"] == "write"]
+    assert len(writes) == run.ios("write") == 100
+    assert len(syncs) == 100
+    assert {s["call"] for s in syncs} == {"dsync_write"}
+    assert all(s["ret"] == 4096 and s["lat_ns"] > 0 and s["fd"] >= 0 for s in syncs)
+    # each commit's data reached the device while its write(2) was in progress
+    calls = sorted((s["ts_ns"], s["ts_ns"] + s["lat_ns"]) for s in syncs)
+    for w in writes:
+        assert any(a <= w["ts_ns"] <= b for a, b in calls)
 
 
 def test_latencies_times_and_inflight_are_plausible(workload: Workload) -> None:
