@@ -18,11 +18,20 @@ replay.fidelity.compare(original capture, replay capture). Targets (issue 4): pe
 
     flock /tmp/iofp-heavy.lock .venv/bin/python -m bench.replay_fidelity --seconds 20 --repeat 2 \
         --variants absolute,auto,fio
+
+`--floor` measures instead what limits fio 3.33's relative (v3) pacing, on a synthetic log of 4 KiB
+reads every 333 µs (3,000 IOPS, 3 s, libaio iodepth 8, RAM loop), per fio setting: the per-I/O
+overhead c (mean of actual gap - demanded gap at the block layer), its spread, and the lateness left
+after removing the best straight line from the lateness curve: the floor of any constant-c
+compensation, even one computed in hindsight from this very run (= perfect closed-loop feedback).
+
+    flock /tmp/iofp-heavy.lock .venv/bin/python -m bench.replay_fidelity --floor --repeat 2
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import subprocess
 import tempfile
@@ -112,13 +121,102 @@ def replay_row(orig: Trace, dev: str, out: Path, extra: dict, i: int) -> tuple[d
     return r, f
 
 
+FLOOR_SETTINGS = {
+    "default": ((), False),
+    "timer slack 1 ns": ((), True),
+    "--thread": (("--thread",), False),
+    "--cpus_allowed=1 + slack 1 ns": (("--cpus_allowed=1",), True),
+}
+
+
+def _timer_slack_1ns() -> None:
+    """preexec_fn: PR_SET_TIMERSLACK (29) to 1 ns; inherited by fio's forked job processes."""
+    ctypes.CDLL(None, use_errno=True).prctl(29, 1, 0, 0, 0)
+
+
+def floor(repeat: int) -> list[dict]:
+    import duckdb
+    import numpy as np
+
+    gap_us, n = 333, 9000
+    dev, backing = loop_device(256)
+    rows = []
+    try:
+        with tempfile.TemporaryDirectory(dir="/tmp", prefix="iofp-bench-") as d:
+            log = Path(d) / "reads.iolog"
+            rng = np.random.default_rng(0)
+            offs = rng.integers(0, (256 << 20) // 4096, n) * 4096
+            lines = ["fio version 3 iolog", f"1 {dev} add", f"1 {dev} open"]
+            lines += [f"{1 + (i + 1) * gap_us} {dev} read {o} 4096" for i, o in enumerate(offs)]
+            log.write_text("\n".join(lines) + "\n")
+            for i in range(repeat):
+                for name, (extra, slack) in FLOOR_SETTINGS.items():
+                    out = Path(d) / f"cap-{len(rows)}"
+                    opts = bpf.CaptureOptions(output=out, devices=[Path(dev).name], force=True)
+                    cmd = ["fio", "--name=floor", "--ioengine=libaio", "--direct=1", "--iodepth=8",
+                           f"--read_iolog={log}", *extra]  # fmt: skip
+                    with bpf.start_capture(opts) as bg:
+                        res = subprocess.run(
+                            cmd,
+                            capture_output=True,
+                            text=True,
+                            preexec_fn=_timer_slack_1ns if slack else None,
+                        )
+                        bg.stop()
+                    if res.returncode != 0:
+                        raise SystemExit(f"fio failed: {res.stderr}")
+                    con = duckdb.connect()
+                    open_trace(out).relation(con).create_view("t")
+                    ts = np.array(
+                        con.execute("SELECT ts_ns FROM t WHERE comm = 'fio' ORDER BY ts_ns").fetchnumpy()[
+                            "ts_ns"
+                        ]
+                    )
+                    err = (
+                        np.diff(ts) / 1e3 - gap_us
+                    )  # µs each I/O came after the previous one, beyond its gap
+                    k = np.arange(len(ts))
+                    late = (ts - ts[0]) / 1e3 - k * gap_us
+                    resid = np.abs(late - np.polyval(np.polyfit(k, late, 1), k))
+                    half = len(err) // 2
+                    rows.append({
+                        "run": f"{name} #{i + 1}",
+                        "ios": len(ts),
+                        "c_mean_us": round(float(err.mean()), 1),
+                        "c_1st/2nd_half_us": f"{err[:half].mean():.1f}/{err[half:].mean():.1f}",
+                        "c_std_us": round(float(err.std()), 1),
+                        "stretch_%": round(100 * float(late[-1]) / (gap_us * (len(ts) - 1)), 2),
+                        "best_line_abs_late_p50_us": round(float(np.median(resid))),
+                        "best_line_abs_late_p99_us": round(float(np.percentile(resid, 99))),
+                    })  # fmt: skip
+                    print(json.dumps(rows[-1]), flush=True)
+    finally:
+        subprocess.run(["losetup", "-d", dev], check=False)
+        backing.unlink(missing_ok=True)
+    return rows
+
+
+def table(rows: list[dict]) -> None:
+    keys = list(dict.fromkeys(k for r in rows for k in r))
+    print("| " + " | ".join(keys) + " |")
+    print("|" + "---|" * len(keys))
+    for x in rows:
+        print("| " + " | ".join(str(x.get(k, "")) for k in keys) + " |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=int, default=20)
     ap.add_argument("--iops", type=int, default=3000)
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--variants", default="absolute,auto,fio", help=f"comma-separated: {', '.join(VARIANTS)}")
+    ap.add_argument(
+        "--floor", action="store_true", help="measure relative pacing's floor instead (see above)"
+    )
     a = ap.parse_args()
+    if a.floor:
+        table(floor(a.repeat))
+        return
     variants = a.variants.split(",")
     if unknown := set(variants) - set(VARIANTS):
         raise SystemExit(f"--variants: unknown {', '.join(sorted(unknown))}; choose from {list(VARIANTS)}")
@@ -159,11 +257,7 @@ def main() -> None:
     finally:
         subprocess.run(["losetup", "-d", dev], check=False)
         backing.unlink(missing_ok=True)
-    keys = list(dict.fromkeys(k for r in rows for k in r))
-    print("| " + " | ".join(keys) + " |")
-    print("|" + "---|" * len(keys))
-    for x in rows:
-        print("| " + " | ".join(str(x.get(k, "")) for k in keys) + " |")
+    table(rows)
 
 
 if __name__ == "__main__":
