@@ -396,13 +396,21 @@ def test_no_steady_windows_is_a_clear_error(tpcc_trace, tmp_path):
 
 
 @needs_fio
+@pytest.mark.parametrize("pace", ["off", "absolute"])
 @pytest.mark.parametrize("which", ["mysql", "tpcc"])
-def test_fio_parses_every_line_of_the_generated_logs(which, mysql_trace, tpcc_trace, tmp_path):
+def test_fio_parses_every_line_of_the_generated_logs(which, pace, mysql_trace, tpcc_trace, tmp_path):
     """The whole log through fio's parser (null engine, no pacing): no line rejected, every I/O issued."""
     trace = mysql_trace if which == "mysql" else tpcc_trace
     target = tmp_path / "target.bin"
     out = tmp_path / "all.iolog"
-    rep = iolog.convert(open_trace(trace), out, Selection(), iolog.Mapping(str(target), fold_size=1 << 28))
+    rep = iolog.convert(
+        open_trace(trace),
+        out,
+        Selection(),
+        iolog.Mapping(str(target), fold_size=1 << 28),
+        pacing=pacing.Pacing(mode=pace),
+    )
+    assert out.read_text().startswith(f"fio version {2 if pace == 'absolute' else 3} iolog\n")
     res = subprocess.run(
         [
             "fio",
