@@ -135,8 +135,8 @@ def replay_cmd(
         help="absolute: a version 2 log with a `wait` per millisecond, fio 3.33's only absolute clock: "
         "no drift (duration and per-second IOPS exact), but each I/O lands within ~1 ms of its time "
         "and a millisecond's I/Os go back to back; auto: a v3 log keeping sub-ms gaps, with fio's "
-        "per-I/O overhead measured on the target first (~1.5 s of reads) and pre-paid (drifts "
-        "±1-4% here); off: the trace's own gaps; or a fixed overhead, e.g. 20us.",
+        "per-I/O overhead measured on the target first (~1.5 s of reads) and pre-paid (drifted "
+        "+0.4% to +4.4% here); off: the trace's own gaps; or a fixed overhead, e.g. 20us.",
     ),
     label: list[str] = typer.Option([], "--label", help="name=value recorded with the result (repeatable)."),
     allow_destructive: bool = typer.Option(
