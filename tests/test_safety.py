@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import struct
 import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -126,6 +130,107 @@ def test_partitioned_device_is_refused_and_reads_only_allowed(scratch, small_tra
         tmp_path / "o1",
     )
     assert_read_only_replay_ran(replay(small_trace, dev, tmp_path / "o2", "--reads-only"), tmp_path / "o2")
+
+
+def hold_exclusively(stack: ExitStack, dev: str) -> subprocess.Popen:
+    """Another process holds `dev` with O_EXCL, the claim md, device-mapper and mounts take; until closed."""
+    code = (
+        "import os, sys\n"
+        "fd = os.open(sys.argv[1], os.O_RDONLY | os.O_EXCL)\n"
+        "print('held', flush=True)\n"
+        "sys.stdin.read()\n"  # hold until the test closes our stdin
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, dev], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    stack.enter_context(proc)  # on exit: close its pipes, reap it
+    stack.callback(proc.kill)  # ... after killing it if the test did not release it
+    assert proc.stdout is not None and proc.stdout.readline() == "held\n", f"could not hold {dev}"
+    return proc
+
+
+def release(proc: subprocess.Popen) -> None:
+    assert proc.stdin is not None
+    proc.stdin.close()
+    assert proc.wait(timeout=10) == 0
+
+
+def test_exclusively_held_device_is_refused_until_released(scratch, small_trace, tmp_path):
+    dev = make_loop(scratch, 16)
+    holder = hold_exclusively(scratch, dev)
+    assert_refused(
+        replay(small_trace, dev, tmp_path / "o1"),
+        f"{dev} is in use (an exclusive open failed with EBUSY); {OVERRIDE}",
+        tmp_path / "o1",
+    )
+    assert_read_only_replay_ran(replay(small_trace, dev, tmp_path / "o2", "--reads-only"), tmp_path / "o2")
+    release(holder)
+    code, stdout, err = replay(small_trace, dev, tmp_path / "o3")
+    assert code == 0, err
+    assert "20 read, 20 write in" in stdout
+
+
+def probe(dev: str) -> dict[str, str]:
+    """What util-linux's low-level probe sees, independently of safety.py's reading of it."""
+    res = subprocess.run(["blkid", "-p", "-o", "export", dev], capture_output=True, text=True)
+    return dict(ln.split("=", 1) for ln in res.stdout.splitlines() if "=" in ln)
+
+
+def assert_raid_member_refused(dev: str, kind: str, trace: Path, tmp_path: Path) -> None:
+    assert (probe(dev).get("TYPE"), probe(dev).get("USAGE")) == (kind, "raid")
+    msg = f"{dev} carries a RAID/LVM signature ({kind}); {OVERRIDE} (or erase it first: wipefs -a {dev})"
+    assert_refused(replay(trace, dev, tmp_path / "o1"), msg, tmp_path / "o1")
+    assert_read_only_replay_ran(replay(trace, dev, tmp_path / "o2", "--reads-only"), tmp_path / "o2")
+
+
+def pvcreate(dev: str) -> None:
+    """Label `dev` an LVM physical volume. No device-mapper is needed to write the label: pvcreate is
+    confined to this one device and told not to wait for udev or keep hints, so it touches nothing else."""
+    config = (
+        "devices { obtain_device_list_from_udev=0 scan_lvs=0 } "
+        'activation { udev_sync=0 udev_rules=0 } global { hints="none" }'
+    )
+    env = {**os.environ, "LVM_SUPPRESS_FD_WARNINGS": "1"}
+    _sh("pvcreate", "-qq", "--devices", dev, "--config", config, dev, env=env)
+
+
+@pytest.mark.skipif(shutil.which("pvcreate") is None, reason="needs pvcreate (apt install lvm2)")
+def test_lvm_physical_volume_is_refused_and_reads_only_allowed(scratch, small_trace, tmp_path):
+    dev = make_loop(scratch, 16)
+    pvcreate(dev)
+    assert_raid_member_refused(dev, "LVM2_member", small_trace, tmp_path)
+
+
+def md_superblock_1_2(img: Path) -> None:
+    """Write an md v1.2 superblock (4 KiB from the start) of a 2-disk RAID1 member, as mdadm would.
+
+    md is not in this kernel, so `mdadm --create` cannot run; the on-disk format is the kernel's
+    (include/uapi/linux/raid/md_p.h, struct mdp_superblock_1), checksum included.
+    """
+    sectors = img.stat().st_size // 512
+    sb = bytearray(256 + 2 * 2)  # fixed part + dev_roles[max_dev]
+    struct.pack_into("<IIII", sb, 0, 0xA92B4EFC, 1, 0, 0)  # magic, major_version, feature_map, pad0
+    sb[16:32] = uuid.uuid4().bytes  # set_uuid
+    sb[32:64] = b"iofp-test:0".ljust(32, b"\0")  # set_name
+    struct.pack_into("<QIIQII", sb, 64, 0, 1, 0, sectors - 2048, 0, 2)  # ctime level layout size chunk disks
+    struct.pack_into("<QQQQ", sb, 128, 2048, sectors - 2048, 8, 0)  # data off/size, super_offset (sectors)
+    sb[168:184] = uuid.uuid4().bytes  # device_uuid
+    struct.pack_into("<QQQ", sb, 192, 0, 1, 2**64 - 1)  # utime, events, resync_offset (fully in sync)
+    struct.pack_into("<I", sb, 220, 2)  # max_dev
+    struct.pack_into("<HH", sb, 256, 0, 1)  # dev_roles: this device is disk 0, the other disk 1
+    # sb_csum as md computes it (the 32-bit sum of the little-endian words with sb_csum zero, the
+    # carries folded back in): libblkid 2.38 does not check it, a libblkid that does will agree
+    total = sum(struct.unpack_from(f"<{len(sb) // 4}I", sb))
+    struct.pack_into("<I", sb, 216, ((total & 0xFFFFFFFF) + (total >> 32)) & 0xFFFFFFFF)
+    with open(img, "r+b") as f:
+        f.seek(4096)
+        f.write(sb)
+
+
+def test_md_raid_member_is_refused_and_reads_only_allowed(scratch, small_trace, tmp_path):
+    dev = make_loop(scratch, 16, prepare=md_superblock_1_2)
+    assert probe(dev).get("VERSION") == "1.2"
+    assert_raid_member_refused(dev, "linux_raid_member", small_trace, tmp_path)
 
 
 def test_undersized_target_is_refused_even_for_reads_unless_folded(scratch, small_trace, tmp_path):
