@@ -14,7 +14,9 @@ def replay_summary(record: dict[str, Any]) -> str:
     lines = [
         f"selection: {record['selection']['how']}; "
         f"{conv['kept']} I/Os demanded over {conv['duration_us'] / 1e6:.3f} s",
-        f"fio ({fio['version']}, exit {fio['exit_code']}): {ios} in {summ.get('job_runtime_ms', 0)} ms",
+        # wall time, not fio's job_runtime: with one job per stream, group reporting sums the jobs'
+        f"fio ({fio['version']}, exit {fio['exit_code']}): {ios} "
+        f"in {record['timing']['wall_s']:.1f} s of wall time",
     ]
     if fid.get("status") == "measured":
         lines.append(f"fidelity: {fidelity_line(fid)}")
