@@ -191,8 +191,9 @@ def signature(dev: str) -> str | None:
     tags = dict(ln.split("=", 1) for ln in res.stdout.splitlines() if "=" in ln)
     if "PTTYPE" in tags and "TYPE" not in tags:
         return f"partition table ({tags['PTTYPE']})"
-    usage = {"raid": "RAID/LVM", "crypto": "encryption"}.get(
-        tags.get("USAGE", ""), tags.get("USAGE", "filesystem")
+    # blkid's USAGE: filesystem, raid, crypto or other (swap, among others): say what it is
+    usage = {"filesystem": "filesystem", "raid": "RAID/LVM", "crypto": "encryption"}.get(
+        tags.get("USAGE", "filesystem"), "data"
     )
     return f"{usage} signature ({tags.get('TYPE', 'unknown type')})"
 
