@@ -386,8 +386,10 @@ def _summaries(
             for op in ("all", "read", "write", "discard", "flush"):
                 row[f"{hist}_{op}"] = hists.get((scope, hist, op))
         row["mean_size"] = _ratio(row["data_bytes"], row["data_ios"])
-    for r in _all(con, "scope_quantiles"):
+    _do(con, "scope_quantiles")  # counts (latency: per bucket), then the latency buckets' values
+    for r in _all(con, "scope_quantiles_exact"):
         parts["quantiles"][(r["scope"], r["measure"], r["op"])] = r
+    con.execute("DROP TABLE quant_steps").fetchall()
     for r in _all(con, "top_processes", {"limit": TOP_PROCESSES}):
         parts["procs"].setdefault(r.pop("scope"), []).append(r)
     finest = min(BURST_WIDTHS_NS.values())

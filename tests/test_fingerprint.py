@@ -199,3 +199,43 @@ def test_sparse_windows_are_flagged_with_a_wider_window_to_try(tmp_path, monkeyp
     assert code == 0 and hint in " ".join(out.split())
     dense = fingerprint_trace(synthetic_steady_with_spike(tmp_path))["regimes"]
     assert dense["sparse"] is None and dense["window_ios_median"] > 900
+
+
+def nearest_rank(values: np.ndarray, num: int, den: int) -> int:
+    """The nearest-rank percentile num/den of `values`: the ceil(n * num / den)-th smallest."""
+    n = len(values)
+    return int(np.sort(values)[-(-n * num // den) - 1])
+
+
+def test_latency_percentiles_are_exact_nearest_rank_across_bucket_edges(tmp_path):
+    """Latency percentiles are found through value buckets (count, then rank inside one bucket):
+    latencies crowded on the buckets' edges (powers of two and their neighbours, the exact range
+    below 4096 ns, repeats) must still give exactly the sorted values' nearest rank, per op and
+    for a --between window."""
+    rng = np.random.default_rng(7)
+    n = 30_000
+    edges = np.array([v + d for k in range(1, 41) for v in [1 << k] for d in (-1, 0, 1)], np.int64)
+    lat = np.concatenate([
+        rng.choice(edges, n // 3),
+        rng.integers(0, 5000, n // 3),
+        rng.lognormal(12, 2, n - 2 * (n // 3)).astype(np.int64) + 1,
+    ])  # fmt: skip
+    rng.shuffle(lat)
+    ops = rng.choice(np.array(["read", "write", "flush"]), n, p=[0.5, 0.4, 0.1])
+    ts = np.arange(n, dtype=np.int64) * 1000  # 30 ms of arrivals, one 1 s window
+    meta = TraceMeta(source="capture", devices={"d0": {}})
+    with TraceWriter(tmp_path / "t", meta) as w:
+        w.write("io", pa.table({
+            "ts_ns": ts, "lat_ns": lat, "device": ["d0"] * n,
+            "offset": rng.integers(0, 1 << 20, n) * 4096, "size": np.where(ops == "flush", 0, 4096),
+            "op": ops,
+        }))  # fmt: skip
+    fp = fingerprint_trace(tmp_path / "t", Options(between=("0.005", "0.02")))
+    btw = (ts >= 5 * MS) & (ts <= 20 * MS)
+    for scope, sel in (("whole", np.ones(n, bool)), ("between", btw)):
+        lat_fp = fp[scope]["latency"]
+        for op, pick in (("all", sel), ("read", sel & (ops == "read")), ("write", sel & (ops == "write")),
+                         ("flush", sel & (ops == "flush"))):  # fmt: skip
+            want = [nearest_rank(lat[pick], a, b) / 1e3 for a, b in ((1, 2), (99, 100), (999, 1000))]
+            got = [lat_fp[op]["p50_us"], lat_fp[op]["p99_us"], lat_fp[op]["p99_9_us"]]
+            assert got == want, (scope, op)
