@@ -263,8 +263,7 @@ def capture(
         if ready is not None:
             ready.set()
         end_reason = _loop(kc, out, opts, stop, t0, progress)
-        kc.stop()
-        duration_ns = time.monotonic_ns() - t0
+        duration_ns = kc.stop() - t0
         meta.duration_ns = duration_ns
         _hand_over(kc, out)
         meta.extra["end"] = end_reason

@@ -319,11 +319,14 @@ class KernelCapture:
             self._attached.append(tp)
         return mono, wall
 
-    def stop(self) -> None:
-        """Detach every probe, then hand over what the per-CPU batches still hold."""
+    def stop(self) -> int:
+        """Detach every probe, then hand over what the per-CPU batches still hold. Returns the
+        monotonic ns at which the block probes were detached: the capture's end (detaching the
+        ~20 syscall tracepoints after them takes a second or more on a busy machine)."""
         for tp in self._attached:
             self.bpf.detach_raw_tracepoint(tp=tp.encode())
         self._attached.clear()
+        stopped = time.monotonic_ns()
         for tp in list(self.bpf.tracepoint_fds):
             self.bpf.detach_tracepoint(tp)
         # A program run that began before the detach may still be appending on another CPU; give
@@ -332,6 +335,7 @@ class KernelCapture:
         self.flush(force=True)
         self.bpf.ring_buffer_consume()
         self._drain_maps()
+        return stopped
 
     def close(self) -> None:
         self.bpf.cleanup()
