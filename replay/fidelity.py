@@ -31,7 +31,9 @@ Timing is graded separately: **precise** when median |lateness| <= 50 µs, p99 |
 signed median happens to be 0), |stretch| <= 1% and IOPS MAPE <= 2% (the Buttress-class bar and this
 project's benchmark targets); **on schedule** when it is not precise but nothing accumulated:
 |stretch| <= 1%, IOPS MAPE <= 2% and p99 |lateness| <= 2 ms (what `--pace absolute` gets from fio
-3.33's 1 ms `wait` clock); otherwise **drifting**. fio's v3 pacing accumulates lateness (it waits
+3.33's 1 ms `wait` clock); **jittery** when nothing accumulated (|stretch| <= 1%, MAPE <= 2%) but p99
+|lateness| is beyond 2 ms (bursts the replayer issued late and caught up on); otherwise
+**drifting**. fio's v3 pacing accumulates lateness (it waits
 relative to the previous issue), so a long v3 replay is typically faithful but drifting: that is
 measured here, never assumed.
 In-flight figures are reported, not judged: on a faster or slower candidate device they differ by
@@ -218,5 +220,7 @@ def _judge(fid: Fidelity) -> None:
         fid.timing = "precise"
     elif steady and fid.abs_late_p99_us <= ON_SCHEDULE_LATE_P99_NS / 1e3:
         fid.timing = "on schedule"
+    elif steady:
+        fid.timing = "jittery"  # late now and then, but it caught up: calling it drifting would mislead
     else:
         fid.timing = "drifting"

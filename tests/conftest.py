@@ -82,3 +82,19 @@ def run_main(monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
         code = e.code
     out = capsys.readouterr()
     return code, out.out, out.err
+
+
+@pytest.fixture(scope="module")
+def mysql_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The shared 1&1 MySQL blkreplay trace, imported (skips without the shared files)."""
+    from trace_helpers import shared_trace
+
+    return shared_trace("mysql", tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def tpcc_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The shared TPC-C disksim trace, imported (skips without the shared files)."""
+    from trace_helpers import shared_trace
+
+    return shared_trace("tpcc", tmp_path_factory)

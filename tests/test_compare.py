@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from conftest import destroy_loop_device, make_loop_device, needs_fio, needs_root
-from test_iolog import run_iofp, write_trace
+from trace_helpers import run_iofp, write_trace
 
 from replay import compare
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from test_iolog import write_trace
+from trace_helpers import write_trace
 
 from iofp.contract import open_trace
 from replay import fidelity
@@ -128,3 +128,14 @@ def test_precise_timing_is_judged_on_absolute_lateness(tmp_path):
     assert (f.late_p50_us, f.late_p99_us) == (0, 300)
     assert (f.abs_late_p50_us, f.abs_late_p99_us) == (300, 300)
     assert f.faithful and f.timing == "on schedule"  # nothing accumulated, but not within 50 µs
+
+
+def test_late_bursts_that_catch_up_are_jittery_not_drifting(tmp_path):
+    # Every 20th I/O 3 ms late, the rest on time: nothing accumulates (no stretch, same per-second
+    # rates), but p99 |lateness| is 3 ms, beyond "on schedule"
+    rows = _expected(tmp_path, n=2000, gap_ns=1_000_000)
+    rep = _shifted(rows)
+    rep["ts_ns"] = [t + (3_000_000 if i >= 20 and i % 20 == 0 else 0) for i, t in enumerate(rep["ts_ns"])]
+    f = fidelity.compare(_trace(tmp_path, "e", rows), _trace(tmp_path, "r", rep))
+    assert f.abs_late_p99_us == 3000 and abs(f.stretch) < 0.01
+    assert f.faithful and f.timing == "jittery"

