@@ -30,6 +30,7 @@ import pyarrow as pa
 from bpf.btf import kernel_btf
 from bpf.devices import device_names, resolve_devices, stacked_devices
 from bpf.loader import KernelOptions
+from bpf.probe import check_syscall_tracepoints
 from bpf.record import ReqBits
 from iofp.contract import IO_TABLE, PARQUET_DEFAULTS, SYNC_TABLE, TraceMeta, TraceWriter, device_facts
 from iofp.errors import BadInput
@@ -229,6 +230,11 @@ def capture(
 
     _keep_freed_memory()
     tuning = kernel or KernelOptions()
+    syscalls, no_syscalls_why = opts.syscalls, None
+    if syscalls and not (sc := check_syscall_tracepoints()).ok:
+        # Block I/O is the point; a kernel without syscall tracepoints still gets a capture, said so
+        syscalls, no_syscalls_why = False, sc.detail
+        print(f"iofp: not recording fsync-family syscalls: {sc.detail}", file=sys.stderr)
     try:
         kc = KernelCapture(
             replace(
@@ -237,17 +243,19 @@ def capture(
                 sync_devs=stacked_devices(list(devs)),
                 pid=opts.pid,
                 comm=opts.comm,
-                syscalls=opts.syscalls,
+                syscalls=syscalls,
             )
         )
     except BaseException:
         _remove_empty(Path(opts.output), existed)  # nothing was captured: leave no half-made trace
         raise
     meta.extra = {
-        "probes": [tp for tp, _ in kc.probes()] + (["syscalls:sys_*_fsync-family"] if opts.syscalls else []),
+        "probes": [tp for tp, _ in kc.probes()] + (["syscalls:fsync-family,writes"] if syscalls else []),
         "kernel_batch": kc.opts.io_batch,
         "rotate_s": opts.rotate_s,
     }
+    if no_syscalls_why:
+        meta.extra["syscalls_unavailable"] = no_syscalls_why
     bits = ReqBits.from_btf(kernel_btf())
     _warm_up(bits)
     # The parsed BTF is ~10^5 Python objects: while cached, every full garbage collection walks them,

@@ -26,7 +26,7 @@ from iofp.contract import SYNC_CALLS
 SRC = Path(__file__).with_name("capture.bpf.c")
 
 # struct request & co: the fields read, by define name
-_FIELDS = {
+KERNEL_FIELDS = {  # every kernel struct field the probes read: -D define -> (struct, member)
     "IOFP_OFF_RQ_Q": ("request", "q"),
     "IOFP_OFF_RQ_CMD_FLAGS": ("request", "cmd_flags"),
     "IOFP_OFF_RQ_DATA_LEN": ("request", "__data_len"),
@@ -201,7 +201,7 @@ def comm_words(comm: str) -> tuple[int, int]:
 def cflags(opts: KernelOptions, btf: BTF | None = None) -> list[str]:
     btf = btf or kernel_btf()
     out = []
-    for define, (struct_name, member) in _FIELDS.items():
+    for define, (struct_name, member) in KERNEL_FIELDS.items():
         off, size = btf.member(struct_name, member)
         if size != _SIZES[define]:
             raise RuntimeError(f"kernel BTF: {struct_name}.{member} is {size} bytes, not {_SIZES[define]}")

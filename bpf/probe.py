@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bpf.btf import VMLINUX_BTF, BTFError, kernel_btf
+from bpf.loader import KERNEL_FIELDS
 from iofp.errors import BadInput, MissingCapability
 
 TRACEFS = Path("/sys/kernel/tracing")
@@ -24,18 +25,9 @@ TRACEFS = Path("/sys/kernel/tracing")
 # without it block_rq_insert gives the queue time and submitter.
 REQUIRED_TPS = ("block_rq_issue", "block_rq_complete", "block_rq_requeue", "block_rq_merge")
 OPTIONAL_TPS = ("block_io_start", "block_rq_insert")
+# the syscalls capture.bpf.c traces: the fsync family, and the writes that may be O_DSYNC commits
 SYNC_TPS = ("fsync", "fdatasync", "sync_file_range", "syncfs", "sync", "msync")
-
-# Kernel fields the program reads (offsets come from BTF; see bpf/loader.py).
-KERNEL_FIELDS = (
-    ("request", "q"),
-    ("request", "cmd_flags"),
-    ("request", "__data_len"),
-    ("request", "__sector"),
-    ("request_queue", "disk"),
-    ("gendisk", "major"),
-    ("gendisk", "first_minor"),
-)
+WRITE_TPS = ("write", "pwrite64", "writev", "pwritev", "pwritev2")
 
 CAP_SYS_ADMIN, CAP_PERFMON, CAP_BPF = 21, 38, 39
 
@@ -105,11 +97,11 @@ def check_btf() -> Check:
         return Check("BTF", False, f"{VMLINUX_BTF} is not readable (needs root)", {"any": "run as root"})
     try:
         btf = kernel_btf()
-        for struct_name, member in KERNEL_FIELDS:
+        for struct_name, member in KERNEL_FIELDS.values():
             btf.member(struct_name, member)
     except BTFError as e:
         return Check("BTF", False, str(e), fix)
-    return Check("BTF", True, f"{VMLINUX_BTF}: all {len(KERNEL_FIELDS)} request fields found")
+    return Check("BTF", True, f"{VMLINUX_BTF}: all {len(KERNEL_FIELDS)} kernel fields the probes read found")
 
 
 def check_raw_tracepoint(name: str, required: bool = True) -> Check:
@@ -125,14 +117,15 @@ def check_raw_tracepoint(name: str, required: bool = True) -> Check:
 def check_syscall_tracepoints() -> Check:
     missing = [
         f"sys_{d}_{c}"
-        for c in SYNC_TPS
+        for c in (*SYNC_TPS, *WRITE_TPS)
         for d in ("enter", "exit")
         if not _is_dir(TRACEFS / "events" / "syscalls" / f"sys_{d}_{c}")
     ]
     fix = {"any": "a kernel with CONFIG_FTRACE_SYSCALLS=y; or capture with syscalls off"}
     if missing:
         return Check("syscall tracepoints", False, f"missing {', '.join(missing)}", fix, required=False)
-    return Check("syscall tracepoints", True, f"{len(SYNC_TPS)} fsync-family calls", required=False)
+    detail = f"{len(SYNC_TPS)} fsync-family calls, {len(WRITE_TPS)} writes"
+    return Check("syscall tracepoints", True, detail, required=False)
 
 
 def check_bcc() -> Check:
