@@ -480,3 +480,45 @@ def test_lost_events_are_counted_and_reported(tmp_path: Path, loop_device: str) 
     assert meta.lost_events == lost
     warning = loss_warning(summary)
     assert warning is not None and f"LOST {lost} events" in warning
+
+
+def test_syncs_on_a_filesystem_of_the_captured_device_are_recorded(loop_device: str, tmp_path: Path) -> None:
+    # The common production case: files on a filesystem on the disk (not the raw device node), found
+    # through the file's superblock. A file on tmpfs synced at the same time stays out.
+    from bpf import CaptureOptions, start_capture
+
+    subprocess.run(["mkfs.ext4", "-q", "-F", loop_device], check=True, capture_output=True)
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    subprocess.run(["mount", loop_device, str(mnt)], check=True, capture_output=True)
+    code = (
+        "import os, sys\n"
+        "fd = os.open(sys.argv[1], os.O_CREAT | os.O_WRONLY)\n"
+        "for _ in range(5):\n"
+        "    os.write(fd, b'x' * 4096)\n"
+        "    os.fsync(fd)\n"
+        "fd = os.open(sys.argv[1] + '.log', os.O_CREAT | os.O_WRONLY | os.O_DSYNC)\n"
+        "for _ in range(3):\n"
+        "    os.write(fd, b'y' * 4096)\n"
+        "print(os.getpid())\n"
+    )
+    try:
+        opts = CaptureOptions(output=tmp_path / "trace", devices=[loop_device.removeprefix("/dev/")])
+        with start_capture(opts) as bg:
+            p = subprocess.run([sys.executable, "-c", code, str(mnt / "db")], capture_output=True, text=True)
+            sync_elsewhere()
+            summary = bg.stop()
+    finally:
+        subprocess.run(["umount", str(mnt)], check=False, capture_output=True)
+    assert p.returncode == 0, p.stderr
+    pid = int(p.stdout)
+    trace = open_trace(tmp_path / "trace")
+    sync = pa.concat_tables(pq.read_table(f) for f in trace.files["sync"]).to_pylist()
+    mine = Counter(s["call"] for s in sync if s["pid"] == pid)
+    assert mine == {"fsync": 5, "dsync_write": 3}
+    assert all(s["ret"] >= 0 and s["lat_ns"] > 0 for s in sync if s["pid"] == pid)
+    assert trace.meta.loss["sync_other_device"] >= ELSEWHERE_SYNCS
+    # each fsync reached the device: the ext4 journal commit ends in a flush
+    io = pa.concat_tables(pq.read_table(f) for f in trace.files["io"])
+    assert io.column("op").to_pylist().count("flush") >= 1
+    assert summary.io_events > 0
