@@ -4,6 +4,9 @@
 -- nearest-rank median |seek| in two steps so that nothing buffers every seek: counts per coarse
 -- bucket (monotone in |seek|) find, for each scope, the bucket holding rank ceil(n/2) and the
 -- rank within it; only that bucket's seeks are then ranked. Runs = data I/Os - sequential ones.
+-- The seeks (a) are re-read rather than materialised (a scan of dev_seeks is cheap, a copy is not),
+-- and only the rows of the median buckets reach the join with their scope conditions (joining
+-- every row first cost more than the rest of this query at 5 M rows).
 WITH p AS MATERIALIZED (
     SELECT getvariable('fp').regime[w + 1] AS rg, btw, opc,
         count(*) FILTER (WHERE seq) AS seq_ios,
@@ -41,7 +44,7 @@ WITH p AS MATERIALIZED (
             THEN map(list("key" ORDER BY "key"), list(coalesce(n_write, 0) ORDER BY "key")) END AS seek_write
     FROM hk WHERE scope IS NOT NULL
     GROUP BY scope
-), a AS (
+), a AS NOT MATERIALIZED (
     -- |seek| and its coarse bucket: exact below 2^10 LBNs, then 1024 buckets per 2^10 range
     SELECT getvariable('fp').regime[w + 1] AS rg, btw, abs(seek_lbn) AS v,
         CASE WHEN abs(seek_lbn) < 1024 THEN abs(seek_lbn)
@@ -67,7 +70,7 @@ WITH p AS MATERIALIZED (
 ), m AS (
     SELECT t.scope, a.v, t.r,
         row_number() OVER (PARTITION BY t.scope ORDER BY a.v) AS i
-    FROM a JOIN t ON a.b = t.b
+    FROM (SELECT * FROM a WHERE b IN (SELECT b FROM t)) a JOIN t ON a.b = t.b
         AND (t.scope = 'whole' OR (t.scope = 'steady' AND a.rg = 1) OR (t.scope = 'spike' AND a.rg = 2)
             OR (t.scope = 'between' AND a.btw))
 )
