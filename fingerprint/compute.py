@@ -386,10 +386,8 @@ def _summaries(
             for op in ("all", "read", "write", "discard", "flush"):
                 row[f"{hist}_{op}"] = hists.get((scope, hist, op))
         row["mean_size"] = _ratio(row["data_bytes"], row["data_ios"])
-    _do(con, "scope_quantiles")  # counts (latency: per bucket), then the latency buckets' values
-    for r in _all(con, "scope_quantiles_exact"):
+    for r in _all(con, "scope_quantiles"):
         parts["quantiles"][(r["scope"], r["measure"], r["op"])] = r
-    con.execute("DROP TABLE quant_steps").fetchall()
     for r in _all(con, "top_processes", {"limit": TOP_PROCESSES}):
         parts["procs"].setdefault(r.pop("scope"), []).append(r)
     finest = min(BURST_WIDTHS_NS.values())

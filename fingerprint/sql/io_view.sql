@@ -3,12 +3,7 @@
 --   dev  the device's rank among the trace's device names (an integer sort key in name order);
 --   w    the --window index, counted from the first arrival;
 --   rg   the window's regime: 1 steady, 2 spike, 0 neither (null until the regimes are known);
---   btw  true inside --between, else null;
---   lb   the latency's bucket, monotone in lat_ns (exact below 4096 ns, then 4096 buckets per power
---        of two, each under 0.025% of its values wide): scope_quantiles counts these, then ranks
---        only the values of the few buckets that hold a percentile (scope_quantiles_exact).
---        A floor(log2) off by one at a power of two gives the same bucket (the shifted value then
---        lands on the neighbouring octave's edge), so the buckets stay monotone.
+--   btw  true inside --between, else null.
 -- The constants come from the session variable fp (set_params.sql).
 CREATE OR REPLACE TEMP VIEW io AS
 SELECT ts_ns, lat_ns, device::VARCHAR AS device, "offset", size, op::VARCHAR AS op,
@@ -16,9 +11,6 @@ SELECT ts_ns, lat_ns, device::VARCHAR AS device, "offset", size, op::VARCHAR AS 
     list_position(getvariable('fp').devices, device::VARCHAR)::INTEGER AS dev,
     (ts_ns - getvariable('fp').t0) // getvariable('fp').window_ns AS w,
     getvariable('fp').regime[(ts_ns - getvariable('fp').t0) // getvariable('fp').window_ns + 1] AS rg,
-    CASE WHEN ts_ns BETWEEN getvariable('fp').lo AND getvariable('fp').hi THEN true END AS btw,
-    CASE WHEN lat_ns < 4096 THEN lat_ns
-        ELSE (greatest(floor(log2(lat_ns)), 12)::BIGINT - 11) * 4096
-            + (lat_ns >> (greatest(floor(log2(lat_ns)), 12)::BIGINT - 12)) END AS lb
+    CASE WHEN ts_ns BETWEEN getvariable('fp').lo AND getvariable('fp').hi THEN true END AS btw
 FROM io_src
 WHERE getvariable('fp').device IS NULL OR device::VARCHAR = getvariable('fp').device

@@ -1,28 +1,24 @@
 -- Nearest-rank percentiles (quantile_disc's, as fio reports them) per scope of the latency of each
 -- op and of all ops, the data I/O size and the in-flight depth, from exact value counts: the
 -- smallest value whose cumulative count reaches ceil(q * n). As exact as sorting the values, but
--- the counts are few (sizes and depths repeat) and a hash aggregate spills to disk, where a
--- quantile's buffer of every value would have to fit in memory for every scope at once.
--- Latencies rarely repeat (nanoseconds), so this first step counts their buckets (lb, io_view.sql)
--- and keeps, for each percentile, the bucket that holds it and its rank inside that bucket:
--- scope_quantiles_exact.sql then ranks only those buckets' values. Sizes and depths are final here.
--- Everything is grouped and sorted on small integer codes, named only by scope_quantiles_exact:
+-- the counts are few (sizes, depths and latencies repeat) and a hash aggregate spills to disk,
+-- where a quantile's buffer of every value would have to fit in memory for every scope at once.
+-- Everything is grouped and sorted on small integer codes, named only in the final few rows:
 --   sc  scope: 0 whole, 1 steady, 2 spike, 3 between;  m  measure: 0 lat, 1 size, 2 inflight;
 --   o   op (latency only): 0 all, 1 read, 2 write, 3 discard, 4 flush, 9 any other.
-CREATE OR REPLACE TEMP TABLE quant_steps AS
 WITH p AS (
     SELECT rg, btw,
-        CASE WHEN grouping(lb) = 0 THEN 0 WHEN grouping(size) = 0 THEN 1 ELSE 2 END::UTINYINT AS m,
+        CASE WHEN grouping(lat_ns) = 0 THEN 0 WHEN grouping(size) = 0 THEN 1 ELSE 2 END::UTINYINT AS m,
         CASE WHEN grouping(opc) = 0 THEN coalesce(opc, 9) ELSE 0 END::UTINYINT AS o,
-        CASE WHEN grouping(lb) = 0 THEN lb WHEN grouping(size) = 0 THEN size ELSE inflight END AS v,
+        CASE WHEN grouping(lat_ns) = 0 THEN lat_ns WHEN grouping(size) = 0 THEN size ELSE inflight END AS v,
         count(*) AS n
     FROM (
-        SELECT rg, btw, lb, size, inflight,
+        SELECT rg, btw, lat_ns, size, inflight,
             CASE op WHEN 'read' THEN 1 WHEN 'write' THEN 2 WHEN 'discard' THEN 3 WHEN 'flush' THEN 4 END::UTINYINT
                 AS opc
         FROM io
     )
-    GROUP BY GROUPING SETS ((rg, btw, opc, lb), (rg, btw, size), (rg, btw, inflight))
+    GROUP BY GROUPING SETS ((rg, btw, opc, lat_ns), (rg, btw, size), (rg, btw, inflight))
 ), c AS (
     -- the counts of each (regime, --between flag) part, rolled up into scopes
     SELECT CASE WHEN grouping(rg) = 0 THEN nullif(rg, 0) WHEN grouping(btw) = 0 THEN CASE WHEN btw THEN 3 END
@@ -38,19 +34,21 @@ WITH p AS (
     WHERE sc IS NOT NULL AND m = 0
     GROUP BY sc, m, v
 ), cum AS (
-    SELECT sc, m, o, v, n,
+    SELECT sc, m, o, v,
         sum(n) OVER (PARTITION BY sc, m, o ORDER BY v ROWS UNBOUNDED PRECEDING) AS cum,
         sum(n) OVER (PARTITION BY sc, m, o) AS total
     FROM v
+), q AS (
+    SELECT sc, m, o, any_value(total)::BIGINT AS n,
+        min(v) FILTER (WHERE cum >= ceil(total * 0.5)) AS p50,
+        min(v) FILTER (WHERE cum >= ceil(total * 0.99)) AS p99,
+        min(v) FILTER (WHERE cum >= ceil(total * 0.999)) AS p99_9
+    FROM cum
+    GROUP BY sc, m, o
 )
--- p* the value (or, for latency, the bucket) holding rank ceil(q * n); r* that rank minus the
--- count below the bucket, i.e. the rank inside it
-SELECT sc, m, o, any_value(total)::BIGINT AS n,
-    min(v) FILTER (WHERE cum >= ceil(total * 0.5)) AS p50,
-    min(v) FILTER (WHERE cum >= ceil(total * 0.99)) AS p99,
-    min(v) FILTER (WHERE cum >= ceil(total * 0.999)) AS p99_9,
-    arg_min(ceil(total * 0.5) - (cum - n), v) FILTER (WHERE cum >= ceil(total * 0.5))::BIGINT AS r50,
-    arg_min(ceil(total * 0.99) - (cum - n), v) FILTER (WHERE cum >= ceil(total * 0.99))::BIGINT AS r99,
-    arg_min(ceil(total * 0.999) - (cum - n), v) FILTER (WHERE cum >= ceil(total * 0.999))::BIGINT AS r99_9
-FROM cum
-GROUP BY sc, m, o
+SELECT ['whole', 'steady', 'spike', 'between'][sc + 1] AS scope,
+    ['lat', 'size', 'inflight'][m + 1] AS measure,
+    CASE o WHEN 0 THEN 'all' WHEN 1 THEN 'read' WHEN 2 THEN 'write' WHEN 3 THEN 'discard' WHEN 4 THEN 'flush' END
+        AS op,
+    n, p50, p99, p99_9
+FROM q
