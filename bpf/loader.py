@@ -414,7 +414,12 @@ class KernelCapture:
 
     def inflight_left(self) -> int:
         """Requests issued during the capture that had not completed when it stopped."""
-        in_slots = sum(1 for _, v in self.bpf["slots"].items() if v.rq and v.r.issue_ns)
+        slots = self.bpf["slots"]
+        try:  # one BPF_MAP_LOOKUP_BATCH walk of the 2^16 slots (0.03 s), not a syscall per slot (0.5 s)
+            entries = list(slots.items_lookup_batch())
+        except Exception:  # batch operations on arrays need v5.6
+            entries = list(slots.items())
+        in_slots = sum(1 for _, v in entries if v.rq and v.r.issue_ns)
         return in_slots + sum(1 for _, v in self.bpf["reqs"].items() if v.issue_ns)
 
     def recursion_misses(self) -> int:
