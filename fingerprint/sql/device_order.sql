@@ -6,7 +6,8 @@
 -- rank within it; only that bucket's seeks are then ranked. Runs = data I/Os - sequential ones.
 -- The seeks (a) are re-read rather than materialised (a scan of dev_seeks is cheap, a copy is not),
 -- and only the rows of the median buckets reach the join with their scope conditions (joining
--- every row first cost more than the rest of this query at 5 M rows).
+-- every row first cost more than the rest of this query at 5 M rows; a semi-join on the buckets
+-- still probed a hash table per row: a list test against the few buckets costs a fraction).
 WITH p AS MATERIALIZED (
     SELECT getvariable('fp').regime[w + 1] AS rg, btw, opc,
         count(*) FILTER (WHERE seq) AS seq_ios,
@@ -52,12 +53,16 @@ WITH p AS MATERIALIZED (
             WHEN abs(seek_lbn) < 1073741824 THEN 2048 + abs(seek_lbn) // 1048576
             ELSE 3072 + abs(seek_lbn) // 1073741824 END AS b
     FROM dev_seeks WHERE seek_lbn IS NOT NULL
+), ab AS (
+    -- bucket counts per (regime, --between flag): one small hash aggregate of the rows, where
+    -- GROUPING SETS over the rows would first copy them all
+    SELECT rg, btw, b, count(*) AS n FROM a GROUP BY rg, btw, b
 ), bc AS (
     SELECT CASE WHEN grouping(rg) = 0 THEN CASE rg WHEN 1 THEN 'steady' WHEN 2 THEN 'spike' END
             WHEN grouping(btw) = 0 THEN CASE WHEN btw THEN 'between' END
             ELSE 'whole' END AS scope,
-        b, count(*) AS n
-    FROM a
+        b, sum(n) AS n
+    FROM ab
     GROUP BY GROUPING SETS ((b), (rg, b), (btw, b))
 ), bcum AS (
     SELECT scope, b, n,
@@ -70,7 +75,7 @@ WITH p AS MATERIALIZED (
 ), m AS (
     SELECT t.scope, a.v, t.r,
         row_number() OVER (PARTITION BY t.scope ORDER BY a.v) AS i
-    FROM (SELECT * FROM a WHERE b IN (SELECT b FROM t)) a JOIN t ON a.b = t.b
+    FROM (SELECT * FROM a WHERE list_contains((SELECT list(b) FROM t), b)) a JOIN t ON a.b = t.b
         AND (t.scope = 'whole' OR (t.scope = 'steady' AND a.rg = 1) OR (t.scope = 'spike' AND a.rg = 2)
             OR (t.scope = 'between' AND a.btw))
 )
