@@ -8,7 +8,8 @@
  *
  * Defines from the loader:
  *   IOFP_OFF_RQ_Q, IOFP_OFF_RQ_CMD_FLAGS, IOFP_OFF_RQ_DATA_LEN, IOFP_OFF_RQ_SECTOR,
- *   IOFP_OFF_RQ_START_TIME                                                          struct request
+ *   IOFP_OFF_RQ_START_TIME, IOFP_OFF_RQ_RQ_FLAGS                                    struct request
+ *   IOFP_RQF_FLUSH_SEQ                        rq_flags bit of a request in a blk-flush sequence, if in BTF
  *   IOFP_OFF_Q_DISK                                                                 struct request_queue
  *   IOFP_OFF_DISK_MAJOR, IOFP_OFF_DISK_FIRST_MINOR                                  struct gendisk
  *   IOFP_REQ_OP_MASK, IOFP_REQ_OP_FLUSH, IOFP_REQ_PREFLUSH                          enum req_op / req_flag_bits
@@ -53,7 +54,16 @@ struct iofp_req {
 	s32 inflight;
 	u32 done; /* bytes completed so far (a request may complete in parts) */
 	char comm[IOFP_COMM_LEN];
+	u32 seq; /* IOFP_SEQ_*: where it is in a blk-flush sequence */
 };
+
+/* A write with FUA or PREFLUSH on a device without them is run by blk-flush as a sequence
+ * (pre-flush, data, post-flush): block_rq_complete fires when its data is done and again when the
+ * whole sequence ends (with 0 bytes). The first is the request's completion; the second is expected,
+ * counted and not mistaken for a request issued before the capture. */
+#define IOFP_SEQ_NONE 0
+#define IOFP_SEQ_IN 1    /* issued with RQF_FLUSH_SEQ */
+#define IOFP_SEQ_FINAL 2 /* data completed and sent; the sequence's end is still to come */
 
 /* Who asked for the flush that a flush-machinery request (rwbs FF, issued by a kworker) performs. */
 struct iofp_flusher {
@@ -496,6 +506,7 @@ int iofp_rq_insert(struct bpf_raw_tracepoint_args *ctx)
 /* struct request's cmd_flags, __data_len, __sector and start_time_ns, read with one probe read when
  * they lie within IOFP_RQ_SPAN_LEN bytes of each other (24..112 on 6.1-6.18), else four. */
 struct iofp_rq_fields {
+	u32 rq_flags;
 	u32 cmd_flags;
 	u32 bytes;
 	u64 sector;
@@ -508,11 +519,13 @@ static __always_inline void rq_fields(u64 rq, struct iofp_rq_fields *f)
 	u8 span[IOFP_RQ_SPAN_LEN];
 	bpf_probe_read_kernel(span, sizeof(span), (void *)(rq + IOFP_RQ_SPAN_OFF));
 	__builtin_memcpy(&f->cmd_flags, span + (IOFP_OFF_RQ_CMD_FLAGS - IOFP_RQ_SPAN_OFF), 4);
+	__builtin_memcpy(&f->rq_flags, span + (IOFP_OFF_RQ_RQ_FLAGS - IOFP_RQ_SPAN_OFF), 4);
 	__builtin_memcpy(&f->bytes, span + (IOFP_OFF_RQ_DATA_LEN - IOFP_RQ_SPAN_OFF), 4);
 	__builtin_memcpy(&f->sector, span + (IOFP_OFF_RQ_SECTOR - IOFP_RQ_SPAN_OFF), 8);
 	__builtin_memcpy(&f->start_ns, span + (IOFP_OFF_RQ_START_TIME - IOFP_RQ_SPAN_OFF), 8);
 #else
 	bpf_probe_read_kernel(&f->cmd_flags, 4, (void *)(rq + IOFP_OFF_RQ_CMD_FLAGS));
+	bpf_probe_read_kernel(&f->rq_flags, 4, (void *)(rq + IOFP_OFF_RQ_RQ_FLAGS));
 	bpf_probe_read_kernel(&f->bytes, 4, (void *)(rq + IOFP_OFF_RQ_DATA_LEN));
 	bpf_probe_read_kernel(&f->sector, 8, (void *)(rq + IOFP_OFF_RQ_SECTOR));
 	bpf_probe_read_kernel(&f->start_ns, 8, (void *)(rq + IOFP_OFF_RQ_START_TIME));
@@ -528,6 +541,11 @@ int iofp_rq_issue(struct bpf_raw_tracepoint_args *ctx)
 
 	struct iofp_slot *slot;
 	struct iofp_req *r = req_find(rq, &slot);
+	if (r && r->seq == IOFP_SEQ_FINAL) {
+		/* issued again: the end of its flush sequence never reached us; it is a new request */
+		req_forget(rq, slot);
+		r = NULL;
+	}
 	if (!r) {
 		/* Started before the capture, or a request the block layer made itself (a flush). */
 		u64 q = 0;
@@ -563,6 +581,11 @@ int iofp_rq_issue(struct bpf_raw_tracepoint_args *ctx)
 		 * if the queue keeps I/O stats (the default; cached per plug, as for iostat) */
 		r->queue_ns = f.start_ns;
 	r->cmd_flags = f.cmd_flags;
+#ifdef IOFP_RQF_FLUSH_SEQ
+	/* blk-flush's own flush request carries the flag too but completes once */
+	if ((f.rq_flags & IOFP_RQF_FLUSH_SEQ) && (f.cmd_flags & IOFP_REQ_OP_MASK) != IOFP_REQ_OP_FLUSH)
+		r->seq = IOFP_SEQ_IN;
+#endif
 	r->bytes = f.bytes;
 	r->sector = f.sector;
 	s64 *n = inflight_of(r->dev);
@@ -610,6 +633,11 @@ int iofp_rq_complete(struct bpf_raw_tracepoint_args *ctx)
 			count(IOFP_CNT_UNMATCHED_COMPLETIONS, 1);
 		return 0;
 	}
+	if (r->seq == IOFP_SEQ_FINAL) {
+		count(IOFP_CNT_FLUSH_SEQ_FINAL, 1);
+		req_forget(rq, slot);
+		return 0;
+	}
 	count(IOFP_CNT_COMPLETIONS, 1);
 	u32 dev = r->dev;
 	if (!r->issue_ns) {
@@ -633,6 +661,12 @@ int iofp_rq_complete(struct bpf_raw_tracepoint_args *ctx)
 		__sync_fetch_and_add(n, -1);
 
 	emit_io(r, bpf_ktime_get_ns(), error);
+	if (r->seq == IOFP_SEQ_IN) {
+		/* keep it (not issued, not in flight) until the sequence's own completion */
+		r->seq = IOFP_SEQ_FINAL;
+		r->issue_ns = 0;
+		return 0;
+	}
 	req_forget(rq, slot);
 	return 0;
 }

@@ -321,6 +321,7 @@ def _loss(kc: Any) -> dict[str, int]:
     loss["unmatched_completions"] = c["unmatched_completions"]
     loss["completed_unissued"] = c["completed_unissued"]
     loss["sync_other_device"] = c["sync_other_device"]  # not lost: filtered out by --device
+    loss["flush_seq_final"] = c["flush_seq_final"]  # not lost: blk-flush's second completions
     return loss
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from bpf.btf import BTF, kernel_btf
+from bpf.btf import BTF, BTFError, kernel_btf
 from bpf.record import BATCH_HDR, COUNTERS, IO_DTYPE, KIND_IO, KIND_SYNC, SYNC_DTYPE
 from iofp.contract import SYNC_CALLS
 
@@ -33,6 +33,7 @@ KERNEL_FIELDS = {  # every kernel struct field the probes read: -D define -> (st
     "IOFP_OFF_RQ_DATA_LEN": ("request", "__data_len"),
     "IOFP_OFF_RQ_SECTOR": ("request", "__sector"),
     "IOFP_OFF_RQ_START_TIME": ("request", "start_time_ns"),
+    "IOFP_OFF_RQ_RQ_FLAGS": ("request", "rq_flags"),
     "IOFP_OFF_Q_DISK": ("request_queue", "disk"),
     "IOFP_OFF_DISK_MAJOR": ("gendisk", "major"),
     "IOFP_OFF_DISK_FIRST_MINOR": ("gendisk", "first_minor"),
@@ -55,6 +56,7 @@ _SIZES = {  # the program reads these with fixed-size reads
     "IOFP_OFF_RQ_DATA_LEN": 4,
     "IOFP_OFF_RQ_SECTOR": 8,
     "IOFP_OFF_RQ_START_TIME": 8,
+    "IOFP_OFF_RQ_RQ_FLAGS": 4,
     "IOFP_OFF_Q_DISK": 8,
     "IOFP_OFF_DISK_MAJOR": 4,
     "IOFP_OFF_DISK_FIRST_MINOR": 4,
@@ -251,7 +253,10 @@ def cflags(opts: KernelOptions, btf: BTF | None = None) -> list[str]:
         out.append(f"-D{define}={off}")
     # One probe read (a helper call, ~50 ns here) for the request fields each program reads,
     # when they lie close together
-    spans = {"RQ": ("cmd_flags", "__data_len", "__sector", "start_time_ns"), "START": ("q", "cmd_flags")}
+    spans = {
+        "RQ": ("cmd_flags", "rq_flags", "__data_len", "__sector", "start_time_ns"),
+        "START": ("q", "cmd_flags"),
+    }
     for prefix, members in spans.items():
         span = [btf.member("request", m) for m in members]
         lo, hi = min(o for o, _ in span), max(o + n for o, n in span)
@@ -274,6 +279,8 @@ def cflags(opts: KernelOptions, btf: BTF | None = None) -> list[str]:
         f"-DIOFP_SLOT_BITS={opts.slot_bits}",
         f"-DIOFP_RINGBUF_PAGES={max(1, opts.ringbuf_bytes // os.sysconf('SC_PAGE_SIZE'))}",
     ]
+    with contextlib.suppress(BTFError):  # an enum since v6.5; a #define (not in BTF) before
+        out.append(f"-DIOFP_RQF_FLUSH_SEQ={1 << btf.enum_values(['__RQF_FLUSH_SEQ'])['__RQF_FLUSH_SEQ']}U")
     if btf.has_typedef("btf_trace_block_io_start"):
         out.append("-DIOFP_HAVE_IO_START")
     if opts.devs:

@@ -67,6 +67,7 @@ COUNTERS = (
     "completions",
     "lost_completions",
     "sync_other_device",
+    "flush_seq_final",
 )
 
 MINORBITS = 20  # kernel dev_t: major << 20 | minor (include/linux/kdev_t.h, stable)

@@ -342,6 +342,10 @@ def test_o_dsync_writes_are_recorded_as_commits(workload: Workload) -> None:
     assert len(syncs) == 100
     assert {s["call"] for s in syncs} == {"dsync_write"}
     assert all(s["ret"] == 4096 and s["lat_ns"] > 0 and s["fd"] >= 0 for s in syncs)
+    # On a device without FUA, blk-flush runs each O_DSYNC (FUA) write as data + post-flush and the
+    # tracepoint reports the request complete twice: once recorded, once counted, never "unmatched"
+    assert workload.meta.loss["flush_seq_final"] == 100
+    assert workload.meta.loss["unmatched_completions"] == 0
     # each commit's data reached the device while its write(2) was in progress
     calls = sorted((s["ts_ns"], s["ts_ns"] + s["lat_ns"]) for s in syncs)
     for w in writes:
