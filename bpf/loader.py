@@ -234,7 +234,7 @@ class KernelOptions:
     flush_ms: int = 100  # a batch older than this is sent
     ringbuf_bytes: int = 32 << 20  # a power-of-two number of pages
     max_inflight: int = 65536  # hash-map entries, for requests whose table slot is taken
-    slot_bits: int = 16  # direct-mapped in-flight table: 2**16 slots of 72 bytes (4.5 MiB)
+    slot_bits: int = 16  # direct-mapped in-flight table: 2**16 slots of 80 bytes (5 MiB)
 
 
 def comm_words(comm: str) -> tuple[int, int]:
