@@ -1,6 +1,6 @@
 -- Features of each device's issue order, per scope, from dev_seeks (device_seeks.sql): sequential
--- counts and seek-distance histograms as per-window partials rolled up into scopes (GROUPING SETS
--- over the window's regime code and the --between flag, on a few rows), and the exact
+-- counts and seek-distance histograms as partials per regime code and --between flag rolled up
+-- into scopes (GROUPING SETS over the few partial rows), and the exact
 -- nearest-rank median |seek| in two steps so that nothing buffers every seek: counts per coarse
 -- bucket (monotone in |seek|) find, for each scope, the bucket holding rank ceil(n/2) and the
 -- rank within it; only that bucket's seeks are then ranked. Runs = data I/Os - sequential ones.
@@ -9,11 +9,11 @@
 -- every row first cost more than the rest of this query at 5 M rows; a semi-join on the buckets
 -- still probed a hash table per row: a list test against the few buckets costs a fraction).
 WITH p AS MATERIALIZED (
-    SELECT getvariable('fp').regime[w + 1] AS rg, btw, opc,
+    SELECT rg, btw, opc,
         count(*) FILTER (WHERE seq) AS seq_ios,
         histogram(seek_lbn, $limits) FILTER (WHERE seek_lbn IS NOT NULL) AS h
     FROM dev_seeks
-    GROUP BY w, btw, opc
+    GROUP BY rg, btw, opc
 ), c AS (
     SELECT CASE WHEN grouping(rg) = 0 THEN CASE rg WHEN 1 THEN 'steady' WHEN 2 THEN 'spike' END
             WHEN grouping(btw) = 0 THEN CASE WHEN btw THEN 'between' END
@@ -47,7 +47,7 @@ WITH p AS MATERIALIZED (
     GROUP BY scope
 ), a AS NOT MATERIALIZED (
     -- |seek| and its coarse bucket: exact below 2^10 LBNs, then 1024 buckets per 2^10 range
-    SELECT getvariable('fp').regime[w + 1] AS rg, btw, abs(seek_lbn) AS v,
+    SELECT rg, btw, abs(seek_lbn) AS v,
         CASE WHEN abs(seek_lbn) < 1024 THEN abs(seek_lbn)
             WHEN abs(seek_lbn) < 1048576 THEN 1024 + abs(seek_lbn) // 1024
             WHEN abs(seek_lbn) < 1073741824 THEN 2048 + abs(seek_lbn) // 1048576

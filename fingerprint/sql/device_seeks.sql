@@ -4,8 +4,9 @@
 -- 512 B LBNs is this start - the last LBN of that previous I/O (+1 = sequential). One device at a
 -- time ($dev, its rank): its rows arrive nearly in time order, so the sort by time is fast, where
 -- one sort of every row by (device, time) took over twice as long (50 M rows, 2 devices: 7.7 s
--- against 18 s). Only the sort keys and an op code go through the sort; the window index and
--- --between flag come from ts_ns after it.
+-- against 18 s). Only the sort keys and an op code go through the sort; the window's regime code
+-- and --between flag come from ts_ns after it (the regimes are known by now: storing the code,
+-- not the window index, spares device_order a lookup per row in each of its reads).
 INSERT INTO dev_seeks
 WITH s AS (
     SELECT ts_ns, "offset", size,
@@ -14,7 +15,7 @@ WITH s AS (
 ), l AS (
     SELECT ts_ns, opc, "offset", lag("offset" + size) OVER () AS prev_end FROM s
 )
-SELECT ((ts_ns - getvariable('fp').t0) // getvariable('fp').window_ns)::INTEGER AS w,
+SELECT getvariable('fp').regime[(ts_ns - getvariable('fp').t0) // getvariable('fp').window_ns + 1] AS rg,
     CASE WHEN ts_ns BETWEEN getvariable('fp').lo AND getvariable('fp').hi THEN true END AS btw,
     opc,
     coalesce("offset" = prev_end, false) AS seq,
