@@ -395,8 +395,9 @@ def _summaries(
     for label, width in BURST_WIDTHS_NS.items():
         assert width % finest == 0, "burstiness widths must be multiples of the finest"
         parts["burst"][label] = _by_scope(_all(con, "burst_counts", {"per": width // finest}))
-    # Footprint and the hot-block share need every start block (a hash aggregate, then a sort of
-    # its groups): computed for the whole trace and a --between window, not for each regime.
+    # Footprint and the hot-block share need every start block (a hash aggregate, then block masks
+    # per 64-block chunk and a top-N of its counts): computed for the whole trace and a --between
+    # window, not for each regime.
     for name in ("whole", "between"):
         if name in scopes:
             _do(con, "start_blocks", {"between": name == "between"})

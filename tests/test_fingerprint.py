@@ -238,3 +238,28 @@ def test_latency_percentiles_are_exact_nearest_rank(tmp_path):
             want = [nearest_rank(lat[pick], a, b) / 1e3 for a, b in ((1, 2), (99, 100), (999, 1000))]
             got = [lat_fp[op]["p50_us"], lat_fp[op]["p99_us"], lat_fp[op]["p99_9_us"]]
             assert got == want, (scope, op)
+
+
+def test_footprint_counts_each_touched_block_once(tmp_path):
+    """The footprint ORs per-64-block masks: I/Os at chunk edges, spanning many chunks (a 4 MiB
+    discard-sized write), nested, sharing a start or merely adjacent must count each 4 KiB block
+    once, as a set of every block touched does; with --between too."""
+    rng = np.random.default_rng(11)
+    n = 4000
+    blocks = np.concatenate([rng.integers(0, 4096, n - 6), [63, 64, 127, 0, 5, 1000]])
+    offset = blocks * 4096 + rng.choice(np.array([0, 512, 4095]), n)  # starts inside a block too
+    size = rng.choice(np.array([512, 4096, 8192, 65536, 262144]), n)
+    size[-6:] = [4097, 4096, 4096 * 65, 4 << 20, 4096, 4096 * 130]
+    ts = np.arange(n, dtype=np.int64) * MS
+    with TraceWriter(tmp_path / "t", TraceMeta(source="import:test", devices={"d0": {}})) as w:
+        w.write("io", pa.table({"ts_ns": ts, "device": ["d0"] * n, "offset": offset,
+                                "size": size.astype(np.int32), "op": ["write"] * n}))  # fmt: skip
+    fp = fingerprint_trace(tmp_path / "t", Options(between=("1", "2")))
+
+    def touched(sel):
+        return len({b for o, s in zip(offset[sel], size[sel], strict=True)
+                    for b in range(o // 4096, (o + s - 1) // 4096 + 1)})  # fmt: skip
+
+    assert fp["whole"]["footprint"]["blocks_4k"] == touched(np.ones(n, bool))
+    btw = (ts >= 1000 * MS) & (ts <= 2000 * MS)
+    assert fp["between"]["footprint"]["blocks_4k"] == touched(btw)
