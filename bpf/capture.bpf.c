@@ -138,13 +138,6 @@ static __always_inline u32 queue_dev(u64 q)
 	return (mm[0] << 20) | mm[1];
 }
 
-static __always_inline u32 rq_dev(u64 rq)
-{
-	u64 q = 0;
-	bpf_probe_read_kernel(&q, sizeof(q), (void *)(rq + IOFP_OFF_RQ_Q));
-	return queue_dev(q);
-}
-
 static __always_inline bool dev_wanted(u32 dev)
 {
 #ifdef IOFP_FILTER_DEV
@@ -190,6 +183,14 @@ static __always_inline u32 queue_dev_wanted(u64 q)
 		c->v = (dw << 31) | qcache_check(q, dw);
 	}
 	return wanted ? dev : 0;
+}
+
+/* The device of request `rq` if it is traced, else 0. */
+static __always_inline u32 rq_dev_wanted(u64 rq)
+{
+	u64 q = 0;
+	bpf_probe_read_kernel(&q, sizeof(q), (void *)(rq + IOFP_OFF_RQ_Q));
+	return queue_dev_wanted(q);
 }
 
 static __always_inline bool submitter_wanted(u32 pid, const char *comm)
@@ -272,6 +273,13 @@ static __always_inline s64 *inflight_of(u32 dev)
 		n = inflight.lookup(&dev);
 	}
 	return n;
+}
+
+/* Add `delta` to dev's in-flight count; the count after it (0 if there is no counter). */
+static __always_inline s64 inflight_add(u32 dev, s64 delta)
+{
+	s64 *n = inflight_of(dev);
+	return n ? __sync_fetch_and_add(n, delta) + delta : 0;
 }
 
 /* ---- batching --------------------------------------------------------------------------------- */
@@ -414,6 +422,16 @@ static __always_inline void emit_io(struct iofp_req *r, u64 complete_ns, u8 erro
 	}
 }
 
+/* An issued request whose completion never ran our program (the kernel skips one now and then, seen
+ * ~1 in 10^6 on 6.18 under load): sent with its completion time unknown, taken out of the in-flight
+ * count, and counted as lost_completions. */
+static __always_inline void send_lost(struct iofp_req *r)
+{
+	inflight_add(r->dev, -1);
+	emit_io(r, 0, 0);
+	count(IOFP_CNT_LOST_COMPLETIONS, 1);
+}
+
 /* ---- block requests --------------------------------------------------------------------------- */
 /* Raw tracepoint programs, attached by the loader (bpf/loader.py) by name, so that the capture
  * starts at a known instant rather than when bcc finishes compiling. */
@@ -459,11 +477,7 @@ static __always_inline int track_start(u64 rq)
 		 * send it now with its completion time unknown, so that it is neither dropped silently
 		 * nor left counted in flight, and count the loss. */
 		if (old->issue_ns) {
-			s64 *n = inflight_of(old->dev);
-			if (n)
-				__sync_fetch_and_add(n, -1);
-			emit_io(old, 0, 0);
-			count(IOFP_CNT_LOST_COMPLETIONS, 1);
+			send_lost(old);
 		} else if (old->seq == IOFP_SEQ_FINAL) {
 			count(IOFP_CNT_FLUSH_SEQ_FINAL, 1); /* its flush sequence ended unseen */
 		} else {
@@ -555,19 +569,13 @@ int iofp_rq_issue(struct bpf_raw_tracepoint_args *ctx)
 	} else if (r && r->issue_ns && (f.cmd_flags & IOFP_REQ_OP_MASK) == IOFP_REQ_OP_FLUSH) {
 		/* blk-flush issues its flush request again only once it has completed: that completion
 		 * never ran our program (the kernel's rare skip). Send it, latency unknown, and start over. */
-		s64 *n = inflight_of(r->dev);
-		if (n)
-			__sync_fetch_and_add(n, -1);
-		emit_io(r, 0, 0);
-		count(IOFP_CNT_LOST_COMPLETIONS, 1);
+		send_lost(r);
 		req_forget(rq, slot);
 		r = NULL;
 	}
 	if (!r) {
 		/* Started before the capture, or a request the block layer made itself (a flush). */
-		u64 q = 0;
-		bpf_probe_read_kernel(&q, sizeof(q), (void *)(rq + IOFP_OFF_RQ_Q));
-		u32 dev = queue_dev_wanted(q);
+		u32 dev = rq_dev_wanted(rq);
 		if (!dev)
 			return 0;
 		struct iofp_req fresh = {};
@@ -605,9 +613,7 @@ int iofp_rq_issue(struct bpf_raw_tracepoint_args *ctx)
 #endif
 	r->bytes = f.bytes;
 	r->sector = f.sector;
-	s64 *n = inflight_of(r->dev);
-	if (n)
-		r->inflight = __sync_fetch_and_add(n, 1) + 1;
+	r->inflight = inflight_add(r->dev, 1);
 	return 0;
 }
 
@@ -619,9 +625,7 @@ int iofp_rq_requeue(struct bpf_raw_tracepoint_args *ctx)
 	struct iofp_req *r = req_find(rq, &slot);
 	if (!r || !r->issue_ns)
 		return 0;
-	s64 *n = inflight_of(r->dev);
-	if (n)
-		__sync_fetch_and_add(n, -1);
+	inflight_add(r->dev, -1);
 	r->issue_ns = 0;
 	r->inflight = 0;
 	return 0;
@@ -644,9 +648,7 @@ int iofp_rq_complete(struct bpf_raw_tracepoint_args *ctx)
 	struct iofp_req *r = req_find(rq, &slot);
 	if (!r) {
 		/* Issued before the capture started (the only other way: a device we do not trace). */
-		u64 q = 0;
-		bpf_probe_read_kernel(&q, sizeof(q), (void *)(rq + IOFP_OFF_RQ_Q));
-		if (queue_dev_wanted(q))
+		if (rq_dev_wanted(rq))
 			count(IOFP_CNT_UNMATCHED_COMPLETIONS, 1);
 		return 0;
 	}
@@ -673,10 +675,7 @@ int iofp_rq_complete(struct bpf_raw_tracepoint_args *ctx)
 	if (r->done < r->bytes && !error)
 		return 0; /* partial completion; the rest follows */
 
-	s64 *n = inflight_of(dev);
-	if (n)
-		__sync_fetch_and_add(n, -1);
-
+	inflight_add(dev, -1);
 	emit_io(r, bpf_ktime_get_ns(), error);
 	if (r->seq == IOFP_SEQ_IN) {
 		/* keep it (not issued, not in flight) until the sequence's own completion */
