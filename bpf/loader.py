@@ -26,51 +26,29 @@ from iofp.contract import SYNC_CALLS
 
 SRC = Path(__file__).with_name("capture.bpf.c")
 
-# struct request & co: the fields read, by define name
-KERNEL_FIELDS = {  # every kernel struct field the probes read: -D define -> (struct, member)
-    "IOFP_OFF_RQ_Q": ("request", "q"),
-    "IOFP_OFF_RQ_CMD_FLAGS": ("request", "cmd_flags"),
-    "IOFP_OFF_RQ_DATA_LEN": ("request", "__data_len"),
-    "IOFP_OFF_RQ_SECTOR": ("request", "__sector"),
-    "IOFP_OFF_RQ_START_TIME": ("request", "start_time_ns"),
-    "IOFP_OFF_RQ_RQ_FLAGS": ("request", "rq_flags"),
-    "IOFP_OFF_Q_DISK": ("request_queue", "disk"),
-    "IOFP_OFF_DISK_MAJOR": ("gendisk", "major"),
-    "IOFP_OFF_DISK_FIRST_MINOR": ("gendisk", "first_minor"),
+# every kernel struct field the probes read: -D define -> (struct, member, the size the program reads)
+KERNEL_FIELDS = {
+    "IOFP_OFF_RQ_Q": ("request", "q", 8),
+    "IOFP_OFF_RQ_CMD_FLAGS": ("request", "cmd_flags", 4),
+    "IOFP_OFF_RQ_DATA_LEN": ("request", "__data_len", 4),
+    "IOFP_OFF_RQ_SECTOR": ("request", "__sector", 8),
+    "IOFP_OFF_RQ_START_TIME": ("request", "start_time_ns", 8),
+    "IOFP_OFF_RQ_RQ_FLAGS": ("request", "rq_flags", 4),
+    "IOFP_OFF_Q_DISK": ("request_queue", "disk", 8),
+    "IOFP_OFF_DISK_MAJOR": ("gendisk", "major", 4),
+    "IOFP_OFF_DISK_FIRST_MINOR": ("gendisk", "first_minor", 4),
     # fd -> struct file -> device, for the syscalls
-    "IOFP_OFF_TASK_FILES": ("task_struct", "files"),
-    "IOFP_OFF_FILES_FDT": ("files_struct", "fdt"),
-    "IOFP_OFF_FDT_MAX_FDS": ("fdtable", "max_fds"),
-    "IOFP_OFF_FDT_FD": ("fdtable", "fd"),
-    "IOFP_OFF_FILE_INODE": ("file", "f_inode"),
-    "IOFP_OFF_FILE_FLAGS": ("file", "f_flags"),
-    "IOFP_OFF_INODE_MODE": ("inode", "i_mode"),
-    "IOFP_OFF_INODE_RDEV": ("inode", "i_rdev"),
-    "IOFP_OFF_INODE_SB": ("inode", "i_sb"),
-    "IOFP_OFF_SB_BDEV": ("super_block", "s_bdev"),
-    "IOFP_OFF_BDEV_DEV": ("block_device", "bd_dev"),
-}
-_SIZES = {  # the program reads these with fixed-size reads
-    "IOFP_OFF_RQ_Q": 8,
-    "IOFP_OFF_RQ_CMD_FLAGS": 4,
-    "IOFP_OFF_RQ_DATA_LEN": 4,
-    "IOFP_OFF_RQ_SECTOR": 8,
-    "IOFP_OFF_RQ_START_TIME": 8,
-    "IOFP_OFF_RQ_RQ_FLAGS": 4,
-    "IOFP_OFF_Q_DISK": 8,
-    "IOFP_OFF_DISK_MAJOR": 4,
-    "IOFP_OFF_DISK_FIRST_MINOR": 4,
-    "IOFP_OFF_TASK_FILES": 8,
-    "IOFP_OFF_FILES_FDT": 8,
-    "IOFP_OFF_FDT_MAX_FDS": 4,
-    "IOFP_OFF_FDT_FD": 8,
-    "IOFP_OFF_FILE_INODE": 8,
-    "IOFP_OFF_FILE_FLAGS": 4,
-    "IOFP_OFF_INODE_MODE": 2,
-    "IOFP_OFF_INODE_RDEV": 4,
-    "IOFP_OFF_INODE_SB": 8,
-    "IOFP_OFF_SB_BDEV": 8,
-    "IOFP_OFF_BDEV_DEV": 4,
+    "IOFP_OFF_TASK_FILES": ("task_struct", "files", 8),
+    "IOFP_OFF_FILES_FDT": ("files_struct", "fdt", 8),
+    "IOFP_OFF_FDT_MAX_FDS": ("fdtable", "max_fds", 4),
+    "IOFP_OFF_FDT_FD": ("fdtable", "fd", 8),
+    "IOFP_OFF_FILE_INODE": ("file", "f_inode", 8),
+    "IOFP_OFF_FILE_FLAGS": ("file", "f_flags", 4),
+    "IOFP_OFF_INODE_MODE": ("inode", "i_mode", 2),
+    "IOFP_OFF_INODE_RDEV": ("inode", "i_rdev", 4),
+    "IOFP_OFF_INODE_SB": ("inode", "i_sb", 8),
+    "IOFP_OFF_SB_BDEV": ("super_block", "s_bdev", 8),
+    "IOFP_OFF_BDEV_DEV": ("block_device", "bd_dev", 4),
 }
 
 _MAX_SPAN = 96  # bytes: beyond this, three small reads beat one big one
@@ -181,14 +159,6 @@ class _BatchAttr(ctypes.Structure):
     ]
 
 
-def _fields_spec(fields: dict[str, tuple[str, int]]) -> dict[str, list]:
-    return {
-        "names": list(fields),
-        "formats": [f for f, _ in fields.values()],
-        "offsets": [o for _, o in fields.values()],
-    }
-
-
 def _read_array(map_fd: int, n: int, value_size: int) -> np.ndarray | None:
     """An array map's values as raw rows (n x value_size bytes, one BPF_MAP_LOOKUP_BATCH), or None
     where the kernel has no batch lookup for arrays (before v5.6)."""
@@ -246,10 +216,10 @@ def comm_words(comm: str) -> tuple[int, int]:
 def cflags(opts: KernelOptions, btf: BTF | None = None) -> list[str]:
     btf = btf or kernel_btf()
     out = []
-    for define, (struct_name, member) in KERNEL_FIELDS.items():
+    for define, (struct_name, member, want) in KERNEL_FIELDS.items():
         off, size = btf.member(struct_name, member)
-        if size != _SIZES[define]:
-            raise RuntimeError(f"kernel BTF: {struct_name}.{member} is {size} bytes, not {_SIZES[define]}")
+        if size != want:
+            raise RuntimeError(f"kernel BTF: {struct_name}.{member} is {size} bytes, not {want}")
         out.append(f"-D{define}={off}")
     # One probe read (a helper call, ~50 ns here) for the request fields each program reads,
     # when they lie close together
@@ -469,8 +439,15 @@ class KernelCapture:
         raw = _read_array(slots.map_fd, len(slots), ctypes.sizeof(leaf))
         if raw is not None:  # the whole table in one syscall (bcc's per-slot walk took 0.3-0.5 s)
             issue_off = leaf.r.offset + type(leaf().r).issue_ns.offset
-            fields = {"rq": ("<u8", leaf.rq.offset), "issue": ("<u8", issue_off)}
-            recs = raw.view(np.dtype({**_fields_spec(fields), "itemsize": ctypes.sizeof(leaf)}))
+            dt = np.dtype(
+                {
+                    "names": ["rq", "issue"],
+                    "formats": ["<u8", "<u8"],
+                    "offsets": [leaf.rq.offset, issue_off],
+                    "itemsize": ctypes.sizeof(leaf),
+                }
+            )
+            recs = raw.view(dt)
             in_slots = int(np.count_nonzero((recs["rq"] != 0) & (recs["issue"] != 0)))
         else:
             in_slots = sum(1 for _, v in slots.items() if v.rq and v.r.issue_ns)

@@ -97,7 +97,7 @@ def check_btf() -> Check:
         return Check("BTF", False, f"{VMLINUX_BTF} is not readable (needs root)", {"any": "run as root"})
     try:
         btf = kernel_btf()
-        for struct_name, member in KERNEL_FIELDS.values():
+        for struct_name, member, _size in KERNEL_FIELDS.values():
             btf.member(struct_name, member)
     except BTFError as e:
         return Check("BTF", False, str(e), fix)
