@@ -8,8 +8,12 @@ once and their failure recorded (kprobes and debugfs are refused here).
 
 Per run: fio IOPS, fio's I/O count, the /sys/block stat delta, the events the tracer recorded, the
 losses it reports, and its CPU (utime+stime after it was ready, from /proc and wait4) per event.
+`--workload psync-randwrite` runs 4k random writes with one pwrite64 each instead, which also pays
+for the syscall programs that look at every write for O_DSYNC.
 
     flock /tmp/iofp-heavy.lock .venv/bin/python -m bench.capture_overhead --rounds 5 --seconds 10
+    flock /tmp/iofp-heavy.lock .venv/bin/python -m bench.capture_overhead --workload psync-randwrite \
+        --modes none,iofp,iofp_nosys,perf --rounds 3 --seconds 6
 """
 
 from __future__ import annotations
@@ -70,8 +74,25 @@ def make_loop(size_mib: int) -> tuple[str, Path]:
     return dev.stdout.strip(), backing
 
 
-def reads_completed(name: str) -> int:
-    return int(Path(f"/sys/block/{name}/stat").read_text().split()[0])
+@dataclass(frozen=True)
+class Workload:
+    fio_args: tuple[str, ...]
+    direction: str  # fio JSON section and /sys/block stat counter: "read" (field 0) or "write" (field 4)
+    what: str
+
+
+# randread: the device's full rate, where a tracer's per-request cost shows most. psync-randwrite: one
+# pwrite64 per I/O, so it also pays for the syscall programs that look for O_DSYNC writes.
+WORKLOADS = {
+    "randread": Workload(("--rw=randread", "--iodepth=32", "--ioengine=libaio"), "read",
+                         "fio 4k randread QD32 libaio direct"),
+    "psync-randwrite": Workload(("--rw=randwrite", "--ioengine=psync"), "write",
+                                "fio 4k randwrite psync (a pwrite64 per I/O) direct"),
+}  # fmt: skip
+
+
+def completed(name: str, direction: str) -> int:
+    return int(Path(f"/sys/block/{name}/stat").read_text().split()[0 if direction == "read" else 4])
 
 
 def proc_cpu_s(pid: int) -> float:
@@ -94,10 +115,10 @@ def wait_cpu_s(p: subprocess.Popen, timeout: float = 120) -> float:
     return ru.ru_utime + ru.ru_stime
 
 
-def fio(dev: str, seconds: int, out: Path) -> dict:
-    args = ["fio", "--name=randread", f"--filename={dev}", "--rw=randread", "--bs=4k", "--iodepth=32",
-            "--ioengine=libaio", "--direct=1", "--time_based", f"--runtime={seconds}", "--norandommap",
-            "--randrepeat=0", "--output-format=json"]  # fmt: skip
+def fio(dev: str, seconds: int, out: Path, wl: Workload) -> dict:
+    args = ["fio", "--name=load", f"--filename={dev}", "--bs=4k", *wl.fio_args, "--direct=1",
+            "--time_based", f"--runtime={seconds}", "--norandommap", "--randrepeat=0",
+            "--output-format=json"]  # fmt: skip
     r = subprocess.run(args, capture_output=True, text=True)
     (out / "fio.cmdline").write_text(" ".join(args) + "\n")
     (out / "fio.stdout").write_text(r.stdout)
@@ -105,7 +126,7 @@ def fio(dev: str, seconds: int, out: Path) -> dict:
     (out / "fio.exit_code").write_text(f"{r.returncode}\n")
     if r.returncode != 0:
         raise RuntimeError(f"fio failed: {r.stderr.strip()}")
-    job = json.loads(r.stdout[r.stdout.index("{") :])["jobs"][0]["read"]
+    job = json.loads(r.stdout[r.stdout.index("{") :])["jobs"][0][wl.direction]
     return {"iops": float(job["iops"]), "ios": int(job["total_ios"])}
 
 
@@ -270,18 +291,18 @@ TRACERS: dict[str, type[Tracer]] = {
 }
 
 
-def one_run(mode: str, rnd: int, dev: str, seconds: int) -> Run:
+def one_run(mode: str, rnd: int, dev: str, seconds: int, wl: Workload) -> Run:
     name = dev.removeprefix("/dev/")
     out = OUT / f"r{rnd}-{mode}"
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     tracer = TRACERS[mode]()
     run = Run(mode, rnd)
-    before = reads_completed(name)
+    before = completed(name, wl.direction)
     tracer.start(dev, out)
-    f = fio(dev, seconds, out)
+    f = fio(dev, seconds, out, wl)
     tracer.stop(run)
-    run.stat_ios = reads_completed(name) - before
+    run.stat_ios = completed(name, wl.direction) - before
     run.iops, run.fio_ios = f["iops"], f["ios"]
     (out / "run.json").write_text(json.dumps(asdict(run), indent=2))
     return run
@@ -312,10 +333,12 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--seconds", type=int, default=10)
     ap.add_argument("--modes", default="none,iofp,perf,iofp_nosys,bpftrace")
+    ap.add_argument("--workload", choices=sorted(WORKLOADS), default="randread")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("bench.capture_overhead: needs root (loop devices, eBPF)")
     modes = args.modes.split(",")
+    wl = WORKLOADS[args.workload]
     OUT.mkdir(parents=True, exist_ok=True)
     dev, backing = make_loop(1024)
     runs: list[Run] = []
@@ -324,7 +347,7 @@ def main() -> None:
         for rnd in range(args.rounds):
             order = modes[rnd % len(modes) :] + modes[: rnd % len(modes)]  # rotate: no mode always first
             for mode in order:
-                r = one_run(mode, rnd, dev, args.seconds)
+                r = one_run(mode, rnd, dev, args.seconds, wl)
                 runs.append(r)
                 cpu = r.cpu_us_per_event
                 print(
@@ -341,7 +364,7 @@ def main() -> None:
         "kernel": platform.release(),
         "cpus": os.cpu_count(),
         "device": "loop over a 1 GiB /dev/shm file",
-        "workload": f"fio 4k randread QD32 libaio direct, {args.seconds}s per run",
+        "workload": f"{wl.what}, {args.seconds}s per run",
         "unrunnable": unrunnable,
         "summary": summarise(runs, modes),
         "runs": [asdict(r) | {"cpu_us_per_event": r.cpu_us_per_event} for r in runs],
