@@ -111,6 +111,9 @@ BPF_HASH(devs, u32, u8, 256);
 #endif
 #ifdef IOFP_SYSCALLS
 BPF_HASH(sync_calls, u32, struct iofp_sync_start, 8192);
+/* Entries in sync_calls: while 0, a write's exit (every write(2) on the machine) returns at once
+ * instead of looking its thread up. Only grows if a thread dies inside a sync; then exits look. */
+BPF_ARRAY(sync_pending, s64, 1);
 #ifdef IOFP_FILTER_DEV
 BPF_HASH(sync_devs, u32, u8, 1024); /* the captured disks, their partitions and holders (dm, md) */
 #endif
@@ -690,25 +693,27 @@ int iofp_rq_complete(struct bpf_raw_tracepoint_args *ctx)
 /* ---- fsync-family syscalls -------------------------------------------------------------------- */
 
 #ifdef IOFP_SYSCALLS
-/* The open file behind `fd` in the current task (0 if none): current->files->fdt->fd[fd]. */
+/* The open file behind `fd` in the current task (0 if none): current->files->fdt->fd[fd].
+ * Every write(2) on the machine passes here. Through the task's BTF pointer the first three steps
+ * are plain loads the verifier checks against the kernel's BTF (a probe read is a helper call,
+ * ~40 ns on this VM: 1390 -> 1245 ns per traced pwrite measured); fdt->fd is a pointer to pointers,
+ * which the verifier does not type, so the last step is a probe read. */
 static __always_inline u64 fd_file(s32 fd)
 {
-	u64 task = bpf_get_current_task();
-	u64 files = 0, fdt = 0, arr = 0, file = 0;
-	u32 max = 0;
+	char *task = (char *)bpf_get_current_task_btf();
+	u64 file = 0;
 
 	if (fd < 0)
 		return 0;
-	bpf_probe_read_kernel(&files, sizeof(files), (void *)(task + IOFP_OFF_TASK_FILES));
+	char *files = *(char **)(task + IOFP_OFF_TASK_FILES);
 	if (!files)
 		return 0;
-	bpf_probe_read_kernel(&fdt, sizeof(fdt), (void *)(files + IOFP_OFF_FILES_FDT));
+	char *fdt = *(char **)(files + IOFP_OFF_FILES_FDT);
 	if (!fdt)
 		return 0;
-	bpf_probe_read_kernel(&max, sizeof(max), (void *)(fdt + IOFP_OFF_FDT_MAX_FDS));
-	if ((u32)fd >= max)
+	if ((u32)fd >= *(u32 *)(fdt + IOFP_OFF_FDT_MAX_FDS))
 		return 0;
-	bpf_probe_read_kernel(&arr, sizeof(arr), (void *)(fdt + IOFP_OFF_FDT_FD));
+	u64 arr = *(u64 *)(fdt + IOFP_OFF_FDT_FD);
 	if (!arr)
 		return 0;
 	bpf_probe_read_kernel(&file, sizeof(file), (void *)(arr + (u64)(u32)fd * 8));
@@ -767,8 +772,14 @@ static __always_inline int sync_start(u32 call, s32 fd)
 	s.enter_ns = bpf_ktime_get_ns();
 	s.fd = fd;
 	s.call = call;
-	if (sync_calls.update(&tid, &s) != 0)
+	if (sync_calls.update(&tid, &s) != 0) {
 		count(IOFP_CNT_LOST_SYNC_MAP_FULL, 1);
+		return 0;
+	}
+	u32 zero = 0;
+	s64 *pending = sync_pending.lookup(&zero);
+	if (pending)
+		__sync_fetch_and_add(pending, 1);
 	return 0;
 }
 
@@ -801,6 +812,10 @@ static __always_inline int write_enter(s32 fd, u64 rwf)
 
 static __always_inline int sync_exit(s64 ret)
 {
+	u32 zero = 0;
+	s64 *pending = sync_pending.lookup(&zero);
+	if (!pending || *(volatile s64 *)pending <= 0)
+		return 0;
 	u64 id = bpf_get_current_pid_tgid();
 	u32 tid = (u32)id;
 	struct iofp_sync_start *s = sync_calls.lookup(&tid);
@@ -810,7 +825,6 @@ static __always_inline int sync_exit(s64 ret)
 	bpf_get_current_comm(&comm, sizeof(comm));
 	u32 pid = id >> 32;
 	if (submitter_wanted(pid, comm)) {
-		u32 zero = 0;
 		u64 now = bpf_ktime_get_ns();
 		u32 *bz = busy.lookup(&zero);
 		struct iofp_sync_batch *b = sync_batch.lookup(&zero);
@@ -845,7 +859,8 @@ static __always_inline int sync_exit(s64 ret)
 				count(IOFP_CNT_LOST_SYNC_RINGBUF, 1);
 		}
 	}
-	sync_calls.delete(&tid);
+	if (sync_calls.delete(&tid) == 0)
+		__sync_fetch_and_add(pending, -1);
 	return 0;
 }
 
