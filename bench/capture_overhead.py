@@ -144,6 +144,7 @@ class Tracer:
 class IofpTracer(Tracer):
     name = "iofp"
     extra_args: tuple[str, ...] = ()
+    prog_stats = False  # --prog-stats: the kernel's run time per program (kernel.bpf_stats_enabled)
 
     def start(self, dev: str, out: Path) -> None:
         self.out = out / "trace"
@@ -165,13 +166,15 @@ class IofpTracer(Tracer):
         self.cpu0 = proc_cpu_s(self.p.pid)
 
     def stop(self, run: Run) -> None:
+        if self.prog_stats:
+            run.extra["prog_ns_per_run"] = prog_stats(self.p.pid)
         self.p.send_signal(signal.SIGINT)
         run.tracer_cpu_s = wait_cpu_s(self.p) - self.cpu0  # after readiness: excludes the compile
         stdout = self.p.stdout.read() if self.p.stdout else ""
         stderr = self.p.stderr.read() if self.p.stderr else ""
         summary = json.loads(stdout)
         run.events, run.lost = summary["io_events"], summary["lost_events"]
-        run.extra = {"unmatched": summary["unmatched"], "files": summary["files"], "stderr": stderr.strip()}
+        run.extra |= {"unmatched": summary["unmatched"], "files": summary["files"], "stderr": stderr.strip()}
         shutil.rmtree(self.out, ignore_errors=True)
 
 
@@ -181,6 +184,18 @@ class IofpNoSyscallsTracer(IofpTracer):
 
     name = "iofp_nosys"
     extra_args = ("--no-syscalls",)
+
+
+def prog_stats(pid: int) -> dict[str, dict[str, float]]:
+    """ns per run and runs of each BPF program loaded by `pid`. With bpf_stats on, the kernel reads
+    the clock around every run (~70 ns here), so these runs are not for the IOPS comparison."""
+    progs = json.loads(subprocess.run(["bpftool", "prog", "show", "-j"], check=True,
+                                      capture_output=True, text=True).stdout)  # fmt: skip
+    out = {}
+    for pr in progs:
+        if pid in {o["pid"] for o in pr.get("pids", [])} and pr.get("run_cnt"):
+            out[pr["name"]] = {"ns": round(pr["run_time_ns"] / pr["run_cnt"], 1), "runs": pr["run_cnt"]}
+    return out
 
 
 def _link(fd: Path) -> str:
@@ -334,6 +349,11 @@ def main() -> None:
     ap.add_argument("--seconds", type=int, default=10)
     ap.add_argument("--modes", default="none,iofp,perf,iofp_nosys,bpftrace")
     ap.add_argument("--workload", choices=sorted(WORKLOADS), default="randread")
+    ap.add_argument(
+        "--prog-stats",
+        action="store_true",
+        help="record each iofp program's kernel time per run (adds the stats' own cost)",
+    )
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("bench.capture_overhead: needs root (loop devices, eBPF)")
@@ -342,6 +362,10 @@ def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     dev, backing = make_loop(1024)
     runs: list[Run] = []
+    stats_knob = Path("/proc/sys/kernel/bpf_stats_enabled")
+    if args.prog_stats:
+        IofpTracer.prog_stats = True
+        stats_knob.write_text("1")
     try:
         unrunnable = try_unrunnable(dev)
         for rnd in range(args.rounds):
@@ -355,7 +379,11 @@ def main() -> None:
                     f"events {r.events}  lost {r.lost}  cpu/event {'-' if cpu is None else f'{cpu:.2f} us'}",
                     flush=True,
                 )
+                if stats := r.extra.get("prog_ns_per_run"):
+                    print("   ", "  ".join(f"{k} {v['ns']:.0f} ns" for k, v in stats.items()))
     finally:
+        if args.prog_stats:
+            stats_knob.write_text("0")
         subprocess.run(["losetup", "-d", dev], check=False)
         backing.unlink(missing_ok=True)
     result = {
