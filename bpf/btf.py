@@ -4,7 +4,7 @@ The bcc program is compiled against whatever kernel headers the distro ships (on
 headers for a 6.18 kernel), so no struct layout from a header can be trusted. Every kernel field the
 program reads is located here, in the running kernel's own type information, and handed to the C code
 as a -D define. Only what iofp needs is implemented: structs/unions (with anonymous members), typedef
-chains and enums. Format: Documentation/bpf/btf.rst.
+chains, array sizes and enums. Format: Documentation/bpf/btf.rst.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ class BType:
     size: int  # byte size for INT/STRUCT/UNION/ENUM; referenced type id for PTR/TYPEDEF/...
     members: tuple[Member, ...] = ()
     enum_values: tuple[tuple[str, int], ...] = ()
+    array: tuple[int, int] = (0, 0)  # ARRAY: (element type id, number of elements)
 
 
 class BTF:
@@ -72,9 +73,12 @@ class BTF:
             name = self._str(name_off)
             members: tuple[Member, ...] = ()
             values: tuple[tuple[str, int], ...] = ()
+            array = (0, 0)
             if kind in (INT, VAR, DECL_TAG):
                 pos += 4
             elif kind == ARRAY:
+                elem, _index_type, nelems = struct.unpack_from("<III", blob, pos)
+                array = (elem, nelems)
                 pos += 12
             elif kind in (STRUCT, UNION):
                 ms = []
@@ -107,7 +111,7 @@ class BTF:
             elif kind not in (PTR, FWD, TYPEDEF, VOLATILE, CONST, RESTRICT, FUNC, FLOAT, TYPE_TAG):
                 raise BTFError(f"unknown BTF kind {kind}")
             tid = len(self.types)
-            self.types.append(BType(kind, name, size_or_type, members, values))
+            self.types.append(BType(kind, name, size_or_type, members, values, array))
             if name and kind in (STRUCT, UNION, ENUM, ENUM64, TYPEDEF, FUNC):
                 self._by_name.setdefault((kind, name), tid)
 
@@ -161,6 +165,8 @@ class BTF:
             return 8
         if t.kind in (INT, STRUCT, UNION, ENUM, ENUM64, FLOAT):
             return t.size
+        if t.kind == ARRAY:
+            return self.sizeof(t.array[0]) * t.array[1]
         raise BTFError(f"kernel BTF: no size for kind {t.kind}")
 
     def enum_value(self, name: str) -> int:

@@ -211,6 +211,19 @@ static __always_inline bool submitter_wanted(u32 pid, const char *comm)
 	return true;
 }
 
+/* The current task's pid (tgid) and comm, as plain loads through its BTF pointer, which the
+ * verifier checks against the kernel's BTF: one helper call where bpf_get_current_pid_tgid() and
+ * bpf_get_current_comm() are two, on every request. The kernel keeps comm NUL-padded. */
+static __always_inline u32 current_who(char *comm)
+{
+	char *task = (char *)bpf_get_current_task_btf();
+	u64 w0 = *(u64 *)(task + IOFP_OFF_TASK_COMM);
+	u64 w1 = *(u64 *)(task + IOFP_OFF_TASK_COMM + 8);
+	__builtin_memcpy(comm, &w0, 8);
+	__builtin_memcpy(comm + 8, &w1, 8);
+	return *(u32 *)(task + IOFP_OFF_TASK_TGID);
+}
+
 /* ---- request and device tables ------------------------------------------------------------- */
 
 static __always_inline u32 slot_of(u64 rq)
@@ -469,8 +482,7 @@ static __always_inline int track_start(u64 rq)
 	 * start_time_ns, read at issue (see rq_fields) */
 	struct iofp_req r = {};
 	r.dev = dev;
-	r.pid = bpf_get_current_pid_tgid() >> 32;
-	bpf_get_current_comm(&r.comm, sizeof(r.comm));
+	r.pid = current_who(r.comm);
 	struct iofp_slot *slot;
 	struct iofp_req *old = req_find(rq, &slot);
 	if (old) {

@@ -37,6 +37,8 @@ KERNEL_FIELDS = {
     "IOFP_OFF_Q_DISK": ("request_queue", "disk", 8),
     "IOFP_OFF_DISK_MAJOR": ("gendisk", "major", 4),
     "IOFP_OFF_DISK_FIRST_MINOR": ("gendisk", "first_minor", 4),
+    "IOFP_OFF_TASK_TGID": ("task_struct", "tgid", 4),
+    "IOFP_OFF_TASK_COMM": ("task_struct", "comm", 16),
     # fd -> struct file -> device, for the syscalls
     "IOFP_OFF_TASK_FILES": ("task_struct", "files", 8),
     "IOFP_OFF_FILES_FDT": ("files_struct", "fdt", 8),
