@@ -101,6 +101,18 @@ struct iofp_devcount {
 BPF_ARRAY(devcount, struct iofp_devcount, 1 << IOFP_DEVCOUNT_BITS);
 BPF_HASH(inflight, u32, s64, 1024);
 BPF_HASH(flushers, u32, struct iofp_flusher, 1024);
+
+/* Completions of requests issued before the capture started, with their time and device. A request
+ * issued while one of them was still in flight had it in flight too, which the kernel's count (it
+ * starts at 0) cannot know: user space adds them to `inflight` (bpf/record.py). Overflowing
+ * entries are dropped and counted (early_overflow). */
+struct iofp_early {
+	u64 done_ns; /* 0: being written */
+	u32 dev;
+	u32 _pad;
+};
+BPF_ARRAY(early, struct iofp_early, IOFP_EARLY_N);
+BPF_ARRAY(early_n, u64, 1); /* u64: a 32-bit fetch-and-add needs alu32, which bcc does not emit */
 BPF_PERCPU_ARRAY(counters, u64, IOFP_NCOUNTERS);
 BPF_PERCPU_ARRAY(io_batch, struct iofp_io_batch, 1);
 BPF_PERCPU_ARRAY(sync_batch, struct iofp_sync_batch, 1);
@@ -448,6 +460,23 @@ static __always_inline void send_lost(struct iofp_req *r)
 	count(IOFP_CNT_LOST_COMPLETIONS, 1);
 }
 
+static __always_inline void early_done(u32 dev)
+{
+	count(IOFP_CNT_UNMATCHED_COMPLETIONS, 1);
+	u32 zero = 0;
+	u64 *n = early_n.lookup(&zero);
+	if (!n)
+		return;
+	u32 i = (u32)__sync_fetch_and_add(n, 1);
+	struct iofp_early *e = early.lookup(&i);
+	if (!e) {
+		count(IOFP_CNT_EARLY_OVERFLOW, 1);
+		return;
+	}
+	e->dev = dev;
+	e->done_ns = bpf_ktime_get_ns();
+}
+
 /* ---- block requests --------------------------------------------------------------------------- */
 /* Raw tracepoint programs, attached by the loader (bpf/loader.py) by name, so that the capture
  * starts at a known instant rather than when bcc finishes compiling. */
@@ -663,8 +692,9 @@ int iofp_rq_complete(struct bpf_raw_tracepoint_args *ctx)
 	struct iofp_req *r = req_find(rq, &slot);
 	if (!r) {
 		/* Issued before the capture started (the only other way: a device we do not trace). */
-		if (rq_dev_wanted(rq))
-			count(IOFP_CNT_UNMATCHED_COMPLETIONS, 1);
+		u32 dev = rq_dev_wanted(rq);
+		if (dev)
+			early_done(dev);
 		return 0;
 	}
 	if (r->seq == IOFP_SEQ_FINAL) {

@@ -82,6 +82,7 @@ enum iofp_counter {
 	IOFP_CNT_LOST_COMPLETIONS,    /* requests whose completion never ran our program (sent, latency unknown) */
 	IOFP_CNT_SYNC_OTHER_DEVICE,   /* fsync-family calls on files of devices not captured (not recorded) */
 	IOFP_CNT_FLUSH_SEQ_FINAL,     /* second completions of data requests in a flush sequence (expected) */
+	IOFP_CNT_EARLY_OVERFLOW,      /* completions from before the capture beyond the `early` table */
 	IOFP_NCOUNTERS,
 };
 

@@ -161,6 +161,10 @@ class _BatchAttr(ctypes.Structure):
     ]
 
 
+# struct iofp_early (capture.bpf.c)
+_EARLY_DTYPE = np.dtype([("done_ns", "<u8"), ("dev", "<u4"), ("_pad", "<u4")])
+
+
 def _read_array(map_fd: int, n: int, value_size: int) -> np.ndarray | None:
     """An array map's values as raw rows (n x value_size bytes, one BPF_MAP_LOOKUP_BATCH), or None
     where the kernel has no batch lookup for arrays (before v5.6)."""
@@ -207,6 +211,7 @@ class KernelOptions:
     ringbuf_bytes: int = 32 << 20  # a power-of-two number of pages
     max_inflight: int = 65536  # hash-map entries, for requests whose table slot is taken
     slot_bits: int = 16  # direct-mapped in-flight table: 2**16 slots of 80 bytes (5 MiB)
+    early_n: int = 16384  # completions of requests from before the capture kept (16 bytes each)
 
 
 def comm_words(comm: str) -> tuple[int, int]:
@@ -249,6 +254,7 @@ def cflags(opts: KernelOptions, btf: BTF | None = None) -> list[str]:
         f"-DIOFP_FLUSH_NS={opts.flush_ms * 1_000_000}ULL",
         f"-DIOFP_MAX_INFLIGHT={opts.max_inflight}",
         f"-DIOFP_SLOT_BITS={opts.slot_bits}",
+        f"-DIOFP_EARLY_N={opts.early_n}",
         f"-DIOFP_RINGBUF_PAGES={max(1, opts.ringbuf_bytes // os.sysconf('SC_PAGE_SIZE'))}",
     ]
     with contextlib.suppress(BTFError):  # an enum since v6.5; a #define (not in BTF) before
@@ -317,6 +323,7 @@ class KernelCapture:
         self._cpus = online_cpus()
         self._attached: list[str] = []
         self._flush_ok = True
+        self._early: tuple[int, dict[int, np.ndarray]] = (0, {})  # entries read, and their times per device
 
     # ---- lifecycle ------------------------------------------------------------------------
 
@@ -433,6 +440,24 @@ class KernelCapture:
         for i, name in enumerate(COUNTERS):
             out[name] = int(sum(table.getvalue(table.Key(i))))
         return out
+
+    def early_completions(self) -> dict[int, np.ndarray]:
+        """When the requests issued before the capture completed (monotonic ns, sorted), per device."""
+        count = self.bpf["early_n"]
+        n = min(int(count[count.Key(0)].value), self.opts.early_n)
+        if n != self._early[0]:  # the table only grows: read it again only when it has
+            table = self.bpf["early"]
+            raw = _read_array(table.map_fd, n, ctypes.sizeof(table.Leaf))
+            if raw is None:
+                raw = np.frombuffer(b"".join(bytes(table[table.Key(i)]) for i in range(n)), np.uint8)
+            recs = raw.view(_EARLY_DTYPE)
+            recs = recs[recs["done_ns"] != 0]  # 0: still being written; read again next time
+            by_dev = {
+                int(d): np.sort(recs["done_ns"][recs["dev"] == d].astype(np.int64))
+                for d in np.unique(recs["dev"])
+            }
+            self._early = (len(recs) if len(recs) == n else -1, by_dev)
+        return self._early[1]
 
     def inflight_left(self) -> int:
         """Requests issued during the capture that had not completed when it stopped."""

@@ -68,6 +68,7 @@ COUNTERS = (
     "lost_completions",
     "sync_other_device",
     "flush_seq_final",
+    "early_overflow",
 )
 
 MINORBITS = 20  # kernel dev_t: major << 20 | minor (include/linux/kdev_t.h, stable)
@@ -190,14 +191,24 @@ def _mask(m: np.ndarray) -> np.ndarray | None:
     return m if m.any() else None
 
 
-def io_table(recs: np.ndarray, t0_ns: int, bits: ReqBits, dev_names: dict[int, str]) -> tuple[pa.Table, int]:
+def io_table(
+    recs: np.ndarray,
+    t0_ns: int,
+    bits: ReqBits,
+    dev_names: dict[int, str],
+    early: dict[int, np.ndarray] | None = None,
+) -> tuple[pa.Table, int]:
     """Records -> an IO_SCHEMA table sorted by issue time, and the number of records skipped because
     their op is not block data I/O (zone management, driver-private commands).
 
     Everything derived from cmd_flags (op, rwbs, the flag columns) is computed once per distinct
     flags value and gathered, so the per-row cost is a few vectorised passes. Each column is
     gathered in issue order straight from the records (no sorted copy of the whole record), and
-    the result never shares memory with `recs`, whose buffer the caller reuses."""
+    the result never shares memory with `recs`, whose buffer the caller reuses.
+
+    `early`: per device, when the requests issued before the capture completed (monotonic ns,
+    sorted). A request issued before one of those completed had it in flight as well; the kernel's
+    count started at zero, so they are added to its `inflight` here."""
     flag_idx, uflags = _encode(recs["cmd_flags"])
     known_flag = np.array([(int(f) & bits.op_mask) in bits.ops for f in uflags], dtype=bool)
     order = np.argsort(recs["issue_ns"], kind="stable")
@@ -216,6 +227,12 @@ def io_table(recs: np.ndarray, t0_ns: int, bits: ReqBits, dev_names: dict[int, s
     no_queue = _mask(queue == 0)
     # complete_ns 0: the kernel never ran our completion probe for it (counted as lost_completions)
     no_complete = _mask(complete == 0)
+    inflight = col("inflight")
+    if early:
+        dev_raw = col("dev")
+        for d, done in early.items():  # done: sorted, not empty
+            rows = np.flatnonzero((dev_raw == d) & (issue < done[-1]))
+            inflight[rows] += (len(done) - np.searchsorted(done, issue[rows], side="right")).astype(np.int32)
     complete -= issue
     queue -= t0_ns
     issue -= t0_ns
@@ -255,7 +272,7 @@ def io_table(recs: np.ndarray, t0_ns: int, bits: ReqBits, dev_names: dict[int, s
         "rwbs": rwbs,
         "pid": pa.array(pid, pa.int32(), mask=_mask(unknown_pid)),
         "comm": comm,
-        "inflight": pa.array(col("inflight"), pa.int32()),
+        "inflight": pa.array(inflight, pa.int32()),
         "error": pa.array(col("error"), pa.int16()),
     }
     return pa.Table.from_pydict(cols, schema=IO_SCHEMA), skipped
