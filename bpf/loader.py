@@ -274,13 +274,26 @@ def cflags(opts: KernelOptions, btf: BTF | None = None) -> list[str]:
     return out
 
 
+def block_probes(have_io_start: bool) -> list[tuple[str, str]]:
+    """(raw tracepoint, program) the capture attaches, in attach order."""
+    return [
+        ("block_rq_complete", "iofp_rq_complete"),
+        ("block_rq_requeue", "iofp_rq_requeue"),
+        ("block_rq_merge", "iofp_rq_merge"),
+        ("block_rq_issue", "iofp_rq_issue"),
+        ("block_io_start", "iofp_io_start") if have_io_start else ("block_rq_insert", "iofp_rq_insert"),
+    ]
+
+
 def test_compile() -> None:
-    """Compile and load (verify) the program without attaching anything."""
+    """Compile and load (verify) every block program and the flush program without attaching
+    anything. The syscall programs are left out: bcc attaches those as it loads them."""
     from bcc import BPF
 
+    have_io_start = kernel_btf().has_typedef("btf_trace_block_io_start")
     b = BPF(src_file=str(SRC).encode(), cflags=cflags(KernelOptions(syscalls=False)))
     try:
-        for fn in ("iofp_rq_issue", "iofp_rq_complete", "iofp_flush"):
+        for fn in [fn for _, fn in block_probes(have_io_start)] + ["iofp_flush"]:
             b.load_func(fn.encode(), BPF.RAW_TRACEPOINT)
     finally:
         b.cleanup()
@@ -328,17 +341,7 @@ class KernelCapture:
     # ---- lifecycle ------------------------------------------------------------------------
 
     def probes(self) -> list[tuple[str, str]]:
-        tps = [
-            ("block_rq_complete", "iofp_rq_complete"),
-            ("block_rq_requeue", "iofp_rq_requeue"),
-            ("block_rq_merge", "iofp_rq_merge"),
-            ("block_rq_issue", "iofp_rq_issue"),
-        ]
-        if self.have_io_start:
-            tps.append(("block_io_start", "iofp_io_start"))
-        else:
-            tps.append(("block_rq_insert", "iofp_rq_insert"))
-        return tps
+        return block_probes(self.have_io_start)
 
     def start(self) -> tuple[int, int]:
         """Attach the block probes; returns (monotonic ns, wall-clock ns) of the capture's start."""
