@@ -208,7 +208,8 @@ def io_table(
 
     `early`: per device, when the requests issued before the capture completed (monotonic ns,
     sorted). A request issued before one of those completed had it in flight as well; the kernel's
-    count started at zero, so they are added to its `inflight` here."""
+    count started at zero, so they are added to its `inflight` here (those that complete only after
+    this batch is converted, seconds into the capture, are not known yet and not added)."""
     flag_idx, uflags = _encode(recs["cmd_flags"])
     known_flag = np.array([(int(f) & bits.op_mask) in bits.ops for f in uflags], dtype=bool)
     order = np.argsort(recs["issue_ns"], kind="stable")
@@ -228,8 +229,8 @@ def io_table(
     # complete_ns 0: the kernel never ran our completion probe for it (counted as lost_completions)
     no_complete = _mask(complete == 0)
     inflight = col("inflight")
+    dev_raw = col("dev")
     if early:
-        dev_raw = col("dev")
         for d, done in early.items():  # done: sorted, not empty
             rows = np.flatnonzero((dev_raw == d) & (issue < done[-1]))
             inflight[rows] += (len(done) - np.searchsorted(done, issue[rows], side="right")).astype(np.int32)
@@ -237,7 +238,7 @@ def io_table(
     queue -= t0_ns
     issue -= t0_ns
 
-    dev_idx, devs = _encode(col("dev"))
+    dev_idx, devs = _encode(dev_raw)
     dnames = [dev_names.get(int(d), f"dev{int(d) >> 20}:{int(d) & 0xFFFFF}") for d in devs]
     device = pa.DictionaryArray.from_arrays(pa.array(dev_idx.astype(np.int32)), pa.array(dnames))
     op_of = np.array([OPS.index(bits.ops[int(f) & bits.op_mask]) for f in uflags], dtype=np.int8)
