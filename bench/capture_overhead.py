@@ -3,8 +3,9 @@
 4k random reads at QD32 (libaio, direct) on a loop device over a /dev/shm file (the fastest device on
 the machine, so the tracer's per-event cost shows most). For each round the modes run back to back in
 a rotating order (identical runs drift +-10%): no tracing, `iofp capture`, `perf record` on the two
-block tracepoints, and a bpftrace one-line-per-event script. biosnoop-bpfcc and blktrace are tried
-once and their failure recorded (kprobes and debugfs are refused here).
+block tracepoints, and a bpftrace one-line-per-event script; `empty` (not by default) attaches
+programs that return at once to iofp's tracepoints: the floor of attaching at all. biosnoop-bpfcc
+and blktrace are tried once and their failure recorded (kprobes and debugfs are refused here).
 
 Per run: fio IOPS, fio's I/O count, the /sys/block stat delta, the events the tracer recorded, the
 losses it reports, and its CPU (utime+stime after it was ready, from /proc and wait4) per event.
@@ -292,6 +293,42 @@ class BpftraceTracer(Tracer):
         run.extra = {"issues": self.lines["I"], "header": self.header}
 
 
+# The floor: programs that return at once on the tracepoints iofp attaches (what attaching costs
+# before any work is done). No events are recorded; only the IOPS are of interest.
+_EMPTY_PROGRAMS = """
+import signal, sys
+from bcc import BPF
+tps = sys.argv[1:]
+src = "".join(f"RAW_TRACEPOINT_PROBE({tp}) {{ return 0; }}\\n" for tp in tps)
+b = BPF(text=src)
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+print("ready", flush=True)
+signal.sigwait({signal.SIGINT})
+"""
+
+
+class EmptyProgramsTracer(Tracer):
+    name = "empty"
+
+    def start(self, dev: str, out: Path) -> None:
+        from bpf.btf import kernel_btf
+        from bpf.loader import block_probes
+
+        tps = [tp for tp, _ in block_probes(kernel_btf().has_typedef("btf_trace_block_io_start"))]
+        args = [sys.executable, "-c", _EMPTY_PROGRAMS, *tps]
+        (out / "empty.cmdline").write_text(" ".join(tps) + "\n")
+        self.p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert self.p.stdout is not None
+        if self.p.stdout.readline().strip() != "ready":
+            raise RuntimeError(
+                f"empty programs did not attach: {self.p.stderr.read() if self.p.stderr else ''}"
+            )
+
+    def stop(self, run: Run) -> None:
+        self.p.send_signal(signal.SIGINT)
+        self.p.wait(timeout=60)
+
+
 def try_unrunnable(dev: str) -> dict[str, str]:
     """biosnoop-bpfcc and blktrace: run each briefly and keep why they fail here."""
     out = {}
@@ -319,6 +356,7 @@ TRACERS: dict[str, type[Tracer]] = {
     "iofp_nosys": IofpNoSyscallsTracer,
     "perf": PerfTracer,
     "bpftrace": BpftraceTracer,
+    "empty": EmptyProgramsTracer,
 }
 
 
