@@ -248,6 +248,8 @@ class PerfTracer(Tracer):
         lost = re.search(r"LOST events:\s+(\d+)", stats.stdout)
         # issue + complete per request
         run.events = int(m.group(1)) // 2 if m else None
+        # the number of PERF_RECORD_LOST records, each standing for one or more dropped samples: a
+        # lower bound, and 0 does not mean nothing was missed (compare `events` with the stat count)
         run.lost = int(lost.group(1)) if lost else 0
         run.extra = {"stderr": stderr.strip().splitlines()[-1:] if stderr else []}
         self.data.unlink(missing_ok=True)
