@@ -858,14 +858,12 @@ static __always_inline int sync_exit(s64 ret)
 	s64 *pending = sync_pending.lookup(&zero);
 	if (!pending || *(volatile s64 *)pending <= 0)
 		return 0;
-	u64 id = bpf_get_current_pid_tgid();
-	u32 tid = (u32)id;
+	u32 tid = (u32)bpf_get_current_pid_tgid();
 	struct iofp_sync_start *s = sync_calls.lookup(&tid);
 	if (!s)
 		return 0;
 	char comm[IOFP_COMM_LEN] = {};
-	bpf_get_current_comm(&comm, sizeof(comm));
-	u32 pid = id >> 32;
+	u32 pid = current_who(comm);
 	if (submitter_wanted(pid, comm)) {
 		u64 now = bpf_ktime_get_ns();
 		u32 *bz = busy.lookup(&zero);
