@@ -42,6 +42,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "bench" / "out" / "capture_overhead"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+BPF_STATS = Path("/proc/sys/kernel/bpf_stats_enabled")  # 1: the kernel times every program run
 
 
 @dataclass
@@ -314,9 +315,9 @@ class EmptyProgramsTracer(Tracer):
 
     def start(self, dev: str, out: Path) -> None:
         from bpf.btf import kernel_btf
-        from bpf.loader import block_probes
+        from bpf.loader import block_probes, has_io_start
 
-        tps = [tp for tp, _ in block_probes(kernel_btf().has_typedef("btf_trace_block_io_start"))]
+        tps = [tp for tp, _ in block_probes(has_io_start(kernel_btf()))]
         args = [sys.executable, "-c", _EMPTY_PROGRAMS, *tps]
         (out / "empty.cmdline").write_text(" ".join(tps) + "\n")
         self.p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -421,10 +422,9 @@ def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     dev, backing = make_loop(1024, args.backing)
     runs: list[Run] = []
-    stats_knob = Path("/proc/sys/kernel/bpf_stats_enabled")
     if args.prog_stats:
         IofpTracer.prog_stats = True
-        stats_knob.write_text("1")
+        BPF_STATS.write_text("1")
     try:
         unrunnable = try_unrunnable(dev)
         for rnd in range(args.rounds):
@@ -442,7 +442,7 @@ def main() -> None:
                     print("   ", "  ".join(f"{k} {v['ns']:.0f} ns" for k, v in stats.items()))
     finally:
         if args.prog_stats:
-            stats_knob.write_text("0")
+            BPF_STATS.write_text("0")
         subprocess.run(["losetup", "-d", dev], check=False)
         backing.unlink(missing_ok=True)
     result = {

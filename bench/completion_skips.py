@@ -27,12 +27,11 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from bench.capture_overhead import BACKINGS, make_loop, prog_stats
+from bench.capture_overhead import BACKINGS, BPF_STATS, make_loop, prog_stats
 from iofp.contract import open_trace
 
 TRACEFS = Path("/sys/kernel/tracing")
 OUT = Path(__file__).resolve().parent / "out" / "completion_skips"
-STATS = Path("/proc/sys/kernel/bpf_stats_enabled")
 
 
 def one_run(dev: str, seconds: int, out: Path) -> dict:
@@ -93,14 +92,14 @@ def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     dev, backing = make_loop(1024, args.backing)
     results = []
-    STATS.write_text("1")
+    BPF_STATS.write_text("1")
     try:
         for i in range(args.runs):
             r = one_run(dev, args.seconds, OUT / f"trace-{i}")
             results.append(r)
             print(json.dumps(r | {"rows_without_latency_ms": r["rows_without_latency_ms"][:20]}), flush=True)
     finally:
-        STATS.write_text("0")
+        BPF_STATS.write_text("0")
         subprocess.run(["losetup", "-d", dev], check=False)
         backing.unlink(missing_ok=True)
     result = {"command": " ".join(["python -m bench.completion_skips", *sys.argv[1:]]), "runs": results}

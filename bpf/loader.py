@@ -259,7 +259,7 @@ def cflags(opts: KernelOptions, btf: BTF | None = None) -> list[str]:
     ]
     with contextlib.suppress(BTFError):  # an enum since v6.5; a #define (not in BTF) before
         out.append(f"-DIOFP_RQF_FLUSH_SEQ={1 << btf.enum_values(['__RQF_FLUSH_SEQ'])['__RQF_FLUSH_SEQ']}U")
-    if btf.has_typedef("btf_trace_block_io_start"):
+    if has_io_start(btf):
         out.append("-DIOFP_HAVE_IO_START")
     if opts.devs:
         out.append("-DIOFP_FILTER_DEV")
@@ -272,6 +272,11 @@ def cflags(opts: KernelOptions, btf: BTF | None = None) -> list[str]:
         out += ["-DIOFP_SYSCALLS", f"-DIOFP_CALL_DSYNC_WRITE={SYNC_CALLS.index('dsync_write')}"]
     out.append(f"-I{SRC.parent}")
     return out
+
+
+def has_io_start(btf: BTF) -> bool:
+    """block_io_start (v6.5, 5a80bd075f3b) exists iff the kernel has its raw tracepoint typedef."""
+    return btf.has_typedef("btf_trace_block_io_start")
 
 
 def block_probes(have_io_start: bool) -> list[tuple[str, str]]:
@@ -290,7 +295,7 @@ def test_compile() -> None:
     anything. The syscall programs are left out: bcc attaches those as it loads them."""
     from bcc import BPF
 
-    have_io_start = kernel_btf().has_typedef("btf_trace_block_io_start")
+    have_io_start = has_io_start(kernel_btf())
     b = BPF(src_file=str(SRC).encode(), cflags=cflags(KernelOptions(syscalls=False)))
     try:
         for fn in [fn for _, fn in block_probes(have_io_start)] + ["iofp_flush"]:
@@ -308,7 +313,7 @@ class KernelCapture:
         self.opts = opts
         self._BPF = BPF
         btf = kernel_btf()
-        self.have_io_start = btf.has_typedef("btf_trace_block_io_start")
+        self.have_io_start = has_io_start(btf)
         # Kept, rather than the parsed BTF (~10^5 Python objects), which the capture lets go of
         self._prog_info: tuple[int, int, int] | None = None
         with contextlib.suppress(Exception):
