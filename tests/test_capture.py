@@ -121,24 +121,31 @@ def block_stat(name: str) -> list[int]:
 
 
 class TracefsOracle:
-    """A private tracefs instance recording block_rq_issue for one device."""
+    """A private tracefs instance recording block events (block_rq_issue by default) for one device."""
 
     ISSUE = re.compile(r"block_rq_issue: (\d+),(\d+) (\S+) (\d+) \(.*?\) (\d+) \+ (\d+)")
 
-    def __init__(self, dev_t: str) -> None:
+    def __init__(self, dev_t: str, events: tuple[str, ...] = ("block_rq_issue",), clock: str = "") -> None:
         self.dir = TRACEFS / "instances" / f"iofp-test-{uuid.uuid4().hex[:8]}"
         self.dir.mkdir()
+        self.events = [self.dir / "events" / "block" / e for e in events]
         major, minor = (int(x) for x in dev_t.split(":"))
         (self.dir / "buffer_size_kb").write_text("16384")
-        ev = self.dir / "events" / "block" / "block_rq_issue"
-        (ev / "filter").write_text(f"dev == {(major << 20) | minor}")
-        (ev / "enable").write_text("1")
+        if clock:
+            (self.dir / "trace_clock").write_text(clock)
+        for ev in self.events:
+            (ev / "filter").write_text(f"dev == {(major << 20) | minor}")
+            (ev / "enable").write_text("1")
+
+    def lines(self) -> list[str]:
+        """Stop recording; what was recorded."""
+        (self.dir / "tracing_on").write_text("0")
+        return (self.dir / "trace").read_text().splitlines()
 
     def issues(self) -> Counter:
         """(rwbs, sector, bytes) of every issued request."""
-        (self.dir / "tracing_on").write_text("0")
         out: Counter = Counter()
-        for line in (self.dir / "trace").read_text().splitlines():
+        for line in self.lines():
             m = self.ISSUE.search(line)
             if m:
                 rwbs, nbytes, sector = m.group(3), int(m.group(4)), int(m.group(5))
@@ -146,7 +153,8 @@ class TracefsOracle:
         return out
 
     def close(self) -> None:
-        (self.dir / "events" / "block" / "block_rq_issue" / "enable").write_text("0")
+        for ev in self.events:
+            (ev / "enable").write_text("0")
         self.dir.rmdir()
 
 
@@ -529,17 +537,15 @@ def test_syncs_on_a_filesystem_of_the_captured_device_are_recorded(loop_device: 
     assert summary.io_events > 0
 
 
-def tracefs_inflight(dev_t: int, lines: list[str]) -> list[tuple[int, int, int]]:
-    """(sector, bytes, requests in flight at its issue, itself included) of each request issued on
-    `dev_t`, counted from a tracefs instance that was recording before any of them was issued."""
-    issue = re.compile(r"block_rq_issue: (\d+),(\d+) \S+ (\d+) \(.*?\) (\d+) \+ \d+")
-    complete = re.compile(r"block_rq_complete: (\d+),(\d+) ")
+def tracefs_inflight(lines: list[str]) -> list[tuple[int, int, int]]:
+    """(sector, bytes, requests in flight at its issue, itself included) of each request issued,
+    counted from a tracefs instance on one device that was recording before any of them was issued."""
     n, out = 0, []
     for line in lines:
-        if (m := issue.search(line)) and (int(m[1]) << 20 | int(m[2])) == dev_t:
+        if m := TracefsOracle.ISSUE.search(line):
             n += 1
-            out.append((int(m[4]), int(m[3]), n))
-        elif (m := complete.search(line)) and (int(m[1]) << 20 | int(m[2])) == dev_t:
+            out.append((int(m[5]), int(m[4]), n))
+        elif "block_rq_complete:" in line:
             n -= 1
     return out
 
@@ -551,23 +557,20 @@ def test_requests_in_flight_at_the_start_count_in_inflight(tmp_path: Path) -> No
     # a loop over the VM's disk the kernel now and then skips the completion probe for a burst of
     # requests, which leaves the count high until the requests' slots are reused; BENCHMARKS.md.)
     from bpf import CaptureOptions, start_capture
-    from bpf.devices import resolve_devices
 
     if not (TRACEFS / "instances").is_dir():
         pytest.skip(f"needs tracefs mounted at {TRACEFS} (iofp doctor mounts it)")
     dev, backing = make_loop_device(256)
     name = dev.removeprefix("/dev/")
-    inst = TRACEFS / "instances" / f"iofp-test-{uuid.uuid4().hex[:8]}"
-    inst.mkdir()
-    events = [inst / "events" / "block" / ev / "enable" for ev in ("block_rq_issue", "block_rq_complete")]
-    fio = None
+    fio = oracle = None
     try:
-        (inst / "buffer_size_kb").write_text("16384")
         # one clock for all CPUs: the default (local) is per-CPU, and the two CPUs' events, merged
         # by it, came out milliseconds apart here; in-flight counts need the true order
-        (inst / "trace_clock").write_text("mono")
-        for ev in events:
-            ev.write_text("1")
+        oracle = TracefsOracle(
+            Path(f"/sys/block/{name}/dev").read_text().strip(),
+            events=("block_rq_issue", "block_rq_complete"),
+            clock="mono",
+        )
         fio = subprocess.Popen(
             ["fio", f"--filename={dev}", "--direct=1", "--ioengine=libaio", "--time_based", "--runtime=60",
              "--output=/dev/null", "--name=big", "--rw=write", "--bs=8m", "--iodepth=2",
@@ -580,15 +583,13 @@ def test_requests_in_flight_at_the_start_count_in_inflight(tmp_path: Path) -> No
             summary = bg.stop()
         fio.send_signal(signal.SIGINT)  # fio stops early and exits 128: not a failure here
         fio.wait(timeout=30)
-        (inst / "tracing_on").write_text("0")
-        truth = tracefs_inflight(resolve_devices([name])[name], (inst / "trace").read_text().splitlines())
+        truth = tracefs_inflight(oracle.lines())
     finally:
         if fio is not None and fio.poll() is None:
             fio.kill()
             fio.wait()
-        for ev in events:
-            ev.write_text("0")
-        inst.rmdir()
+        if oracle is not None:
+            oracle.close()
         destroy_loop_device(dev, backing)
     assert summary.loss["unmatched_completions"] >= 2  # 8 MiB writes were in flight at the start
     io = pa.concat_tables(pq.read_table(f) for f in open_trace(tmp_path / "t").files["io"]).sort_by("ts_ns")
