@@ -4,7 +4,8 @@ The bcc program is compiled against whatever kernel headers the distro ships (on
 headers for a 6.18 kernel), so no struct layout from a header can be trusted. Every kernel field the
 program reads is located here, in the running kernel's own type information, and handed to the C code
 as a -D define. Only what iofp needs is implemented: structs/unions (with anonymous members), typedef
-chains, array sizes and enums. Format: Documentation/bpf/btf.rst.
+chains, array sizes and enums, and a module's split BTF (/sys/kernel/btf/MODULE: its type ids and
+string offsets continue vmlinux's). Format: Documentation/bpf/btf.rst.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-VMLINUX_BTF = Path("/sys/kernel/btf/vmlinux")
+BTF_DIR = Path("/sys/kernel/btf")
+VMLINUX_BTF = BTF_DIR / "vmlinux"
 
 BTF_MAGIC = 0xEB9F
 # kinds (include/uapi/linux/btf.h)
@@ -46,16 +48,19 @@ class BType:
 
 
 class BTF:
-    def __init__(self, data: bytes) -> None:
+    def __init__(self, data: bytes, base: BTF | None = None) -> None:
+        """`base`: vmlinux's BTF when `data` is a module's split BTF."""
         if len(data) < 24:
             raise BTFError("BTF blob too short")
         magic, _version, _flags, hdr_len = struct.unpack_from("<HBBI", data, 0)
         if magic != BTF_MAGIC:
             raise BTFError(f"bad BTF magic {magic:#x}")
         type_off, type_len, str_off, str_len = struct.unpack_from("<IIII", data, 8)
-        self._strings = data[hdr_len + str_off : hdr_len + str_off + str_len]
-        self.types: list[BType | None] = [None]  # type id 0 is void
-        self._by_name: dict[tuple[int, str], int] = {}
+        # a module's string offsets continue vmlinux's
+        own = data[hdr_len + str_off : hdr_len + str_off + str_len]
+        self._strings = (base._strings if base else b"") + own
+        self.types: list[BType | None] = list(base.types) if base else [None]  # type id 0 is void
+        self._by_name: dict[tuple[int, str], int] = dict(base._by_name) if base else {}
         self._parse(data[hdr_len + type_off : hdr_len + type_off + type_len])
 
     def _str(self, off: int) -> str:
@@ -198,3 +203,21 @@ def kernel_btf(path: Path = VMLINUX_BTF) -> BTF:
         return BTF(path.read_bytes())
     except OSError as e:
         raise BTFError(f"cannot read {path}: {e.strerror}") from None
+
+
+def btf_with_struct(name: str, module: str) -> BTF | None:
+    """The BTF that describes struct `name`: vmlinux's if the code is built in, else the loaded
+    module's (split on vmlinux's); None when neither has it (module not loaded, or no BTF)."""
+    base = kernel_btf()
+    try:
+        base.struct_id(name)
+        return base
+    except BTFError:
+        pass
+    path = BTF_DIR / module
+    try:
+        btf = BTF(path.read_bytes(), base)
+        btf.struct_id(name)
+        return btf
+    except (OSError, BTFError):
+        return None

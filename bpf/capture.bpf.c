@@ -762,9 +762,33 @@ static __always_inline u64 fd_file(s32 fd)
 	return file;
 }
 
+#ifdef IOFP_OFF_OVL_UPPER
+#define IOFP_OVERLAYFS_MAGIC 0x794c7630 /* include/uapi/linux/magic.h */
+
+/* An overlayfs file (a container's writable layer) syncs through to its upper layer's filesystem:
+ * the overlay inode is embedded in struct ovl_inode, whose upper dentry leads to that superblock.
+ * Before copy-up there is no upper dentry, and a sync of a lower-only file writes nothing. */
+static __always_inline u64 overlay_upper_sb(u64 inode, u64 sb)
+{
+	u64 magic = 0, upper = 0, real = 0, real_sb = 0;
+
+	bpf_probe_read_kernel(&magic, sizeof(magic), (void *)(sb + IOFP_OFF_SB_MAGIC));
+	if (magic != IOFP_OVERLAYFS_MAGIC)
+		return 0;
+	bpf_probe_read_kernel(&upper, sizeof(upper), (void *)(inode - IOFP_OFF_OVL_VFS_INODE + IOFP_OFF_OVL_UPPER));
+	if (!upper)
+		return 0;
+	bpf_probe_read_kernel(&real, sizeof(real), (void *)(upper + IOFP_OFF_DENTRY_INODE));
+	if (!real)
+		return 0;
+	bpf_probe_read_kernel(&real_sb, sizeof(real_sb), (void *)(real + IOFP_OFF_INODE_SB));
+	return real_sb;
+}
+#endif
+
 /* The block device (kernel dev_t) a file's data is on: its own number for a block device node,
- * else its filesystem's device (s_bdev, so that btrfs' anonymous s_dev does not hide it); 0 when
- * the filesystem has no block device (tmpfs, overlayfs, NFS, FUSE). */
+ * else its filesystem's device (s_bdev, so that btrfs' anonymous s_dev does not hide it), through
+ * the upper layer for overlayfs; 0 when the filesystem has no block device (tmpfs, NFS, FUSE). */
 static __always_inline u32 file_dev(u64 file)
 {
 	u64 inode = 0, sb = 0, bdev = 0;
@@ -785,6 +809,14 @@ static __always_inline u32 file_dev(u64 file)
 	if (!sb)
 		return 0;
 	bpf_probe_read_kernel(&bdev, sizeof(bdev), (void *)(sb + IOFP_OFF_SB_BDEV));
+#ifdef IOFP_OFF_OVL_UPPER
+	if (!bdev) {
+		sb = overlay_upper_sb(inode, sb);
+		if (!sb)
+			return 0;
+		bpf_probe_read_kernel(&bdev, sizeof(bdev), (void *)(sb + IOFP_OFF_SB_BDEV));
+	}
+#endif
 	if (!bdev)
 		return 0;
 	bpf_probe_read_kernel(&dev, sizeof(dev), (void *)(bdev + IOFP_OFF_BDEV_DEV));

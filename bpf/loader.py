@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from bpf.btf import BTF, BTFError, kernel_btf
+from bpf.btf import BTF, BTFError, btf_with_struct, kernel_btf
 from bpf.record import BATCH_HDR, COUNTERS, IO_DTYPE, KIND_IO, KIND_SYNC, SYNC_DTYPE
 from iofp.contract import SYNC_CALLS
 
@@ -51,6 +51,15 @@ KERNEL_FIELDS = {
     "IOFP_OFF_INODE_SB": ("inode", "i_sb", 8),
     "IOFP_OFF_SB_BDEV": ("super_block", "s_bdev", 8),
     "IOFP_OFF_BDEV_DEV": ("block_device", "bd_dev", 4),
+}
+
+# overlayfs (built in, or the `overlay` module's BTF): a container's file -> its upper layer's device.
+# None: the member's position is used, nothing is read at it.
+OVERLAY_FIELDS = {
+    "IOFP_OFF_OVL_VFS_INODE": ("ovl_inode", "vfs_inode", None),
+    "IOFP_OFF_OVL_UPPER": ("ovl_inode", "__upperdentry", 8),
+    "IOFP_OFF_DENTRY_INODE": ("dentry", "d_inode", 8),
+    "IOFP_OFF_SB_MAGIC": ("super_block", "s_magic", 8),
 }
 
 _MAX_SPAN = 96  # bytes: beyond this, three small reads beat one big one
@@ -263,6 +272,7 @@ def cflags(opts: KernelOptions, btf: BTF | None = None) -> list[str]:
         out.append("-DIOFP_HAVE_IO_START")
     if opts.devs:
         out.append("-DIOFP_FILTER_DEV")
+        out += overlay_cflags()
     if opts.pid is not None:
         out.append(f"-DIOFP_FILTER_PID={int(opts.pid)}")
     if opts.comm is not None:
@@ -271,6 +281,24 @@ def cflags(opts: KernelOptions, btf: BTF | None = None) -> list[str]:
     if opts.syscalls:
         out += ["-DIOFP_SYSCALLS", f"-DIOFP_CALL_DSYNC_WRITE={SYNC_CALLS.index('dsync_write')}"]
     out.append(f"-I{SRC.parent}")
+    return out
+
+
+def overlay_cflags() -> list[str]:
+    """Offsets for following an overlayfs file to its upper layer; none (overlay files then count as
+    on no captured device) when the kernel has no overlayfs BTF or it changed shape."""
+    btf = btf_with_struct("ovl_inode", "overlay")
+    if btf is None:
+        return []
+    out = []
+    try:
+        for define, (struct_name, member, want) in OVERLAY_FIELDS.items():
+            off, size = btf.member(struct_name, member)
+            if want is not None and size != want:
+                return []
+            out.append(f"-D{define}={off}")
+    except BTFError:
+        return []
     return out
 
 

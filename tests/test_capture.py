@@ -537,6 +537,54 @@ def test_syncs_on_a_filesystem_of_the_captured_device_are_recorded(loop_device: 
     assert summary.io_events > 0
 
 
+def test_syncs_in_a_container_overlay_on_the_disk_are_recorded(loop_device: str, tmp_path: Path) -> None:
+    # A container's writable layer: overlayfs, whose upper directory is on the captured disk. The
+    # overlay superblock has no block device of its own; the sync belongs to the upper layer's.
+    from bpf import CaptureOptions, start_capture
+
+    subprocess.run(["mkfs.ext4", "-q", "-F", loop_device], check=True, capture_output=True)
+    disk, lower, merged = tmp_path / "disk", tmp_path / "lower", tmp_path / "merged"
+    for d in (disk, lower, merged):
+        d.mkdir()
+    (lower / "db").write_bytes(b"from the image\n")  # copied up to the disk on first write
+    mounted: list[Path] = []
+    try:
+        subprocess.run(["mount", loop_device, str(disk)], check=True, capture_output=True)
+        mounted.append(disk)
+        (disk / "upper").mkdir()
+        (disk / "work").mkdir()
+        layers = f"lowerdir={lower},upperdir={disk / 'upper'},workdir={disk / 'work'}"
+        overlay = ["mount", "-t", "overlay", "overlay", "-o", layers, str(merged)]
+        subprocess.run(overlay, check=True, capture_output=True)
+        mounted.append(merged)
+        code = (
+            "import os, sys\n"
+            "fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)\n"
+            "for _ in range(4):\n"
+            "    os.write(fd, b'x' * 4096)\n"
+            "    os.fdatasync(fd)\n"
+            "fd = os.open(sys.argv[1] + '.log', os.O_CREAT | os.O_WRONLY | os.O_DSYNC)\n"
+            "for _ in range(3):\n"
+            "    os.write(fd, b'y' * 4096)\n"
+            "print(os.getpid())\n"
+        )
+        opts = CaptureOptions(output=tmp_path / "trace", devices=[loop_device.removeprefix("/dev/")])
+        with start_capture(opts) as bg:
+            db = str(merged / "db")
+            p = subprocess.run([sys.executable, "-c", code, db], capture_output=True, text=True)
+            sync_elsewhere()
+            bg.stop()
+    finally:
+        for m in reversed(mounted):
+            subprocess.run(["umount", str(m)], check=False, capture_output=True)
+    assert p.returncode == 0, p.stderr
+    pid = int(p.stdout)
+    trace = open_trace(tmp_path / "trace")
+    sync = [row for f in trace.files["sync"] for row in pq.read_table(f).to_pylist()]
+    assert Counter(s["call"] for s in sync if s["pid"] == pid) == {"fdatasync": 4, "dsync_write": 3}
+    assert trace.meta.loss["sync_other_device"] >= ELSEWHERE_SYNCS
+
+
 def tracefs_inflight(lines: list[str]) -> list[tuple[int, int, int]]:
     """(sector, bytes, requests in flight at its issue, itself included) of each request issued,
     counted from a tracefs instance on one device that was recording before any of them was issued."""
