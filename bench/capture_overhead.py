@@ -4,7 +4,9 @@
 the machine, so the tracer's per-event cost shows most). For each round the modes run back to back in
 a rotating order (identical runs drift +-10%): no tracing, `iofp capture`, `perf record` on the two
 block tracepoints, and a bpftrace one-line-per-event script; `empty` (not by default) attaches
-programs that return at once to iofp's tracepoints: the floor of attaching at all. biosnoop-bpfcc
+programs that return at once to iofp's tracepoints: the floor of attaching at all; `minimal` (not by
+default) only times each request in the kernel (a hash of issue times keyed by request pointer, the
+latencies summed), the floor of any tracer that records latency. biosnoop-bpfcc
 and blktrace are tried once and their failure recorded (kprobes and debugfs are refused here).
 
 Per run: fio IOPS, fio's I/O count, the /sys/block stat delta, the events the tracer recorded, the
@@ -332,6 +334,69 @@ class EmptyProgramsTracer(Tracer):
         self.p.wait(timeout=60)
 
 
+# The least a tracer that times every request can do: the issue time in a hash keyed by the request
+# pointer (what biosnoop does, on raw tracepoints), and at completion the latency summed per CPU.
+# Nothing leaves the kernel, so no user space runs; iofp's cost above this is its records.
+_MINIMAL_PROGRAM = r"""
+BPF_HASH(start, u64, u64, 65536);
+BPF_PERCPU_ARRAY(lat, u64, 2);
+RAW_TRACEPOINT_PROBE(block_rq_issue) {
+    u64 rq = ctx->args[0], now = bpf_ktime_get_ns();
+    start.update(&rq, &now);
+    return 0;
+}
+RAW_TRACEPOINT_PROBE(block_rq_complete) {
+    u64 rq = ctx->args[0];
+    u64 *t = start.lookup(&rq);
+    if (!t)
+        return 0;
+    u64 d = bpf_ktime_get_ns() - *t;
+    start.delete(&rq);
+    u32 k = 0;
+    u64 *sum = lat.lookup(&k);
+    if (sum)
+        *sum += d;
+    k = 1;
+    u64 *n = lat.lookup(&k);
+    if (n)
+        *n += 1;
+    return 0;
+}
+"""
+
+_MINIMAL = """
+import signal, sys
+from bcc import BPF
+b = BPF(text=sys.argv[1])
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+print("ready", flush=True)
+signal.sigwait({signal.SIGINT})
+lat = b["lat"]
+print(lat.sum(0).value, lat.sum(1).value, flush=True)
+"""
+
+
+class MinimalTracer(Tracer):
+    """`minimal`: _MINIMAL_PROGRAM, its completion count as the events."""
+
+    name = "minimal"
+
+    def start(self, dev: str, out: Path) -> None:
+        (out / "minimal.bpf.c").write_text(_MINIMAL_PROGRAM)
+        args = [sys.executable, "-c", _MINIMAL, _MINIMAL_PROGRAM]
+        self.p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert self.p.stdout is not None
+        if self.p.stdout.readline().strip() != "ready":
+            err = self.p.stderr.read() if self.p.stderr else ""
+            raise RuntimeError(f"minimal program did not load: {err}")
+
+    def stop(self, run: Run) -> None:
+        self.p.send_signal(signal.SIGINT)
+        out, _ = self.p.communicate(timeout=60)
+        _lat_sum, completions = (int(x) for x in out.split())
+        run.events = completions  # every device's: compare with the stat delta only on an idle machine
+
+
 def try_unrunnable(dev: str) -> dict[str, str]:
     """biosnoop-bpfcc and blktrace: run each briefly and keep why they fail here."""
     out = {}
@@ -360,6 +425,7 @@ TRACERS: dict[str, type[Tracer]] = {
     "perf": PerfTracer,
     "bpftrace": BpftraceTracer,
     "empty": EmptyProgramsTracer,
+    "minimal": MinimalTracer,
 }
 
 
