@@ -128,6 +128,18 @@ def check_syscall_tracepoints() -> Check:
     return Check("syscall tracepoints", True, detail, required=False)
 
 
+def check_overlay() -> Check:
+    """With --device, a container's syncs (files on overlayfs) are attributed through overlayfs's
+    BTF; without it they count as on another device."""
+    from bpf.loader import overlay_cflags
+
+    if overlay_cflags():
+        return Check("overlayfs syncs", True, "attributed to the disk under the upper layer", required=False)
+    detail = "no overlayfs BTF (module not loaded?): with --device, container syncs count as elsewhere"
+    fix = {"any": "modprobe overlay (before the capture)"}
+    return Check("overlayfs syncs", False, detail, fix, required=False)
+
+
 def check_bcc() -> Check:
     fix = {
         "debian": "apt install python3-bpfcc",
@@ -184,7 +196,7 @@ def doctor_checks(mount: bool = True) -> list[Check]:
     if not io_start.ok:
         io_start.detail += "; block_rq_insert stands in for queue time and submitter"
     checks.append(io_start)
-    checks += [check_syscall_tracepoints(), check_bcc(), check_headers()]
+    checks += [check_syscall_tracepoints(), check_overlay(), check_bcc(), check_headers()]
     prereqs_ok = all(c.ok for c in checks if c.required)
     skipped = Check("bcc compile", False, "skipped: fix the above first")
     checks.append(check_compile() if prereqs_ok else skipped)
