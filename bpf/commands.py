@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from iofp.cliargs import parse_duration_ns, parse_labels
+from iofp.cliargs import parse_duration_ns, parse_labels, parse_size_bytes
 
 if TYPE_CHECKING:
     from bpf.capture import CaptureOptions
@@ -35,6 +35,9 @@ def capture_cmd(
         None, "--pid", help="Only requests/syscalls submitted by this process id."
     ),
     rotate: str = typer.Option("5s", "--rotate", help="Write a complete Parquet file this often."),
+    buffer: str = typer.Option(
+        "64MiB", "--buffer", help="Write a file early past this many bytes of records (bounds memory)."
+    ),
     json_out: bool = typer.Option(False, "--json", help="Print the summary as JSON on stdout."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing, non-empty output directory."),
     no_syscalls: bool = typer.Option(False, "--no-syscalls", help="Do not trace fsync-family syscalls."),
@@ -59,6 +62,7 @@ def capture_cmd(
         comm=comm,
         pid=pid,
         rotate_s=parse_duration_ns(rotate, "--rotate") / 1e9,
+        buffer_bytes=parse_size_bytes(buffer, "--buffer"),
         force=force,
         syscalls=not no_syscalls,
     )

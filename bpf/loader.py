@@ -221,6 +221,9 @@ class KernelOptions:
     max_inflight: int = 65536  # hash-map entries, for requests whose table slot is taken
     slot_bits: int = 16  # direct-mapped in-flight table: 2**16 slots of 80 bytes (5 MiB)
     early_n: int = 16384  # completions of requests from before the capture kept (16 bytes each)
+    # records buffered in user space between hand-overs: the capture's buffer plus one 100 ms tick
+    # at ~1 M events/s, so that a buffer never has to grow (a copy) before it is handed over
+    sink_bytes: int = 72 << 20
 
 
 def comm_words(comm: str) -> tuple[int, int]:
@@ -358,8 +361,8 @@ class KernelCapture:
                 sync_devs = self.bpf["sync_devs"]
                 for d in opts.sync_devs or opts.devs:
                     sync_devs[sync_devs.Key(d)] = sync_devs.Leaf(1)
-        # capture.py hands over at 64 MiB; two buffers go round between poller and writer
-        self._io = _Sink(IO_DTYPE, 72 << 20, prefault=2)
+        # two buffers go round between poller and writer
+        self._io = _Sink(IO_DTYPE, opts.sink_bytes, prefault=2)
         self._sync = _Sink(SYNC_DTYPE, 1 << 20)
         # records received per kind: checked against the kernel's count of records handed over
         self.received = {KIND_IO: 0, KIND_SYNC: 0}

@@ -1,4 +1,4 @@
-"""Parsing of the option values every stage's commands share: durations and key=value labels."""
+"""Parsing of the option values every stage's commands share: durations, sizes and key=value labels."""
 
 from __future__ import annotations
 
@@ -16,6 +16,28 @@ def parse_duration_ns(text: str, flag: str) -> int:
     if not m or float(m.group(1)) <= 0:
         raise BadInput(f"{flag} {text!r} is not a duration; use e.g. 30s, 100ms, 250us, 5m or 1h")
     return round(float(m.group(1)) * _NS[m.group(2) or "s"])
+
+
+_BYTES = {
+    "": 1,
+    "b": 1,
+    "k": 1 << 10,
+    "kib": 1 << 10,
+    "m": 1 << 20,
+    "mib": 1 << 20,
+    "g": 1 << 30,
+    "gib": 1 << 30,
+}
+
+
+def parse_size_bytes(text: str, flag: str) -> int:
+    """'64MiB', '64M', '512k', '1GiB' or a bare number of bytes -> bytes (binary units: storage
+    people mean 2**20 by "M" for buffers)."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*", text)
+    unit = m.group(2).lower() if m else ""
+    if not m or unit not in _BYTES or float(m.group(1)) <= 0:
+        raise BadInput(f"{flag} {text!r} is not a size; use e.g. 64MiB, 512KiB or 1GiB")
+    return round(float(m.group(1)) * _BYTES[unit])
 
 
 def parse_labels(items: list[str], flag: str = "--label") -> dict[str, str]:

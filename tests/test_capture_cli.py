@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -15,6 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 from conftest import REPO, assert_tracer_lost_nothing, is_root, needs_fio, needs_root
 
+from bpf.record import IO_DTYPE
 from iofp.contract import MANIFEST, open_trace
 
 IOFP = [sys.executable, "-m", "iofp.cli"]
@@ -110,6 +113,76 @@ def test_kill_9_leaves_only_valid_files(tmp_path: Path, loop_device: str) -> Non
     assert trace.meta.capture_start_ns is not None
 
 
+BUFFER = 4 << 20
+
+
+def full_rate_capture(dev: str, out: Path, seconds: int) -> tuple[int, int, dict]:
+    """`iofp capture --buffer 4MiB` (files rotated only hourly) of 4k random reads at QD32 for
+    `seconds`: (RSS when attached, peak RSS after that, the --json summary)."""
+    cap = subprocess.Popen(
+        [*IOFP, "capture", "--device", dev.removeprefix("/dev/"), "-o", str(out), "--rotate", "1h",
+         "--buffer", f"{BUFFER >> 20}MiB", "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
+    )  # fmt: skip
+    proc = Path(f"/proc/{cap.pid}")
+
+    def rss(field: str) -> int:
+        with contextlib.suppress(OSError):
+            if m := re.search(rf"^{field}:\s+(\d+) kB", (proc / "status").read_text(), re.M):
+                return int(m[1]) << 10
+        return 0
+
+    deadline = time.monotonic() + 60
+    while sum(1 for fd in (proc / "fd").iterdir() if _is_bpf_link(fd)) < 5:  # its five probes attached
+        assert cap.poll() is None and time.monotonic() < deadline, cap.stderr.read() if cap.stderr else ""
+        time.sleep(0.05)
+    (proc / "clear_refs").write_text("5")  # VmHWM := VmRSS: the compile's peak is not the capture's
+    attached = rss("VmRSS")
+    load = subprocess.Popen(
+        ["fio", "--name=full", f"--filename={dev}", "--direct=1", "--rw=randread", "--bs=4k", "--iodepth=32",
+         "--ioengine=libaio", "--time_based", f"--runtime={seconds}", "--norandommap", "--output=/dev/null"],
+    )  # fmt: skip
+    peak = 0
+    while load.poll() is None:
+        peak = max(peak, rss("VmHWM"))
+        time.sleep(0.2)
+    cap.send_signal(signal.SIGINT)
+    while cap.poll() is None:
+        peak = max(peak, rss("VmHWM"))
+        time.sleep(0.05)
+    stdout, stderr = cap.communicate()
+    assert cap.returncode == 0, stderr
+    return attached, peak, json.loads(stdout)
+
+
+def _is_bpf_link(fd: Path) -> bool:
+    try:
+        return os.readlink(fd) == "anon_inode:bpf_link"
+    except OSError:
+        return False
+
+
+@needs_root
+@needs_fio
+def test_memory_stays_bounded_however_long_the_capture_runs_at_full_rate(
+    tmp_path: Path, loop_device: str
+) -> None:
+    # Files are rotated only hourly here, so all that bounds memory is the capture writing a file
+    # early once it holds --buffer bytes of records: a run 4x as long grows by about as much.
+    s_at, s_peak, short = full_rate_capture(loop_device, tmp_path / "short", 4)
+    l_at, l_peak, long = full_rate_capture(loop_device, tmp_path / "long", 16)
+    raw = long["io_events"] * IO_DTYPE.itemsize
+    files = len(list((tmp_path / "long" / "io").glob("part-*.parquet")))
+    print(f"RSS attached/peak: short {s_at >> 20}/{s_peak >> 20} MiB ({short['io_events']} events), "
+          f"long {l_at >> 20}/{l_peak >> 20} MiB ({long['io_events']} events, {raw >> 20} MiB of records, "
+          f"{files} files)")  # fmt: skip
+    assert raw > 16 * BUFFER  # far more records than the buffer holds
+    assert files >= raw // BUFFER // 2  # written early, though rotation is hourly
+    assert l_peak - l_at < raw / 4
+    assert l_peak - l_at < (s_peak - s_at) + 8 * BUFFER
+    assert_tracer_lost_nothing(long["loss"], long["io_events"])
+
+
 @needs_root
 @needs_fio
 def test_duration_ends_the_capture(tmp_path: Path, loop_device: str) -> None:
@@ -142,6 +215,8 @@ def test_duration_ends_the_capture(tmp_path: Path, loop_device: str) -> None:
             "iofp: --label 'novalue' is not key=value; use e.g. --label service=order-router",
         ),
         (["--pid", "-4"], "iofp: --pid must be a positive process id, got -4"),
+        (["--buffer", "lots"], "iofp: --buffer 'lots' is not a size; use e.g. 64MiB, 512KiB or 1GiB"),
+        (["--buffer", "512KiB"], "iofp: --buffer must be at least 1MiB, got 524288 bytes"),
     ],
 )
 def test_bad_flags_give_one_line_and_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
