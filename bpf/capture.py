@@ -33,7 +33,15 @@ from bpf.devices import device_names, resolve_devices, stacked_devices
 from bpf.loader import KernelOptions
 from bpf.probe import check_syscall_tracepoints
 from bpf.record import ReqBits
-from iofp.contract import IO_TABLE, PARQUET_DEFAULTS, SYNC_TABLE, TraceMeta, TraceWriter, device_facts
+from iofp.contract import (
+    IO_TABLE,
+    PARQUET_DEFAULTS,
+    SYNC_TABLE,
+    TraceMeta,
+    TraceWriter,
+    check_output_dir,
+    device_facts,
+)
 from iofp.errors import BadInput
 
 FLUSH_TICK_S = 0.1
@@ -144,6 +152,7 @@ def validate(opts: CaptureOptions) -> dict[str, int]:
         raise BadInput(f"--pid must be a positive process id, got {opts.pid}")
     if opts.comm is not None and not opts.comm:
         raise BadInput("--comm must not be empty")
+    check_output_dir(Path(opts.output), force=opts.force)  # now, not after an --at wait
     devs = resolve_devices(opts.devices)
     require_capture()
     return devs
@@ -240,7 +249,6 @@ def capture(
     filters: dict[str, Any] = {"devices": sorted(devs), "comm": opts.comm, "pid": opts.pid}
     meta = TraceMeta(source="capture", filters=filters, labels=dict(opts.labels))
     meta.devices = {name: device_facts(name) for name in devs}
-    existed = Path(opts.output).exists()
     writer = TraceWriter(opts.output, meta, force=opts.force)
     stop = stop or threading.Event()
 
@@ -264,7 +272,7 @@ def capture(
             )
         )
     except BaseException:
-        _remove_empty(Path(opts.output), existed)  # nothing was captured: leave no half-made trace
+        writer.abort()  # nothing was captured: leave no half-made trace, and any replaced one intact
         raise
     meta.extra = {
         "probes": [tp for tp, _ in kc.probes()] + (["syscalls:fsync-family,writes"] if syscalls else []),
@@ -315,15 +323,6 @@ def capture(
         files=out.files,
         loss=dict(loss),
     )
-
-
-def _remove_empty(root: Path, keep_root: bool) -> None:
-    for sub in (IO_TABLE, SYNC_TABLE):
-        with contextlib.suppress(OSError):
-            (root / sub).rmdir()
-    if not keep_root:
-        with contextlib.suppress(OSError):
-            root.rmdir()
 
 
 def _loss(kc: Any) -> dict[str, int]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import gzip
 import io
-import shutil
 import socket
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -111,13 +110,11 @@ def import_trace(
     }
     if fmt == "disksim":
         meta.extra["time_unit"] = time_unit
-    existed = out.exists()
     writer = TraceWriter(out, meta, force=force)
     try:
         rows = _run(cls, paths, state, writer, time_unit, chunk_rows)
     except BaseException:
-        if not existed:
-            shutil.rmtree(out, ignore_errors=True)
+        writer.abort()  # a bad record leaves no half trace, and a trace it was to replace intact
         raise
     meta.capture_start_ns = state.capture_start_ns
     meta.devices = {d: {} for d in sorted(state.devices)}

@@ -13,9 +13,11 @@ null, never invented. Every stage imports this module; this module imports no st
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
+import shutil
 import socket
 import tempfile
 from collections.abc import Iterator, Mapping
@@ -184,33 +186,77 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 PARQUET_DEFAULTS: dict[str, Any] = {"compression": "zstd", "row_group_size": 1 << 20}
 
 
+# inside a trace being overwritten: the previous trace, kept until the new one is whole
+REPLACED = ".iofp-replaced"
+
+
+def check_output_dir(root: Path, *, force: bool) -> None:
+    """Refuse, before anything is written (or waited for), an output that cannot become a trace."""
+    if root.exists() and not root.is_dir():
+        raise BadInput(f"{root} is a file, not a trace directory; pass a new or empty directory")
+    try:
+        occupied = root.exists() and any(root.iterdir())
+    except OSError as e:
+        raise BadInput(f"cannot write the trace to {root}: {e.strerror}") from None
+    if occupied and not force:
+        raise BadInput(f"{root} already exists and is not empty; pass --force to overwrite it")
+    # Try it (access() says yes to root even on /proc): make the missing directories and a file in
+    # the deepest, then remove all of it
+    made: list[Path] = []
+    try:
+        for d in reversed([root, *root.parents]):
+            if not d.exists():
+                d.mkdir()
+                made.append(d)
+        probe = root / f".iofp-write-test-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as e:
+        raise BadInput(f"cannot write the trace to {root}: {e.strerror}") from None
+    finally:
+        for d in reversed(made):
+            with contextlib.suppress(OSError):
+                d.rmdir()
+
+
 class TraceWriter:
     """Writes a trace directory one complete Parquet file at a time.
 
     Each `write(table, batch)` call produces one file, written under a temporary name and renamed,
-    so that a crash never leaves an invalid file behind. `close()` writes trace.json.
+    so that a crash never leaves an invalid file behind. `close()` writes trace.json. With `force`,
+    a trace already there is set aside (REPLACED) rather than deleted: `abort()` (or leaving a
+    `with` block by an exception) puts it back, and only `close()` deletes it.
     """
 
     def __init__(self, root: Path | str, meta: TraceMeta, *, force: bool = False) -> None:
         self.root = Path(root)
         self.meta = meta
-        if self.root.exists() and any(self.root.iterdir()):
-            if not force:
-                raise BadInput(f"{self.root} already exists and is not empty; pass --force to overwrite it")
-            for t in SCHEMAS:
-                for old in (self.root / t).glob("*.parquet"):
-                    old.unlink()
-            (self.root / MANIFEST).unlink(missing_ok=True)
+        self._written: list[Path] = []
+        self._made: list[Path] = []
+        self._aside: Path | None = None
+        check_output_dir(self.root, force=force)
         try:
-            for t in SCHEMAS:
-                (self.root / t).mkdir(parents=True, exist_ok=True)
-            probe = self.root / ".iofp-write-test"
-            probe.write_bytes(b"")
-            probe.unlink()
+            if self.root.exists() and any(p.name != REPLACED for p in self.root.iterdir()):
+                self._set_aside()
+            for d in (self.root, *(self.root / t for t in SCHEMAS)):
+                if not d.exists():
+                    d.mkdir(parents=True)
+                    self._made.append(d)
         except OSError as e:
+            self.abort()
             raise BadInput(f"cannot write the trace to {self.root}: {e.strerror}") from None
         self._seq = {t: 0 for t in SCHEMAS}
         self.rows = {t: 0 for t in SCHEMAS}
+
+    def _set_aside(self) -> None:
+        aside = self.root / REPLACED
+        # one left by a run that was killed: the user has asked to overwrite twice since
+        shutil.rmtree(aside, ignore_errors=True)
+        aside.mkdir()
+        self._aside = aside
+        for name in (*SCHEMAS, MANIFEST):
+            if (self.root / name).exists():
+                os.replace(self.root / name, aside / name)
 
     def write(
         self,
@@ -230,12 +276,17 @@ class TraceWriter:
         path = self.root / table / f"part-{self._seq[table]:06d}.parquet"
         tmp = path.with_name(f".{path.name}.tmp")
         md = {META_KEY: self.meta.to_json().encode(), b"iofp_table": table.encode()}
-        pq.write_table(
-            tbl.replace_schema_metadata(md),
-            tmp,
-            **{**PARQUET_DEFAULTS, **(parquet_options or {})},
-        )
-        os.replace(tmp, path)
+        try:
+            pq.write_table(
+                tbl.replace_schema_metadata(md),
+                tmp,
+                **{**PARQUET_DEFAULTS, **(parquet_options or {})},
+            )
+            os.replace(tmp, path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        self._written.append(path)
         self.rows[table] += tbl.num_rows
         return path
 
@@ -243,12 +294,37 @@ class TraceWriter:
         atomic_write_bytes(
             self.root / MANIFEST, json.dumps(json.loads(self.meta.to_json()), indent=2).encode()
         )
+        if self._aside is not None:
+            shutil.rmtree(self._aside, ignore_errors=True)
+            self._aside = None
+
+    def abort(self) -> None:
+        """Undo this writer: remove what it wrote and put back the trace it was to replace."""
+        for p in self._written:
+            p.unlink(missing_ok=True)
+        self._written.clear()
+        for d in reversed(self._made):
+            with contextlib.suppress(OSError):
+                d.rmdir()
+        self._made.clear()
+        if self._aside is not None:
+            for p in self._aside.iterdir():
+                target = self.root / p.name
+                if target.is_dir():
+                    with contextlib.suppress(OSError):
+                        target.rmdir()  # left empty by this writer
+                os.replace(p, target)
+            self._aside.rmdir()
+            self._aside = None
 
     def __enter__(self) -> TraceWriter:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
 
 
 def conform(tbl: pa.Table, schema: pa.Schema) -> pa.Table:
@@ -319,23 +395,29 @@ def open_trace(path: Path | str) -> Trace:
         newest = max((p for fs in files.values() for p in fs), key=lambda p: p.name)
         meta = _footer_meta(newest)
     for t, fs in files.items():
-        for p in fs[:1]:
-            _check_file_schema(p, SCHEMAS[t])
+        for i, p in enumerate(fs):
+            # every footer (a few KB each): a truncated or empty file is named here, not deep in a query
+            got = _read_schema(p)
+            if i == 0:
+                _check_file_schema(p, got, SCHEMAS[t])
     return Trace(root, meta, files)
 
 
-def _footer_meta(path: Path) -> TraceMeta:
+def _read_schema(path: Path) -> pa.Schema:
     try:
-        md = pq.read_schema(path).metadata or {}
+        return pq.read_schema(path)
     except (OSError, pa.ArrowInvalid) as e:
         raise BadInput(f"{path}: not a readable Parquet file ({e})") from None
+
+
+def _footer_meta(path: Path) -> TraceMeta:
+    md = _read_schema(path).metadata or {}
     if META_KEY not in md:
         raise SchemaMismatch(f"{path}: no iofp metadata; not an iofp trace")
     return TraceMeta.from_json(md[META_KEY], where=str(path))
 
 
-def _check_file_schema(path: Path, schema: pa.Schema) -> None:
-    got = pq.read_schema(path)
+def _check_file_schema(path: Path, got: pa.Schema, schema: pa.Schema) -> None:
     missing = [n for n in schema.names if n not in got.names]
     if missing:
         raise SchemaMismatch(f"{path}: missing columns {missing}; not a v{SCHEMA_VERSION} iofp trace")

@@ -1,4 +1,7 @@
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -8,6 +11,7 @@ from iofp.contract import (
     IO_SCHEMA,
     MANIFEST,
     META_KEY,
+    REPLACED,
     SCHEMA_VERSION,
     TraceMeta,
     TraceWriter,
@@ -47,6 +51,72 @@ def test_refuses_to_overwrite_without_force(tmp_path):
     with pytest.raises(BadInput, match="pass --force"):
         TraceWriter(tmp_path / "t", TraceMeta())
     assert open_trace(tmp_path / "t").num_rows() == 2
+
+
+def _trace(root, n: int) -> None:
+    with TraceWriter(root, TraceMeta(source=f"import:{n}")) as w:
+        w.write("io", _rows(n))
+
+
+def test_a_failed_overwrite_leaves_the_previous_trace_as_it_was(tmp_path):
+    _trace(tmp_path / "t", 6)
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    with pytest.raises(RuntimeError), TraceWriter(tmp_path / "t", TraceMeta(), force=True) as w:
+        w.write("io", _rows(2))
+        w.write("io", _rows(2))
+        raise RuntimeError("the importer met a bad record")
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+    t = open_trace(tmp_path / "t")
+    assert (t.num_rows(), t.meta.source) == (6, "import:6")
+
+
+def test_a_completed_overwrite_replaces_the_trace_and_drops_the_old_one(tmp_path):
+    _trace(tmp_path / "t", 6)
+    (tmp_path / "t" / "notes.txt").write_text("the user's own file stays")
+    with TraceWriter(tmp_path / "t", TraceMeta(source="import:new"), force=True) as w:
+        w.write("io", _rows(2))
+    t = open_trace(tmp_path / "t")
+    assert (t.num_rows(), t.meta.source, len(t.files["io"])) == (2, "import:new", 1)
+    assert not (tmp_path / "t" / REPLACED).exists()
+    assert (tmp_path / "t" / "notes.txt").exists()
+
+
+def test_a_failed_import_with_force_keeps_the_trace_it_was_to_replace(tmp_path):
+    _trace(tmp_path / "t", 6)
+    bad = tmp_path / "bad.csv"
+    bad.write_text("128166372003061629,src1,0,Read,7014609920,24576,41286\ngarbage line\n")
+    args = [sys.executable, "-m", "iofp.cli", "import", "msr", str(bad), "-o", str(tmp_path / "t"), "--force"]
+    r = subprocess.run(args, capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr.strip().endswith("fix or remove that line"), r.stderr
+    assert open_trace(tmp_path / "t").num_rows() == 6
+    assert not (tmp_path / "t" / REPLACED).exists()
+
+
+@pytest.mark.parametrize("damage", ["truncated", "empty"])
+def test_a_damaged_file_is_named_when_the_trace_is_opened(tmp_path, damage):
+    with TraceWriter(tmp_path / "t", TraceMeta()) as w:
+        w.write("io", _rows(4))
+        second = w.write("io", _rows(4))
+    data = second.read_bytes()
+    second.write_bytes(data[: len(data) // 2] if damage == "truncated" else b"")
+    with pytest.raises(BadInput, match=r"part-000002\.parquet: not a readable Parquet file"):
+        open_trace(tmp_path / "t")
+
+
+@pytest.mark.parametrize(
+    ("where", "message"),
+    [
+        ("file", "is a file, not a trace directory"),
+        ("/proc/iofp-test", "cannot write the trace to /proc/iofp-test"),
+    ],
+)
+def test_an_output_that_cannot_be_a_trace_is_refused_before_anything_is_written(tmp_path, where, message):
+    root = tmp_path / "f" if where == "file" else Path(where)
+    if where == "file":
+        root.write_text("not a directory")
+    with pytest.raises(BadInput, match=message):
+        TraceWriter(root, TraceMeta(), force=True)
+    assert where != "file" or root.read_text() == "not a directory"
 
 
 def test_newer_schema_is_refused(tmp_path):
