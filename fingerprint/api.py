@@ -15,7 +15,7 @@ from typing import Any
 import duckdb
 
 from fingerprint.compute import Options, compute
-from iofp.contract import SYNC_TABLE, atomic_write_bytes, open_trace
+from iofp.contract import SYNC_TABLE, atomic_write_bytes, check_output_file, open_trace
 from iofp.errors import BadInput
 
 # 2 cores and several engineers share the machine: DuckDB gets a bounded share of both, and
@@ -49,16 +49,14 @@ def fingerprint_trace(path: Path | str, options: Options | None = None) -> dict[
 
 def write_json(doc: dict[str, Any], out: Path, *, force: bool = False) -> Path:
     """Write a JSON artifact whole (temp file + rename); never over an existing one without force."""
-    if out.exists() and not force:
-        raise BadInput(f"{out} already exists; pass --force to overwrite it")
+    check_output_file(out, force=force)
     atomic_write_bytes(out, json.dumps(doc, indent=1, default=_jsonable).encode())
     _readable(out)
     return out
 
 
 def write_text(text: str, out: Path, *, force: bool = False) -> Path:
-    if out.exists() and not force:
-        raise BadInput(f"{out} already exists; pass --force to overwrite it")
+    check_output_file(out, force=force)
     atomic_write_bytes(out, text.encode())
     _readable(out)
     return out

@@ -9,8 +9,6 @@ from pathlib import Path
 
 import typer
 
-from iofp.errors import BadInput
-
 
 def import_cmd(
     fmt: str = typer.Argument(
@@ -59,9 +57,10 @@ def fingerprint_cmd(
     from fingerprint.compute import Options
     from fingerprint.summary import render
     from iofp.cliargs import parse_duration_ns, parse_labels
+    from iofp.contract import check_output_file
 
-    if json_out is not None and json_out.exists() and not force:
-        raise BadInput(f"{json_out} already exists; pass --force to overwrite it")
+    if json_out is not None:
+        check_output_file(json_out, force=force)
     opts = Options(parse_duration_ns(window, "--window"), device, between, parse_labels(label))
     fp = fingerprint_trace(trace, opts)
     render(fp)
@@ -109,9 +108,9 @@ def report_cmd(
     from fingerprint.compute import Options
     from fingerprint.report import render_html
     from iofp.cliargs import parse_duration_ns
+    from iofp.contract import check_output_file
 
-    if out.exists() and not force:
-        raise BadInput(f"{out} already exists; pass --force to overwrite it")
+    check_output_file(out, force=force)
     fp = fingerprint_trace(trace, Options(parse_duration_ns(window, "--window"), device))
     write_text(render_html(fp), out, force=force)
     typer.echo(f"Wrote {out}. Next: open it in a browser, or iofp fingerprint {trace} --json fp.json")

@@ -167,18 +167,43 @@ def device_facts(name: str) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------------
 
 
+def check_output_file(path: Path, *, force: bool) -> None:
+    """Refuse, before any work, an output file that could not be written: call it before computing
+    what goes in it (a 50 M-row fingerprint takes a minute)."""
+    if path.is_dir():
+        raise BadInput(f"{path} is a directory; name a file to write")
+    if path.exists() and not force:
+        raise BadInput(f"{path} already exists; pass --force to overwrite it")
+    parent = path.parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK) or _pseudo_fs(parent):
+        raise BadInput(f"cannot write {path}: {parent} is not a writable directory")
+
+
+def _pseudo_fs(d: Path) -> bool:
+    """/proc and /sys accept no new files, though access() tells root they do."""
+    return os.statvfs(d).f_blocks == 0 and d.resolve().parts[1:2] in (("proc",), ("sys",))
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write a whole file or nothing: a reader never sees a half-written artifact."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    tmp: str | None = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+    except OSError as e:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+        raise BadInput(f"cannot write {path}: {e.strerror}") from None
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
         raise
 
 

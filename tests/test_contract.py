@@ -15,6 +15,8 @@ from iofp.contract import (
     SCHEMA_VERSION,
     TraceMeta,
     TraceWriter,
+    atomic_write_bytes,
+    check_output_file,
     open_trace,
 )
 from iofp.errors import BadInput, SchemaMismatch
@@ -117,6 +119,37 @@ def test_an_output_that_cannot_be_a_trace_is_refused_before_anything_is_written(
     with pytest.raises(BadInput, match=message):
         TraceWriter(root, TraceMeta(), force=True)
     assert where != "file" or root.read_text() == "not a directory"
+
+
+@pytest.mark.parametrize(
+    ("where", "message"),
+    [
+        ("dir", "is a directory; name a file to write"),
+        ("exists", "already exists; pass --force to overwrite it"),
+        ("/proc/iofp-test.json", "cannot write /proc/iofp-test.json: /proc is not a writable directory"),
+    ],
+)
+def test_an_output_file_that_cannot_be_written_is_refused_up_front(tmp_path, where, message):
+    path = {"dir": tmp_path, "exists": tmp_path / "fp.json"}.get(where, Path(where))
+    if where == "exists":
+        path.write_text("{}")
+    with pytest.raises(BadInput, match=message):
+        check_output_file(path, force=where != "exists")
+    check_output_file(tmp_path / "new" / "fp.json", force=False)  # a new file in a new directory is fine
+
+
+def test_a_write_that_fails_anyway_is_one_line_and_leaves_no_temp_file(tmp_path):
+    with pytest.raises(BadInput, match=f"cannot write {tmp_path}: Is a directory"):
+        atomic_write_bytes(tmp_path, b"x")  # the rename onto a directory fails
+    assert [p.name for p in tmp_path.iterdir()] == []
+
+
+def test_fingerprint_refuses_an_unwritable_json_before_computing(tmp_path):
+    _trace(tmp_path / "t", 6)
+    args = [sys.executable, "-m", "iofp.cli", "fingerprint", str(tmp_path / "t"), "--json", "/proc/fp.json"]
+    r = subprocess.run(args, capture_output=True, text=True)
+    assert (r.returncode, r.stdout) == (2, "")  # nothing printed: it stopped before the fingerprint
+    assert r.stderr == "iofp: cannot write /proc/fp.json: /proc is not a writable directory\n"
 
 
 def test_newer_schema_is_refused(tmp_path):
