@@ -13,6 +13,7 @@ from fingerprint.catalog_view import entries_table, render_trend
 
 catalog_app = typer.Typer(
     help="Store fingerprints per service and review their drift over time (quarterly reviews).",
+    epilog="Example: iofp catalog add q3.json --service orders; iofp catalog trend --service orders",
     no_args_is_help=True,
 )
 CATALOG_OPT = typer.Option(

@@ -6,7 +6,11 @@ this module only assembles them and maps errors to exit codes, in one place.
 
 from __future__ import annotations
 
+import inspect
+import sys
+
 import typer
+import typer.models
 from typer.core import TyperGroup
 
 from iofp import __version__
@@ -32,6 +36,7 @@ app = typer.Typer(
     cls=IofpGroup,
     name="iofp",
     help="I/O workload fingerprinting: capture block I/O with eBPF, fingerprint it, replay it with fio.",
+    epilog="Example: sudo iofp capture --device nvme0n1 --duration 60s -o peak && iofp fingerprint peak",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -63,14 +68,42 @@ def _register() -> None:
 
     for mod in (capture_cmds, fingerprint_cmds, replay_cmds, catalog_commands):
         mod.register(app)
+    for info in [
+        *app.registered_commands,
+        *(c for g in app.registered_groups for c in g.typer_instance.registered_commands),
+    ]:
+        _example_last(info)
+
+
+def _example_last(info: typer.models.CommandInfo) -> None:
+    """Every --help ends with an example: a docstring's closing "Example: ..." paragraph becomes the
+    epilog, printed after the options (typer prints the docstring before them)."""
+    doc = inspect.cleandoc(info.callback.__doc__ or "") if info.callback else ""
+    body, sep, example = doc.rpartition("\nExample: ")
+    if info.epilog is None and sep:
+        info.help = body.rstrip()
+        info.epilog = "Example: " + " ".join(example.split())
 
 
 _register()
 
 
 def main() -> None:
-    """Console-script entry point (click's standalone mode: usage errors exit 2)."""
-    app()
+    """Console-script entry point. Usage errors (an unknown option, a value of the wrong type) are
+    one line and exit 2 like every other bad input, not click's boxed usage panel."""
+    try:
+        rv = app(standalone_mode=False)
+    except typer.TyperException as e:  # click's exceptions, whose base typer re-exports under this name
+        ctx = getattr(e, "ctx", None)
+        if type(e).__name__ == "NoArgsIsHelpError" or ctx is None:
+            if msg := e.format_message():  # a bare `iofp` has printed its help already
+                typer.echo(msg, err=True)
+        else:
+            typer.echo(f"iofp: {e.format_message()} (see: {ctx.command_path} --help)", err=True)
+        sys.exit(getattr(e, "exit_code", 2))
+    except typer.Abort:
+        sys.exit(130)
+    sys.exit(rv if isinstance(rv, int) else 0)
 
 
 if __name__ == "__main__":
