@@ -77,12 +77,16 @@ def _register() -> None:
 
 def _example_last(info: typer.models.CommandInfo) -> None:
     """Every --help ends with an example: a docstring's closing "Example: ..." paragraph becomes the
-    epilog, printed after the options (typer prints the docstring before them)."""
+    epilog, printed after the options (typer prints the docstring before them). Paragraphs are
+    unwrapped: the terminal wraps them, and the source's line breaks showed mid-sentence."""
     doc = inspect.cleandoc(info.callback.__doc__ or "") if info.callback else ""
     body, sep, example = doc.rpartition("\nExample: ")
-    if info.epilog is None and sep:
-        info.help = body.rstrip()
+    if not sep:
+        body = doc
+    elif info.epilog is None:
         info.epilog = "Example: " + " ".join(example.split())
+    if info.help is None and body:
+        info.help = "\n\n".join(" ".join(par.split()) for par in body.strip().split("\n\n"))
 
 
 _register()
