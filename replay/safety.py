@@ -13,7 +13,8 @@ An existing non-empty file is refused (its content would be overwritten), and so
 carries a signature (`blkid -p` reads files too) or backs an attached loop device (found by device and
 inode, /sys/block/loop*/loop/backing_file: writing the file writes that device, so the device's checks
 apply). Anything else is refused unless the user passes --allow-destructive. Replaying reads only is
-always allowed.
+always allowed. A target in /dev itself (not in a filesystem mounted under it, like /dev/shm) must be
+an existing block device: a mistyped device name would otherwise become a regular file in /dev.
 
 A target smaller than the end of the selection's highest I/O is refused in every mode (fio aborts on
 a read past the end and fails on a write past it) unless the offsets were folded into it:
@@ -59,6 +60,8 @@ def inspect(path: Path | str) -> Target:
     try:
         st = os.stat(p)
     except FileNotFoundError:
+        if in_dev(p):
+            raise BadInput(f"{p} does not exist; name an existing block device (lsblk lists them)") from None
         if not p.parent.is_dir():
             raise BadInput(
                 f"{p}: directory {p.parent} does not exist; create it or name another target"
@@ -66,6 +69,8 @@ def inspect(path: Path | str) -> Target:
         return Target(p, "new-file", None)
     except OSError as e:
         raise BadInput(f"{p}: cannot stat the target ({e.strerror})") from None
+    if in_dev(p) and not stat.S_ISBLK(st.st_mode):
+        raise BadInput(f"{p} is not a block device; name an existing block device (lsblk lists them)")
     if stat.S_ISREG(st.st_mode):
         return Target(p, "file", st.st_size, backs=loops_backed_by(st))
     if stat.S_ISBLK(st.st_mode):
@@ -78,6 +83,19 @@ def inspect(path: Path | str) -> Target:
         lbs = int(lbs_file.read_text()) if lbs_file.exists() else 512
         return Target(p, "block", size, name=name, logical_block_size=lbs)
     raise BadInput(f"{p}: not a regular file or block device; replay onto a file or an unused block device")
+
+
+def in_dev(p: Path) -> bool:
+    """Whether `p` is in the device directory itself (/dev, /dev/mapper), not in a filesystem mounted
+    under it (/dev/shm): judged by the filesystem of its nearest existing ancestor."""
+    anc = p
+    while not anc.exists() and anc != anc.parent:
+        anc = anc.parent
+    real = anc.resolve()
+    try:
+        return real.is_relative_to("/dev") and os.stat(real).st_dev == os.stat("/dev").st_dev
+    except OSError:
+        return False
 
 
 def loops_backed_by(st: os.stat_result) -> list[str]:

@@ -340,3 +340,15 @@ def test_file_with_a_signature_is_refused_unless_allowed(prepare, found, shm_fil
     )
     code, _, err = replay(small_trace, str(shm_file), tmp_path / "o3", "--allow-destructive")
     assert code == 0, err
+
+
+@pytest.mark.parametrize("name", ["iofp-no-such-disk", "iofp-no-such-dir/disk", "null"])
+def test_a_target_in_dev_must_be_a_block_device(name, scratch, small_trace, tmp_path):
+    target = Path("/dev") / name
+    if not target.exists():  # what a replay that took the name for a new file would leave
+        scratch.callback(target.unlink, missing_ok=True)
+    what = "is not a block device" if target.exists() else "does not exist"
+    code, _, err = replay(small_trace, str(target), tmp_path / "o")
+    assert (code, err) == (2, f"iofp: {target} {what}; name an existing block device (lsblk lists them)\n")
+    assert not (tmp_path / "o").exists()
+    assert target.is_char_device() or not target.exists()  # nothing created in /dev
