@@ -86,7 +86,7 @@ def iolog_cmd(
     mapping = iolog.Mapping(
         target=target or "",
         fold_size=target_size,
-        align=align or 512,
+        align=512 if align is None else align,  # 0 is rejected, not taken for the default
         time_scale=time_scale,
         trim=fiocaps.probe().iolog_trim,
     )

@@ -97,7 +97,7 @@ def replay(trace: Trace, opts: ReplayOptions) -> tuple[Path, dict[str, Any]]:
     mapping = iolog.Mapping(
         target=str(target.path),
         fold_size=fold_size,
-        align=opts.align or target.logical_block_size,
+        align=target.logical_block_size if opts.align is None else opts.align,
         time_scale=opts.time_scale,
         trim=caps.iolog_trim and target.is_block,
     )

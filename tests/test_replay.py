@@ -188,3 +188,15 @@ def test_existing_results_directory_is_never_overwritten(tpcc_trace, loop_device
         f"iofp: {out} already exists and is not empty; pass --force or choose another --output\n",
     )
     assert (out / "results.json").read_text() == "{}"
+
+
+def test_align_zero_is_bad_input(tpcc_trace, tmp_path):
+    target = Path("/dev/shm") / f"iofp-align-{tmp_path.name}.dat"
+    try:
+        code, _, err = run_iofp(
+            "replay", tpcc_trace, "--target", target, "--align", "0", "--output", tmp_path / "o"
+        )
+        assert (code, err) == (2, "iofp: --align 0: must be a power of two >= 512\n")
+        assert not target.exists() and not (tmp_path / "o").exists()
+    finally:
+        target.unlink(missing_ok=True)  # what a replay that took 0 for 512 would leave
