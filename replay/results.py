@@ -86,7 +86,15 @@ def fio_summary(doc: dict[str, Any] | None) -> dict[str, Any]:
     if not doc or not doc.get("jobs"):
         return {}
     job = doc["jobs"][0]
-    out: dict[str, Any] = {"job_runtime_ms": job.get("job_runtime"), "error": job.get("error")}
+    # The jobs (one per stream) start together and group_reporting reports them as one, in which
+    # fio 3.33 sums job_runtime over the jobs but gives each direction the longest job's runtime:
+    # the longest of those is the wall-clock span of the run, what a rate divides by.
+    span = max((job.get(d) or {}).get("runtime", 0) for d in ("read", "write", "trim"))
+    out: dict[str, Any] = {
+        "job_runtime_ms": job.get("job_runtime"),
+        "span_ms": span or job.get("job_runtime"),
+        "error": job.get("error"),
+    }
     for d in ("read", "write", "trim"):
         s = job.get(d) or {}
         clat = s.get("clat_ns") or {}
