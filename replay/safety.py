@@ -87,13 +87,13 @@ def inspect(path: Path | str) -> Target:
 
 def in_dev(p: Path) -> bool:
     """Whether `p` is in the device directory itself (/dev, /dev/mapper), not in a filesystem mounted
-    under it (/dev/shm): judged by the filesystem of its nearest existing ancestor."""
-    anc = p
+    under it (/dev/shm): judged by the filesystem of its nearest existing ancestor, after symlinks (a
+    dangling link to /dev/nvme9n1 would create that file just the same)."""
+    anc = p.resolve()
     while not anc.exists() and anc != anc.parent:
         anc = anc.parent
-    real = anc.resolve()
     try:
-        return real.is_relative_to("/dev") and os.stat(real).st_dev == os.stat("/dev").st_dev
+        return anc.is_relative_to("/dev") and os.stat(anc).st_dev == os.stat("/dev").st_dev
     except OSError:
         return False
 

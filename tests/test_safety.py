@@ -352,3 +352,16 @@ def test_a_target_in_dev_must_be_a_block_device(name, scratch, small_trace, tmp_
     assert (code, err) == (2, f"iofp: {target} {what}; name an existing block device (lsblk lists them)\n")
     assert not (tmp_path / "o").exists()
     assert target.is_char_device() or not target.exists()  # nothing created in /dev
+
+
+def test_a_dangling_link_into_dev_is_refused(scratch, small_trace, tmp_path):
+    target = Path("/dev/iofp-no-such-disk")
+    scratch.callback(target.unlink, missing_ok=True)  # what a replay through the link would leave
+    link = tmp_path / "disk"
+    link.symlink_to(target)
+    code, _, err = replay(small_trace, str(link), tmp_path / "o")
+    assert (code, err) == (
+        2,
+        f"iofp: {link} does not exist; name an existing block device (lsblk lists them)\n",
+    )
+    assert not target.exists()
