@@ -86,7 +86,7 @@ def iolog_cmd(
     mapping = iolog.Mapping(
         target=target or "",
         fold_size=target_size,
-        align=align or 512,
+        align=512 if align is None else align,  # 0 is rejected, not taken for the default
         time_scale=time_scale,
         trim=fiocaps.probe().iolog_trim,
     )
@@ -102,7 +102,11 @@ def iolog_cmd(
 
 def replay_cmd(
     trace: Path = typer.Argument(..., help="An iofp trace directory."),
-    target: Path = typer.Option(..., "--target", help="Block device or regular file to replay onto."),
+    target: Path = typer.Option(
+        ...,
+        "--target",
+        help="Block device, or a new regular file (an existing one only with --allow-destructive).",
+    ),
     device: str | None = DEVICE,
     between: tuple[float, float] | None = BETWEEN,
     regime: str | None = REGIME,
@@ -140,7 +144,9 @@ def replay_cmd(
     ),
     label: list[str] = typer.Option([], "--label", help="name=value recorded with the result (repeatable)."),
     allow_destructive: bool = typer.Option(
-        False, "--allow-destructive", help="Write even to a device that is mounted, partitioned or formatted."
+        False,
+        "--allow-destructive",
+        help="Write even to a device that is mounted, partitioned or formatted, or over an existing file.",
     ),
     output: Path | None = typer.Option(
         None, "--output", help="Results directory (default results/TARGET-TIME)."

@@ -79,6 +79,9 @@ def compare(paths: list[Path], slos: list[Slo]) -> list[Row]:
 
 def _row(root: Path, rec: dict[str, Any]) -> Row:
     conv, fio = rec["conversion"], rec["fio"].get("summary") or {}
+    if fio and "span_ms" not in fio:  # recorded before span_ms: from fio's kept JSON, else job_runtime
+        doc = results.parse_fio_json(raw.read_text()) if (raw := root / "fio.json").is_file() else None
+        fio = results.fio_summary(doc) if doc else {**fio, "span_ms": fio.get("job_runtime_ms")}
     span_s = max(conv["duration_us"] / 1e6, 1e-6)
     row = Row(
         result=str(root),
@@ -129,7 +132,8 @@ def _from_capture(row: Row, capture: Path) -> None:
 
 
 def _from_fio(row: Row, fio: dict[str, Any]) -> None:
-    runtime_s = (fio.get("job_runtime_ms") or 0) / 1e3
+    # Not job_runtime: fio sums it over the jobs of a multi-stream replay (results.fio_summary).
+    runtime_s = (fio.get("span_ms") or 0) / 1e3
     if runtime_s > 0:
         ios = sum((fio.get(d) or {}).get("total_ios", 0) for d in ("read", "write", "trim", "sync"))
         row.achieved_iops = ios / runtime_s

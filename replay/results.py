@@ -7,12 +7,16 @@ Layout of a results directory (all kept, so a run can be re-examined without re-
     fio.stderr     fio's stderr                fio.json       the JSON, non-JSON lines trimmed
     fio.rc         fio's exit status           expected/      the demanded I/Os (an iofp trace)
     capture/       iofp's capture of the target during the replay (block-device targets)
+    replay.N.iolog one iolog per stream (--streams pid), instead of replay.iolog
+    calibration/   the runs that measured fio's per-I/O overhead (--pace auto)
     results.json   settings, target provenance, fio version, timing, labels, fidelity
 """
 
 from __future__ import annotations
 
 import json
+import shutil
+from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +26,31 @@ from iofp.errors import BadInput
 KIND = "iofp-replay-result"
 VERSION = 1
 RECORD = "results.json"
+# Every name a replay writes into its directory (the iolog's temporary names, for a run that stopped).
+ARTIFACTS = (
+    RECORD, "job.fio", "fio.cmd", "fio.stdout", "fio.stderr", "fio.json", "fio.rc",
+    "replay.iolog", "replay.*.iolog", ".replay*.tmp", "expected", "capture", "calibration",
+)  # fmt: skip
 
 
 def write(root: Path, record: dict[str, Any]) -> Path:
     path = root / RECORD
     atomic_write_bytes(path, json.dumps(record, indent=2, sort_keys=True, default=str).encode())
     return path
+
+
+def clear_artifacts(root: Path) -> set[str]:
+    """Remove a previous replay's artifacts from `root` (by name: a run that stopped early wrote no
+    record to list them). Returns the names of everything else, left untouched."""
+    kept = set()
+    for p in root.iterdir():
+        if not any(fnmatch(p.name, pat) for pat in ARTIFACTS):
+            kept.add(p.name)
+        elif p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p)
+        else:
+            p.unlink()
+    return kept
 
 
 def load(path: Path | str) -> tuple[Path, dict[str, Any]]:
@@ -63,7 +86,15 @@ def fio_summary(doc: dict[str, Any] | None) -> dict[str, Any]:
     if not doc or not doc.get("jobs"):
         return {}
     job = doc["jobs"][0]
-    out: dict[str, Any] = {"job_runtime_ms": job.get("job_runtime"), "error": job.get("error")}
+    # The jobs (one per stream) start together and group_reporting reports them as one, in which
+    # fio 3.33 sums job_runtime over the jobs but gives each direction the longest job's runtime:
+    # the longest of those is the wall-clock span of the run, what a rate divides by.
+    span = max((job.get(d) or {}).get("runtime", 0) for d in ("read", "write", "trim"))
+    out: dict[str, Any] = {
+        "job_runtime_ms": job.get("job_runtime"),
+        "span_ms": span or job.get("job_runtime"),
+        "error": job.get("error"),
+    }
     for d in ("read", "write", "trim"):
         s = job.get(d) or {}
         clat = s.get("clat_ns") or {}

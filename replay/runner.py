@@ -72,13 +72,18 @@ class ReplayOptions:
         self.selection.check()
 
 
-def prepare_output(out: Path, force: bool) -> None:
+def prepare_output(out: Path, force: bool) -> set[str]:
+    """Make `out` ready for this run; returns the names in it that are not replay artifacts (kept as
+    they are, and not listed as this run's). With --force a previous run's artifacts are removed first:
+    left in place, another stream count's logs would sit next to this run's and be listed as its own."""
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         if not force:
             raise BadInput(f"{out} already exists and is not empty; pass --force or choose another --output")
         if not out.is_dir():
             raise BadInput(f"{out} is a file; choose another --output")
+        return results.clear_artifacts(out)
     out.mkdir(parents=True, exist_ok=True)
+    return set()
 
 
 def replay(trace: Trace, opts: ReplayOptions) -> tuple[Path, dict[str, Any]]:
@@ -97,7 +102,7 @@ def replay(trace: Trace, opts: ReplayOptions) -> tuple[Path, dict[str, Any]]:
     mapping = iolog.Mapping(
         target=str(target.path),
         fold_size=fold_size,
-        align=opts.align or target.logical_block_size,
+        align=target.logical_block_size if opts.align is None else opts.align,
         time_scale=opts.time_scale,
         trim=caps.iolog_trim and target.is_block,
     )
@@ -106,7 +111,7 @@ def replay(trace: Trace, opts: ReplayOptions) -> tuple[Path, dict[str, Any]]:
     safety.check_size(target, -(-needed // mapping.align) * mapping.align, folded=fold_size is not None)
 
     out = Path(opts.output).absolute()
-    prepare_output(out, opts.force)
+    foreign = prepare_output(out, opts.force)
     log_path, job_path = out / "replay.iolog", out / "job.fio"
     created = False
     if target.kind == "new-file":  # sized to what the selection touches, sparse
@@ -219,7 +224,7 @@ def replay(trace: Trace, opts: ReplayOptions) -> tuple[Path, dict[str, Any]]:
             "demanded_s": report.duration_us / 1e6,
         },
         "fidelity": fid_status,
-        "artifacts": sorted(p.name for p in out.iterdir()),
+        "artifacts": sorted(p.name for p in out.iterdir() if p.name not in foreign),
     }
     path = results.write(out, record)
     if rc != 0:

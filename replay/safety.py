@@ -2,16 +2,22 @@
 
 A replay that writes (writes, flushes or trims in the selection) may go to:
 
-- a regular file: one the tool creates (it does not exist yet) or one the user names (told to use);
+- a regular file the tool creates (it does not exist yet), or an existing one that is empty;
 - a block device that is not mounted (itself or through any partition, per /proc/self/mountinfo), not
   used as swap, has no partitions (/sys/class/block/X/*/partition), no holders (device-mapper, md,
   bcache: /sys/class/block/X/holders), no filesystem, RAID, LVM or partition-table signature
   (`blkid -p`, util-linux's low-level probe, which reads the device rather than a cache), and that
   nobody holds exclusively (an O_EXCL open fails with EBUSY while a filesystem or md uses it).
 
-Anything else is refused unless the user passes --allow-destructive. Replaying reads only is always
-allowed. A target smaller than the end of the selection's highest I/O is refused in every mode (fio
-aborts on a read past the end and fails on a write past it) unless the offsets were folded into it:
+An existing non-empty file is refused (its content would be overwritten), and so is a file that
+carries a signature (`blkid -p` reads files too) or backs an attached loop device (found by device and
+inode, /sys/block/loop*/loop/backing_file: writing the file writes that device, so the device's checks
+apply). Anything else is refused unless the user passes --allow-destructive. Replaying reads only is
+always allowed. A target in /dev itself (not in a filesystem mounted under it, like /dev/shm) must be
+an existing block device: a mistyped device name would otherwise become a regular file in /dev.
+
+A target smaller than the end of the selection's highest I/O is refused in every mode (fio aborts on
+a read past the end and fails on a write past it) unless the offsets were folded into it:
 never silently truncated.
 """
 
@@ -39,6 +45,7 @@ class Target:
     kind: str  # "file" | "new-file" | "block"
     size: int | None  # bytes; None for a file that does not exist yet
     name: str | None = None  # kernel name of a block device ("loop3")
+    backs: list[str] = field(default_factory=list)  # loop devices a regular file is attached to
     logical_block_size: int = 512
     checks: dict[str, Any] = field(default_factory=dict)
 
@@ -53,6 +60,8 @@ def inspect(path: Path | str) -> Target:
     try:
         st = os.stat(p)
     except FileNotFoundError:
+        if in_dev(p):
+            raise BadInput(f"{p} does not exist; name an existing block device (lsblk lists them)") from None
         if not p.parent.is_dir():
             raise BadInput(
                 f"{p}: directory {p.parent} does not exist; create it or name another target"
@@ -60,8 +69,10 @@ def inspect(path: Path | str) -> Target:
         return Target(p, "new-file", None)
     except OSError as e:
         raise BadInput(f"{p}: cannot stat the target ({e.strerror})") from None
+    if in_dev(p) and not stat.S_ISBLK(st.st_mode):
+        raise BadInput(f"{p} is not a block device; name an existing block device (lsblk lists them)")
     if stat.S_ISREG(st.st_mode):
-        return Target(p, "file", st.st_size)
+        return Target(p, "file", st.st_size, backs=loops_backed_by(st))
     if stat.S_ISBLK(st.st_mode):
         name = _block_name(st.st_rdev, p)
         sysfs = Path("/sys/class/block") / name
@@ -74,6 +85,34 @@ def inspect(path: Path | str) -> Target:
     raise BadInput(f"{p}: not a regular file or block device; replay onto a file or an unused block device")
 
 
+def in_dev(p: Path) -> bool:
+    """Whether `p` is in the device directory itself (/dev, /dev/mapper), not in a filesystem mounted
+    under it (/dev/shm): judged by the filesystem of its nearest existing ancestor, after symlinks (a
+    dangling link to /dev/nvme9n1 would create that file just the same)."""
+    anc = p.resolve()
+    while not anc.exists() and anc != anc.parent:
+        anc = anc.parent
+    try:
+        return anc.is_relative_to("/dev") and os.stat(anc).st_dev == os.stat("/dev").st_dev
+    except OSError:
+        return False
+
+
+def loops_backed_by(st: os.stat_result) -> list[str]:
+    """The attached loop devices whose backing file is the file of `st`, by device and inode: a path
+    string would miss another name for the same file (a hard link, a bind mount, ../)."""
+    found = []
+    for d in sorted(Path("/sys/block").glob("loop*")):
+        try:
+            backing = (d / "loop" / "backing_file").read_text().rstrip("\n")
+            bst = os.stat(backing)
+        except OSError:  # not attached, or its file is deleted or out of our sight
+            continue
+        if (bst.st_dev, bst.st_ino) == (st.st_dev, st.st_ino):
+            found.append(d.name)
+    return found
+
+
 def _block_name(rdev: int, p: Path) -> str:
     link = Path(f"/sys/dev/block/{os.major(rdev)}:{os.minor(rdev)}")
     try:
@@ -84,29 +123,42 @@ def _block_name(rdev: int, p: Path) -> str:
 
 def check(target: Target, *, writes: bool, allow_destructive: bool) -> None:
     """Raise Refused (exit 2) naming the object and the fix when writing to `target` is unsafe."""
-    if not writes or allow_destructive or not target.is_block:
+    if not writes or allow_destructive or target.kind == "new-file":
         return
-    assert target.name is not None
-    dev = f"/dev/{target.name}"
-    parts = partitions(target.name)
-    mounts = mountpoints([target.name, *parts])
+    if target.is_block:
+        assert target.name is not None
+        return _check_device(target.name, f"/dev/{target.name}")
+    for name in target.backs:  # writing the file writes the device
+        _check_device(name, f"{target.path} backs /dev/{name}, which")
+    if not target.size:
+        return None
+    sig = signature(str(target.path))
+    what = f"carries a {sig}" if sig else f"is an existing file ({_mib(target.size)})"
+    raise Refused(f"{target.path} {what}; {OVERRIDE}, pass --reads-only, or name a new file")
+
+
+def _check_device(name: str, subject: str) -> None:
+    """Refuse a device in use; `subject` starts the message ("/dev/loop3" or "F backs /dev/loop3, which")."""
+    dev = f"/dev/{name}"
+    parts = partitions(name)
+    mounts = mountpoints([name, *parts])
     if mounts:
         where, via = mounts[0]
-        through = f" (via /dev/{via})" if via != target.name else ""
-        raise Refused(f"{dev} is mounted on {where}{through}; {OVERRIDE}")
-    swaps = swap_users([target.name, *parts])
+        through = f" (via /dev/{via})" if via != name else ""
+        raise Refused(f"{subject} is mounted on {where}{through}; {OVERRIDE}")
+    swaps = swap_users([name, *parts])
     if swaps:
-        raise Refused(f"{dev} is in use as swap ({swaps[0]}); {OVERRIDE}")
-    holders = holders_of([target.name, *parts])
+        raise Refused(f"{subject} is in use as swap ({swaps[0]}); {OVERRIDE}")
+    holders = holders_of([name, *parts])
     if holders:
-        raise Refused(f"{dev} is held by {', '.join(holders)}; {OVERRIDE}")
+        raise Refused(f"{subject} is held by {', '.join(holders)}; {OVERRIDE}")
     if parts:
-        raise Refused(f"{dev} has partitions ({', '.join(parts)}); {OVERRIDE}")
+        raise Refused(f"{subject} has partitions ({', '.join(parts)}); {OVERRIDE}")
     sig = signature(dev)
     if sig:
-        raise Refused(f"{dev} carries a {sig}; {OVERRIDE} (or erase it first: wipefs -a {dev})")
+        raise Refused(f"{subject} carries a {sig}; {OVERRIDE} (or erase it first: wipefs -a {dev})")
     if busy(dev):
-        raise Refused(f"{dev} is in use (an exclusive open failed with EBUSY); {OVERRIDE}")
+        raise Refused(f"{subject} is in use (an exclusive open failed with EBUSY); {OVERRIDE}")
 
 
 def check_size(target: Target, needed: int, *, folded: bool) -> None:
@@ -122,6 +174,8 @@ def check_size(target: Target, needed: int, *, folded: bool) -> None:
 
 
 def _mib(n: int) -> str:
+    if n < 1 << 20:  # "0.0 MiB" would say nothing
+        return f"{n} bytes"
     return f"{n / (1 << 20):.1f} MiB" if n % (1 << 20) else f"{n >> 20} MiB"
 
 

@@ -215,6 +215,7 @@ def test_existing_output_needs_force_and_is_left_intact(mixed_trace, tmp_path):
         (["--between", "2", "1"], "--between 2 1: need 0 <= T1 < T2 (seconds on the trace's clock)"),
         (["--regime", "busy"], "--regime busy: choose one of steady, spike"),
         (["--align", "1000"], "--align 1000: must be a power of two >= 512"),
+        (["--align", "0"], "--align 0: must be a power of two >= 512"),  # not the default in disguise
         (["--device", "sdz"], "no device 'sdz' in the trace (it has: loop8, loop9)"),
         (
             ["--target", "/tmp/a b"],

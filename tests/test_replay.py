@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from conftest import assert_tracer_lost_nothing, destroy_loop_device, make_loop_device, needs_fio, needs_root
-from trace_helpers import blkreplay_records, mysql_load, run_iofp
+from trace_helpers import blkreplay_records, mysql_load, run_iofp, write_trace
 
 from iofp.contract import open_trace
 from replay import fiocaps
@@ -188,3 +188,51 @@ def test_existing_results_directory_is_never_overwritten(tpcc_trace, loop_device
         f"iofp: {out} already exists and is not empty; pass --force or choose another --output\n",
     )
     assert (out / "results.json").read_text() == "{}"
+
+
+def test_force_replaces_the_previous_runs_artifacts(tmp_path):
+    n = 40
+    trace = write_trace(
+        tmp_path / "two-pids",
+        {
+            "ts_ns": [i * 250_000 for i in range(n)],
+            "offset": [i * 4096 for i in range(n)],
+            "size": [4096] * n,
+            "op": ["read", "write"] * (n // 2),
+            "pid": [100, 200] * (n // 2),
+        },
+    )
+    out = tmp_path / "r"
+    targets = [Path("/dev/shm") / f"iofp-force-{tmp_path.name}-{i}.dat" for i in range(2)]
+    try:
+        code, _, err = run_iofp(
+            "replay", trace, "--target", targets[0], "--streams", "pid", "--no-fidelity", "--output", out
+        )
+        assert code == 0, err
+        assert {"replay.0.iolog", "replay.1.iolog"} <= set(load(out)[1]["artifacts"])
+        (out / "notes.txt").write_text("mine\n")  # not an artifact: kept, and not listed
+        code, _, err = run_iofp(
+            "replay", trace, "--target", targets[1], "--streams", "single", "--no-fidelity",
+            "--output", out, "--force",
+        )  # fmt: skip
+        assert code == 0, err
+    finally:
+        for t in targets:
+            t.unlink(missing_ok=True)
+    artifacts = ["expected", "fio.cmd", "fio.json", "fio.rc", "fio.stderr", "fio.stdout", "job.fio"]
+    artifacts += ["replay.iolog"]
+    assert load(out)[1]["artifacts"] == artifacts  # listed before results.json itself is written
+    assert sorted(p.name for p in out.iterdir()) == sorted([*artifacts, "notes.txt", "results.json"])
+    assert (out / "notes.txt").read_text() == "mine\n"
+
+
+def test_align_zero_is_bad_input(tpcc_trace, tmp_path):
+    target = Path("/dev/shm") / f"iofp-align-{tmp_path.name}.dat"
+    try:
+        code, _, err = run_iofp(
+            "replay", tpcc_trace, "--target", target, "--align", "0", "--output", tmp_path / "o"
+        )
+        assert (code, err) == (2, "iofp: --align 0: must be a power of two >= 512\n")
+        assert not target.exists() and not (tmp_path / "o").exists()
+    finally:
+        target.unlink(missing_ok=True)  # what a replay that took 0 for 512 would leave

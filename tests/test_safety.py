@@ -274,3 +274,94 @@ def test_a_directory_or_missing_parent_is_bad_input(small_trace, tmp_path):
     assert code == 2 and err.startswith(
         f"iofp: {tmp_path / 'no' / 'f'}: directory {tmp_path / 'no'} does not exist"
     )
+
+
+@pytest.fixture
+def shm_file(scratch) -> Path:
+    """A name for a file in /dev/shm that does not exist yet, removed afterwards."""
+    path = Path("/dev/shm") / f"iofp-safety-{uuid.uuid4().hex[:8]}.dat"
+    scratch.callback(path.unlink, missing_ok=True)
+    return path
+
+
+def test_existing_file_is_written_only_when_allowed(shm_file, small_trace, tmp_path):
+    content = os.urandom(2 << 20)
+    shm_file.write_bytes(content)
+    msg = f"{shm_file} is an existing file (2 MiB); {OVERRIDE}, pass --reads-only, or name a new file"
+    assert_refused(replay(small_trace, str(shm_file), tmp_path / "o1", "--fold"), msg, tmp_path / "o1")
+    assert_read_only_replay_ran(
+        replay(small_trace, str(shm_file), tmp_path / "o2", "--reads-only"), tmp_path / "o2"
+    )
+    assert shm_file.read_bytes() == content
+    code, stdout, err = replay(small_trace, str(shm_file), tmp_path / "o3", "--fold", "--allow-destructive")
+    assert code == 0, err
+    assert "20 read, 20 write in" in stdout
+
+
+def test_a_file_of_another_trace_is_not_overwritten(small_trace, tmp_path):
+    other = write_trace(tmp_path / "other", {"ts_ns": [0], "offset": [0], "size": [4096], "op": ["read"]})
+    victim = next(other.rglob("*.parquet"))
+    before = victim.read_bytes()
+    size = victim.stat().st_size
+    msg = f"{victim} is an existing file ({size} bytes); {OVERRIDE}, pass --reads-only, or name a new file"
+    assert_refused(replay(small_trace, str(victim), tmp_path / "o"), msg, tmp_path / "o")
+    assert victim.read_bytes() == before
+
+
+def test_file_backing_a_mounted_loop_device_is_refused_under_any_name(scratch, small_trace, tmp_path):
+    dev = make_loop(scratch, 16, prepare=mkfs)
+    mnt = mount(scratch, dev, tmp_path)
+    backing = Path((Path("/sys/block") / Path(dev).name / "loop" / "backing_file").read_text().strip())
+    alias = backing.with_name(backing.name + ".link")  # another name for the same inode
+    os.link(backing, alias)
+    scratch.callback(alias.unlink, missing_ok=True)
+    for name in (backing, alias):
+        assert_refused(
+            replay(small_trace, str(name), tmp_path / "o1"),
+            f"{name} backs {dev}, which is mounted on {mnt}; {OVERRIDE}",
+            tmp_path / "o1",
+        )
+    assert_read_only_replay_ran(
+        replay(small_trace, str(alias), tmp_path / "o2", "--reads-only"), tmp_path / "o2"
+    )
+
+
+@pytest.mark.parametrize(
+    "prepare, found", [(mkfs, "filesystem signature (ext4)"), (partition, "partition table (dos)")]
+)
+def test_file_with_a_signature_is_refused_unless_allowed(prepare, found, shm_file, small_trace, tmp_path):
+    with open(shm_file, "wb") as f:
+        f.truncate(16 << 20)
+    prepare(shm_file)
+    msg = f"{shm_file} carries a {found}; {OVERRIDE}, pass --reads-only, or name a new file"
+    assert_refused(replay(small_trace, str(shm_file), tmp_path / "o1"), msg, tmp_path / "o1")
+    assert_read_only_replay_ran(
+        replay(small_trace, str(shm_file), tmp_path / "o2", "--reads-only"), tmp_path / "o2"
+    )
+    code, _, err = replay(small_trace, str(shm_file), tmp_path / "o3", "--allow-destructive")
+    assert code == 0, err
+
+
+@pytest.mark.parametrize("name", ["iofp-no-such-disk", "iofp-no-such-dir/disk", "null"])
+def test_a_target_in_dev_must_be_a_block_device(name, scratch, small_trace, tmp_path):
+    target = Path("/dev") / name
+    if not target.exists():  # what a replay that took the name for a new file would leave
+        scratch.callback(target.unlink, missing_ok=True)
+    what = "is not a block device" if target.exists() else "does not exist"
+    code, _, err = replay(small_trace, str(target), tmp_path / "o")
+    assert (code, err) == (2, f"iofp: {target} {what}; name an existing block device (lsblk lists them)\n")
+    assert not (tmp_path / "o").exists()
+    assert target.is_char_device() or not target.exists()  # nothing created in /dev
+
+
+def test_a_dangling_link_into_dev_is_refused(scratch, small_trace, tmp_path):
+    target = Path("/dev/iofp-no-such-disk")
+    scratch.callback(target.unlink, missing_ok=True)  # what a replay through the link would leave
+    link = tmp_path / "disk"
+    link.symlink_to(target)
+    code, _, err = replay(small_trace, str(link), tmp_path / "o")
+    assert (code, err) == (
+        2,
+        f"iofp: {link} does not exist; name an existing block device (lsblk lists them)\n",
+    )
+    assert not target.exists()
