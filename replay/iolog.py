@@ -49,7 +49,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from iofp.contract import OPS, Trace, TraceMeta, TraceWriter
+from iofp.contract import OPS, Trace, TraceMeta, TraceWriter, check_output_file
 from iofp.errors import BadInput
 from replay import pacing as pacemod
 from replay import selection as selmod
@@ -183,8 +183,7 @@ def convert(
         plan = streammod.plan(con, sel, stats, streams, engine)
         paths = [stream_path(out, s.index) for s in plan.streams] if plan.split else [out]
         for p in paths:
-            if p.exists() and not force:
-                raise BadInput(f"{p} already exists; pass --force to overwrite it")
+            check_output_file(p, force=force)
         if not mapping.target:
             mapping = replace(mapping, target=default_target(stats))
         mapping.check()

@@ -82,7 +82,10 @@ def prepare_output(out: Path, force: bool) -> set[str]:
         if not out.is_dir():
             raise BadInput(f"{out} is a file; choose another --output")
         return results.clear_artifacts(out)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise BadInput(f"cannot write the results to {out}: {e.strerror}") from None
     return set()
 
 

@@ -44,3 +44,33 @@ def test_a_usage_error_is_one_line_and_exit_2(args: list[str], message: str) -> 
     r = subprocess.run([*IOFP, *args], capture_output=True, text=True, cwd=REPO, timeout=60)
     assert r.returncode == 2
     assert r.stderr.startswith(message) and r.stderr.count("\n") == 1, r.stderr
+
+
+SAMPLE = str(REPO / "samples" / "traces" / "market-open")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["fingerprint", SAMPLE, "--json", "/proc/x.json"], "iofp: cannot write /proc/x.json: "),
+        (["report", SAMPLE, "-o", "{dir}", "--force"], "iofp: {dir} is a directory; name a file to write"),
+        (["iolog", SAMPLE, "--regime", "spike", "-o", "/proc/x.iolog"], "iofp: cannot write /proc/x.iolog: "),
+        (["iolog", SAMPLE, "--regime", "spike", "-o", "{dir}", "--force"], "iofp: {dir} is a directory"),
+        (
+            ["replay", SAMPLE, "--target", "{dir}/new.img", "--between", "0", "1", "--no-fidelity",
+             "--output", "/proc/x"],
+            "iofp: cannot write the results to /proc/x: ",
+        ),
+        (["import", "msr", "{file}", "-o", "{file}", "--force"], "iofp: {file} is a file, not a trace"),
+    ],
+    ids=["fingerprint-json", "report-dir", "iolog-proc", "iolog-dir", "replay-proc", "import-file"],
+)  # fmt: skip
+def test_an_output_that_cannot_be_written_is_one_line_and_exit_2(tmp_path, args, message) -> None:
+    (tmp_path / "f.csv").write_text("128166372003061629,src1,0,Read,7014609920,24576,41286\n")
+    subst = {"dir": str(tmp_path), "file": str(tmp_path / "f.csv")}
+    args = [a.format(**subst) for a in args]
+    r = subprocess.run([*IOFP, *args], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert r.returncode == 2 and r.stderr.startswith(message.format(**subst)), r.stderr
+    assert r.stderr.count("\n") == 1, r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.csv"]  # nothing written, nothing lost
+    assert (tmp_path / "f.csv").read_text().startswith("128166372003061629")
