@@ -15,7 +15,7 @@ from typing import Any
 import duckdb
 
 from fingerprint.compute import Options, compute
-from iofp.contract import SYNC_TABLE, atomic_write_bytes, open_trace
+from iofp.contract import IO_TABLE, SYNC_TABLE, atomic_write_bytes, open_trace
 from iofp.errors import BadInput
 
 # 2 cores and several engineers share the machine: DuckDB gets a bounded share of both, and
@@ -37,6 +37,12 @@ def connect(database: str = ":memory:") -> Any:
 def fingerprint_trace(path: Path | str, options: Options | None = None) -> dict[str, Any]:
     """Open the trace at `path` through the contract and fingerprint it."""
     trace = open_trace(path)
+    # A capture of an idle device is a valid trace with no io files: say so, rather than let the
+    # queries below fail on a relation with nothing behind it.
+    if trace.num_rows(IO_TABLE) == 0:
+        raise BadInput(
+            f"{path} holds no block I/O (was the device idle during the capture?); nothing to fingerprint"
+        )
     # A scratch database file rather than memory: the prepared rows of a 50 M-row trace are
     # several GB uncompressed; on file they are compressed and paged by DuckDB's buffer manager.
     with tempfile.TemporaryDirectory(prefix="iofp-fp-") as scratch:

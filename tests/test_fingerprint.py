@@ -263,3 +263,16 @@ def test_footprint_counts_each_touched_block_once(tmp_path):
     assert fp["whole"]["footprint"]["blocks_4k"] == touched(np.ones(n, bool))
     btw = (ts >= 1000 * MS) & (ts <= 2000 * MS)
     assert fp["between"]["footprint"]["blocks_4k"] == touched(btw)
+
+
+def test_idle_capture_is_one_line_exit_2_everywhere(tmp_path, monkeypatch, capsys):
+    # What a capture of an idle device writes: a manifest and no io files.
+    idle = tmp_path / "idle"
+    TraceWriter(idle, TraceMeta(source="capture", host="h1", kernel="6.18")).close()
+    want = (
+        f"iofp: {idle} holds no block I/O (was the device idle during the capture?); nothing to fingerprint\n"
+    )
+    code, _, err = iofp(monkeypatch, capsys, "fingerprint", str(idle), "--json", str(tmp_path / "fp.json"))
+    assert (code, err) == (2, want) and not (tmp_path / "fp.json").exists()
+    code, _, err = iofp(monkeypatch, capsys, "report", str(idle), "-o", str(tmp_path / "e.html"))
+    assert (code, err) == (2, want) and not (tmp_path / "e.html").exists()
