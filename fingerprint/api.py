@@ -78,21 +78,10 @@ def _readable(path: Path) -> None:
 
 
 def read_json(path: Path) -> dict[str, Any]:
-    try:
-        doc = json.loads(Path(path).read_text())
-    except OSError as e:
-        raise BadInput(f"{path}: cannot read it ({e.strerror})") from None
-    except ValueError as e:
-        raise BadInput(f"{path}: not JSON ({e})") from None
-    if not isinstance(doc, dict) or "fingerprint_version" not in doc:
-        raise BadInput(f"{path}: not an iofp fingerprint; make one with iofp fingerprint TRACE --json OUT")
-    from fingerprint.compute import FINGERPRINT_VERSION
+    """Read a fingerprint file, checked (fingerprint.document)."""
+    from fingerprint import document
 
-    if doc["fingerprint_version"] != FINGERPRINT_VERSION:
-        raise BadInput(
-            f"{path}: fingerprint v{doc['fingerprint_version']}; this iofp reads v{FINGERPRINT_VERSION}"
-        )
-    return doc
+    return document.load(path)
 
 
 def _jsonable(o: Any) -> Any:

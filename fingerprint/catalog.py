@@ -21,6 +21,7 @@ from typing import Any
 
 import duckdb
 
+from fingerprint import document
 from fingerprint.diff import DiffResult, diff
 from iofp.errors import BadInput
 from iofp.sqlfiles import load_sql
@@ -92,8 +93,7 @@ class Catalog:
         """Store a fingerprint for `service`; returns its id. The same document is refused twice."""
         if not service.strip():
             raise BadInput("--service must name the service, e.g. --service order-router")
-        if not isinstance(doc, dict) or "fingerprint_version" not in doc or "whole" not in doc:
-            raise BadInput(f"{source_file or 'document'}: not an iofp fingerprint (no fingerprint_version)")
+        document.check(doc, source_file or "document")
         text = json.dumps(doc, sort_keys=True)
         digest = hashlib.sha256(text.encode()).hexdigest()
         dup = self.con.execute(load_sql(SQL, "catalog_find_digest"), {"service": service, "digest": digest})
@@ -138,12 +138,3 @@ class Catalog:
             )
         steps = [TrendStep(a, b, diff(a.doc, b.doc)) for a, b in itertools.pairwise(found)]
         return found, steps
-
-
-def load_fingerprint(path: Path) -> dict[str, Any]:
-    try:
-        return json.loads(path.read_text())
-    except OSError as e:
-        raise BadInput(f"{path}: {e.strerror}") from None
-    except ValueError as e:
-        raise BadInput(f"{path}: not JSON ({e})") from None

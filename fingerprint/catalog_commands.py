@@ -8,7 +8,8 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from fingerprint.catalog import Catalog, load_fingerprint
+from fingerprint import document
+from fingerprint.catalog import Catalog
 from fingerprint.catalog_view import entries_table, render_trend
 
 catalog_app = typer.Typer(
@@ -30,7 +31,7 @@ def add(
 
     Example: iofp catalog add q3.json --service order-router
     """
-    doc = load_fingerprint(fingerprint)
+    doc = document.load(fingerprint)
     with Catalog(catalog) as cat:
         entry_id = cat.add(doc, service, str(fingerprint))
         typer.echo(f"Added {fingerprint} as #{entry_id} of {service} in {cat.path}.")
