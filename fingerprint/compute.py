@@ -25,6 +25,7 @@ import pyarrow as pa
 
 from fingerprint.classify import classify_bound, classify_shape
 from iofp import __version__
+from iofp.cliargs import check_between_s
 from iofp.contract import TraceMeta
 from iofp.errors import BadInput
 from iofp.sqlfiles import load_sql
@@ -133,12 +134,14 @@ def _nice_windows() -> Iterator[int]:
 def parse_between(t1: str, t2: str, meta: TraceMeta) -> tuple[int, int]:
     """--between T1 T2 -> (lo, hi) in ts_ns. Seconds from capture start, or HH:MM:SS[.fff] wall
     clock (local time zone; set TZ to read another's) on the capture's date."""
+    a, b = _seconds(t1), _seconds(t2)
+    if a is not None and b is not None:
+        check_between_s(a, b)  # the rule replay's --between follows too
+        return round(a * 1e9), round(b * 1e9)
+    if a is not None or b is not None:
+        raise BadInput(f"--between {t1} {t2}: give both as seconds from the start or both as HH:MM:SS")
 
     def one(text: str) -> int:
-        try:
-            return round(float(text) * 1e9)
-        except ValueError:
-            pass
         if meta.capture_start_ns is None:
             raise BadInput(
                 f"--between {text}: this trace has no wall clock (source {meta.source}); "
@@ -158,6 +161,13 @@ def parse_between(t1: str, t2: str, meta: TraceMeta) -> tuple[int, int]:
     if hi <= lo:
         raise BadInput(f"--between {t1} {t2}: the end must come after the start")
     return lo, hi
+
+
+def _seconds(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
 
 
 def compute(con: Any, io: Any, sync: Any, meta: TraceMeta, options: Options | None = None) -> dict[str, Any]:

@@ -293,3 +293,18 @@ def test_window_has_a_lower_bound_and_a_bounded_count(tiny_trace, tmp_path, monk
     want = ("iofp: --window 1ms: 2,500,001 windows over this trace's 2,500.000 s, more than 2,000,000; "
             "use --window 2ms or wider\n")  # fmt: skip
     assert (code, err) == (2, want)
+
+
+@pytest.mark.parametrize(
+    ("t1", "t2", "why"),
+    [
+        ("-5", "10", "--between -5 10: need 0 <= T1 < T2 (seconds on the trace's clock)"),
+        ("10", "5", "--between 10 5: need 0 <= T1 < T2 (seconds on the trace's clock)"),
+        ("nan", "10", "--between nan 10: need 0 <= T1 < T2 (seconds on the trace's clock)"),
+        ("0", "inf", "--between 0 inf: need 0 <= T1 < T2 (seconds on the trace's clock)"),
+        ("0", "09:15:00", "--between 0 09:15:00: give both as seconds from the start or both as HH:MM:SS"),
+    ],
+)
+def test_between_refuses_negative_inverted_and_mixed_spans(tiny_trace, monkeypatch, capsys, t1, t2, why):
+    code, _, err = iofp(monkeypatch, capsys, "fingerprint", str(tiny_trace), "--between", t1, t2)
+    assert (code, err) == (2, f"iofp: {why}\n")
