@@ -47,7 +47,7 @@ def list_(
 
     Example: iofp catalog list --service order-router
     """
-    with Catalog(catalog) as cat:
+    with Catalog(catalog, read_only=True) as cat:
         Console().print(entries_table(cat.entries(service=service), f"fingerprints in {cat.path}"))
 
 
@@ -60,7 +60,7 @@ def show(
 
     Example: iofp catalog show 3
     """
-    with Catalog(catalog) as cat:
+    with Catalog(catalog, read_only=True) as cat:
         typer.echo(json.dumps(cat.get(entry_id).doc, indent=1))
 
 
@@ -74,7 +74,7 @@ def trend(
 
     Example: iofp catalog trend --service order-router
     """
-    with Catalog(catalog) as cat:
+    with Catalog(catalog, read_only=True) as cat:
         entries, steps = cat.trend(service)
     if as_json:
         steps_doc = [{"before": s.before.id, "after": s.after.id, **s.diff.to_dict()} for s in steps]
