@@ -15,7 +15,7 @@ from typing import Any
 import duckdb
 
 from fingerprint.compute import Options, compute
-from iofp.contract import SYNC_TABLE, atomic_write_bytes, check_output_file, open_trace
+from iofp.contract import IO_TABLE, SYNC_TABLE, atomic_write_bytes, check_output_file, open_trace
 from iofp.errors import BadInput
 
 # 2 cores and several engineers share the machine: DuckDB gets a bounded share of both, and
@@ -37,6 +37,12 @@ def connect(database: str = ":memory:") -> Any:
 def fingerprint_trace(path: Path | str, options: Options | None = None) -> dict[str, Any]:
     """Open the trace at `path` through the contract and fingerprint it."""
     trace = open_trace(path)
+    # A capture of an idle device is a valid trace with no io files: say so, rather than let the
+    # queries below fail on a relation with nothing behind it.
+    if trace.num_rows(IO_TABLE) == 0:
+        raise BadInput(
+            f"{path} holds no block I/O (was the device idle during the capture?); nothing to fingerprint"
+        )
     # A scratch database file rather than memory: the prepared rows of a 50 M-row trace are
     # several GB uncompressed; on file they are compressed and paged by DuckDB's buffer manager.
     with tempfile.TemporaryDirectory(prefix="iofp-fp-") as scratch:
@@ -70,21 +76,10 @@ def _readable(path: Path) -> None:
 
 
 def read_json(path: Path) -> dict[str, Any]:
-    try:
-        doc = json.loads(Path(path).read_text())
-    except OSError as e:
-        raise BadInput(f"{path}: cannot read it ({e.strerror})") from None
-    except ValueError as e:
-        raise BadInput(f"{path}: not JSON ({e})") from None
-    if not isinstance(doc, dict) or "fingerprint_version" not in doc:
-        raise BadInput(f"{path}: not an iofp fingerprint; make one with iofp fingerprint TRACE --json OUT")
-    from fingerprint.compute import FINGERPRINT_VERSION
+    """Read a fingerprint file, checked (fingerprint.document)."""
+    from fingerprint import document
 
-    if doc["fingerprint_version"] != FINGERPRINT_VERSION:
-        raise BadInput(
-            f"{path}: fingerprint v{doc['fingerprint_version']}; this iofp reads v{FINGERPRINT_VERSION}"
-        )
-    return doc
+    return document.load(path)
 
 
 def _jsonable(o: Any) -> Any:

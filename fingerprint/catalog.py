@@ -21,6 +21,7 @@ from typing import Any
 
 import duckdb
 
+from fingerprint import document
 from fingerprint.diff import DiffResult, diff
 from iofp.errors import BadInput
 from iofp.sqlfiles import load_sql
@@ -70,14 +71,26 @@ class TrendStep:
 class Catalog:
     """A DuckDB-backed store of fingerprints; use as a context manager."""
 
-    def __init__(self, path: Path | str | None = None) -> None:
+    def __init__(self, path: Path | str | None = None, *, read_only: bool = False) -> None:
+        """Open (or, unless `read_only`, create) the catalog. Reading never creates or changes a file:
+        a mistyped --catalog must not leave an empty database behind that looks like a real one."""
         self.path = Path(path) if path else default_path()
+        if read_only and not self.path.is_file():
+            raise BadInput(
+                f"{self.path}: no such catalog; add a fingerprint first: iofp catalog add FP.json "
+                f"--service NAME --catalog {self.path}"
+            )
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.con = duckdb.connect(str(self.path))
+            if not read_only:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.con = duckdb.connect(str(self.path), read_only=read_only)
+            if read_only:
+                self.con.execute("SELECT 1 FROM fingerprints LIMIT 0").fetchall()
+            else:
+                self.con.execute(load_sql(SQL, "catalog_schema"))
         except (OSError, duckdb.Error) as e:
-            raise BadInput(f"cannot open the catalog {self.path}: {e}; pass --catalog PATH") from None
-        self.con.execute(load_sql(SQL, "catalog_schema"))
+            first = str(e).splitlines()[0] if str(e) else type(e).__name__
+            raise BadInput(f"cannot open the catalog {self.path}: {first}; pass --catalog PATH") from None
 
     def close(self) -> None:
         self.con.close()
@@ -92,8 +105,7 @@ class Catalog:
         """Store a fingerprint for `service`; returns its id. The same document is refused twice."""
         if not service.strip():
             raise BadInput("--service must name the service, e.g. --service order-router")
-        if not isinstance(doc, dict) or "fingerprint_version" not in doc or "whole" not in doc:
-            raise BadInput(f"{source_file or 'document'}: not an iofp fingerprint (no fingerprint_version)")
+        document.check(doc, source_file or "document")
         text = json.dumps(doc, sort_keys=True)
         digest = hashlib.sha256(text.encode()).hexdigest()
         dup = self.con.execute(load_sql(SQL, "catalog_find_digest"), {"service": service, "digest": digest})
@@ -138,12 +150,3 @@ class Catalog:
             )
         steps = [TrendStep(a, b, diff(a.doc, b.doc)) for a, b in itertools.pairwise(found)]
         return found, steps
-
-
-def load_fingerprint(path: Path) -> dict[str, Any]:
-    try:
-        return json.loads(path.read_text())
-    except OSError as e:
-        raise BadInput(f"{path}: {e.strerror}") from None
-    except ValueError as e:
-        raise BadInput(f"{path}: not JSON ({e})") from None

@@ -8,7 +8,8 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from fingerprint.catalog import Catalog, load_fingerprint
+from fingerprint import document
+from fingerprint.catalog import Catalog
 from fingerprint.catalog_view import entries_table, render_trend
 
 catalog_app = typer.Typer(
@@ -31,7 +32,7 @@ def add(
 
     Example: iofp catalog add q3.json --service order-router
     """
-    doc = load_fingerprint(fingerprint)
+    doc = document.load(fingerprint)
     with Catalog(catalog) as cat:
         entry_id = cat.add(doc, service, str(fingerprint))
         typer.echo(f"Added {fingerprint} as #{entry_id} of {service} in {cat.path}.")
@@ -47,7 +48,7 @@ def list_(
 
     Example: iofp catalog list --service order-router
     """
-    with Catalog(catalog) as cat:
+    with Catalog(catalog, read_only=True) as cat:
         Console().print(entries_table(cat.entries(service=service), f"fingerprints in {cat.path}"))
 
 
@@ -60,7 +61,7 @@ def show(
 
     Example: iofp catalog show 3
     """
-    with Catalog(catalog) as cat:
+    with Catalog(catalog, read_only=True) as cat:
         typer.echo(json.dumps(cat.get(entry_id).doc, indent=1))
 
 
@@ -74,7 +75,7 @@ def trend(
 
     Example: iofp catalog trend --service order-router
     """
-    with Catalog(catalog) as cat:
+    with Catalog(catalog, read_only=True) as cat:
         entries, steps = cat.trend(service)
     if as_json:
         steps_doc = [{"before": s.before.id, "after": s.after.id, **s.diff.to_dict()} for s in steps]

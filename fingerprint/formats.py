@@ -9,6 +9,7 @@ driver adds the file name and line number. Columns a format does not have are le
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -21,10 +22,27 @@ FILETIME_UNIX_EPOCH = 116_444_736_000_000_000
 TIME_UNITS_NS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 # Alibaba's timestamps are Unix microseconds; below this (2001-09-09) we treat them as relative.
 UNIX_US_PLAUSIBLE = 1_000_000_000_000_000
+# The trace contract's column types bound what a record may hold: ts_ns, lat_ns and offset are
+# int64, size is int32 bytes, pid int32, error int16. A value beyond them is a bad record, and is
+# refused on its own line rather than by Arrow when a whole chunk is converted.
+INT64_MAX = (1 << 63) - 1
+SIZE_MAX = (1 << 31) - 1
+INT32_MAX = (1 << 31) - 1
+INT16_MIN, INT16_MAX = -(1 << 15), (1 << 15) - 1
 
 
 class LineError(ValueError):
     """This line is not a record of the format; the message says why."""
+
+
+def bounded(value: int, what: str, hi: int, unit: str) -> int:
+    """`value` when 0 <= value <= hi; else a LineError naming the field. Offsets, sizes, times and
+    latencies are never negative, and must fit the contract's column."""
+    if value < 0:
+        raise LineError(f"{what} {value} is negative")
+    if value > hi:
+        raise LineError(f"{what} {value} is too large (at most {hi:,} {unit})")
+    return value
 
 
 @dataclass
@@ -44,15 +62,19 @@ class ParseState:
 def _ns_from_decimal_seconds(text: str) -> int:
     """'12.000345678' -> 12000345678 exactly (no float rounding)."""
     sec, _, frac = text.partition(".")
-    if not sec.isdigit() or (frac and not frac.isdigit()):
+    if not sec.isdecimal() or (frac and not frac.isdecimal()):
         raise LineError(f"bad time {text!r}")
-    return int(sec) * 1_000_000_000 + int((frac + "000000000")[:9])
+    ns = int(sec) * 1_000_000_000 + int((frac + "000000000")[:9])
+    if ns > INT64_MAX:
+        raise LineError(f"time {text} s is too large (at most {INT64_MAX // 10**9:,} s)")
+    return ns
 
 
 class Format:
     """One trace format: `sniff` recognises it, `parse` yields rows of `columns`."""
 
     name: ClassVar[str]
+    record: ClassVar[str]  # what one record looks like, for the error of a file with none
     columns: ClassVar[tuple[str, ...]]
     sync_columns: ClassVar[tuple[str, ...]] = ()
 
@@ -77,17 +99,24 @@ class Format:
 
 
 _BLKREPLAY = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*;\s*(\d+)\s*;\s*(\d+)\s*;\s*(RA|R|W)\s*;")
+# A line that starts like a record (a number, then `;`): in the header it is a damaged record, not prose.
+_BLKREPLAY_LIKE = re.compile(r"^\s*[-+]?[\d.]+\s*;")
 
 
 class Blkreplay(Format):
     """blkreplay `.load`: `start ; sector ; length ; op ; replay_delay ; replay_duration`.
 
-    The free-text header before the first record is skipped; after it every non-blank line must be
-    a record. There is no device column, so the device is named after the file. replay_delay and
-    replay_duration describe an earlier *replay*, not the recorded I/O, so they are not imported.
+    The free-text header before the first record is skipped (it is not `#`-prefixed, and real loads
+    repeat the column-name line `start ; sector; length ; op ; ...` inside it, so nothing but the
+    first record ends it); after it every non-blank line must be a record. A header line that starts
+    like a record (a number, then `;`) is a damaged record, not prose, and is refused too. There is
+    no device column, so the device is named after the file.
+    replay_delay and replay_duration describe an earlier *replay*, not the recorded I/O, so they are
+    not imported.
     """
 
     name = "blkreplay"
+    record = "`start ; sector ; length ; op ; ...`"
     columns = ("ts_ns", "device", "offset", "size", "op", "readahead")
 
     def __init__(self, path: Path, state: ParseState, **options: Any) -> None:
@@ -108,7 +137,7 @@ class Blkreplay(Format):
         for _, line in lines:
             m = match(line)
             if m is None:
-                if in_header or not line.strip():
+                if not line.strip() or (in_header and not _BLKREPLAY_LIKE.match(line)):
                     continue
                 raise LineError("not a blkreplay record `start ; sector ; length ; op ; ...`")
             in_header = False
@@ -116,8 +145,8 @@ class Blkreplay(Format):
             yield (
                 _ns_from_decimal_seconds(start),
                 dev,
-                int(sector) * 512,
-                int(length) * 512,
+                bounded(int(sector), "sector", INT64_MAX // 512, "sectors") * 512,
+                bounded(int(length), "length", SIZE_MAX // 512, "sectors") * 512,
                 "write" if op == "W" else "read",
                 op == "RA",
             )
@@ -130,11 +159,13 @@ class Disksim(Format):
     """
 
     name = "disksim"
+    record = "`arrival device lba size type`"
     columns = ("ts_ns", "device", "offset", "size", "op")
 
     def __init__(self, path: Path, state: ParseState, *, time_unit: str = "ns", **options: Any) -> None:
         super().__init__(path, state)
         self.scale = TIME_UNITS_NS[time_unit]
+        self.unit = time_unit
 
     @staticmethod
     def sniff(lines: list[str]) -> bool:
@@ -161,9 +192,15 @@ class Disksim(Format):
                 raise LineError("fields must be numbers `arrival device lba size type`") from None
             if typ not in ("0", "1"):
                 raise LineError(f"type must be 1 (read) or 0 (write), got {typ!r}")
+            ns = arrival * scale
+            if not (math.isfinite(ns) and 0 <= ns <= INT64_MAX):  # 1e30, -5, nan, inf
+                raise LineError(f"arrival {p[0]} is out of range (0 to {INT64_MAX // scale:,} {self.unit})")
+            ts = round(ns)
+            offset = bounded(lba, "lba", INT64_MAX // 512, "sectors") * 512
+            size = bounded(size, "size", SIZE_MAX // 512, "sectors") * 512
             if dev not in devices:
                 devices.add(dev)
-            yield (round(arrival * scale), dev, lba * 512, size * 512, "read" if typ == "1" else "write")
+            yield (ts, dev, offset, size, "read" if typ == "1" else "write")
 
 
 class Msr(Format):
@@ -174,6 +211,7 @@ class Msr(Format):
     """
 
     name = "msr"
+    record = "`Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime`"
     columns = ("ts_ns", "lat_ns", "device", "offset", "size", "op")
 
     def __init__(self, path: Path, state: ParseState, **options: Any) -> None:
@@ -183,7 +221,7 @@ class Msr(Format):
     def sniff(lines: list[str]) -> bool:
         for x in lines:
             p = x.strip().split(",")
-            if len(p) == 7 and p[0].isdigit() and p[3].lower() in ("read", "write"):
+            if len(p) == 7 and p[0].isdecimal() and p[3].lower() in ("read", "write"):
                 return True
         return False
 
@@ -205,10 +243,16 @@ class Msr(Format):
             typ = p[3].lower()
             if typ not in ("read", "write"):
                 raise LineError(f"Type must be Read or Write, got {p[3]!r}")
+            bounded(ft, "Timestamp", INT64_MAX, "100 ns ticks")
+            bounded(off, "Offset", INT64_MAX, "bytes")
+            bounded(size, "Size", SIZE_MAX, "bytes")
+            bounded(rt, "ResponseTime", INT64_MAX // 100, "100 ns ticks")
             if origin is None:
                 origin = ft
                 st.notes["filetime_origin"] = ft
                 st.capture_start_ns = (ft - FILETIME_UNIX_EPOCH) * 100
+            if abs(ft - origin) > INT64_MAX // 100:
+                raise LineError(f"Timestamp {ft} is too far from the first record's ({origin})")
             key = (p[1], p[2])
             dev = devices.get(key)
             if dev is None:
@@ -225,13 +269,14 @@ class Alibaba(Format):
     """
 
     name = "alibaba"
+    record = "`device_id,opcode,offset,length,timestamp`"
     columns = ("ts_ns", "device", "offset", "size", "op")
 
     @staticmethod
     def sniff(lines: list[str]) -> bool:
         for x in lines:
             p = x.strip().split(",")
-            if len(p) == 5 and p[1] in ("R", "W") and all(v.isdigit() for v in (p[2], p[3], p[4])):
+            if len(p) == 5 and p[1] in ("R", "W") and all(v.isdecimal() for v in (p[2], p[3], p[4])):
                 return True
         return False
 
@@ -252,6 +297,9 @@ class Alibaba(Format):
                 off, size, ts = int(p[2]), int(p[3]), int(p[4])
             except ValueError:
                 raise LineError("offset, length and timestamp must be integers") from None
+            bounded(off, "offset", INT64_MAX, "bytes")
+            bounded(size, "length", SIZE_MAX, "bytes")
+            bounded(ts, "timestamp", INT64_MAX // 1000, "µs")
             if origin is None:
                 origin = st.notes["us_origin"] = ts
                 if ts >= UNIX_US_PLAUSIBLE:
@@ -272,6 +320,7 @@ class FioIolog(Format):
     """
 
     name = "fio-iolog"
+    record = "`[usec] file action [offset length]`"
     columns = ("ts_ns", "device", "offset", "size", "op")
     sync_columns = ("ts_ns", "call")
     _OPS: ClassVar[dict[str, str]] = {"read": "read", "write": "write", "trim": "discard"}
@@ -306,9 +355,9 @@ class FioIolog(Format):
                 continue
             p = text.split()
             if self.version == 3:
-                if len(p) < 3 or not p[0].isdigit():
+                if len(p) < 3 or not p[0].isdecimal():
                     raise LineError("v3 line must be `usec file action [offset length]`")
-                ts_ns = int(p[0]) * 1000
+                ts_ns = bounded(int(p[0]), "time", INT64_MAX // 1000, "µs") * 1000
                 p = p[1:]
             else:
                 ts_ns = self.clock_ns
@@ -322,9 +371,11 @@ class FioIolog(Format):
             if act == "wait":
                 if self.version == 3:
                     raise LineError("`wait` is not allowed in a version 3 iolog")
-                if len(p) < 3 or not p[2].isdigit():
+                if len(p) < 3 or not p[2].isdecimal():
                     raise LineError("`wait` needs a delay in microseconds")
                 self.clock_ns += int(p[2]) * 1000
+                if self.clock_ns > INT64_MAX:
+                    raise LineError(f"the waits add up to {self.clock_ns // 1000:,} µs, too long a trace")
                 continue
             if act in self._SYNCS:
                 st.sync_rows.append((ts_ns, self._SYNCS[act]))
@@ -332,15 +383,17 @@ class FioIolog(Format):
             op = self._OPS.get(act)
             if op is None:
                 raise LineError(f"unknown action {act!r}")
-            if len(p) != 4 or not p[2].isdigit() or not p[3].isdigit():
+            if len(p) != 4 or not p[2].isdecimal() or not p[3].isdecimal():
                 raise LineError(f"`{act}` needs `offset length` as integers")
             st.devices.add(fname)
-            yield (ts_ns, fname, int(p[2]), int(p[3]), op)
+            offset = bounded(int(p[2]), "offset", INT64_MAX, "bytes")
+            yield (ts_ns, fname, offset, bounded(int(p[3]), "length", SIZE_MAX, "bytes"), op)
 
 
 # blkparse default output: `maj,min cpu seq time pid action rwbs rest`
 _BLKPARSE = re.compile(r"^\s*(\d+),(\d+)\s+\d+\s+\d+\s+(\d+\.\d+)\s+(\d+)\s+([A-Z]{1,2})\s+(\S+)\s*(.*)$")
 _BLKPARSE_SUMMARY = re.compile(r"^(CPU\d+|Total) \(")
+SECTOR_MAX, NSECT_MAX = INT64_MAX // 512, SIZE_MAX // 512
 
 
 def parse_rwbs(rwbs: str) -> tuple[str | None, bool, bool, bool, bool, bool]:
@@ -377,6 +430,7 @@ class Blkparse(Format):
     """
 
     name = "blkparse"
+    record = "`maj,min cpu seq time pid action rwbs ...`"
     columns = (
         "ts_ns",
         "queue_ns",
@@ -429,7 +483,7 @@ class Blkparse(Format):
             dev, action, rwbs = p[0], p[5], p[6]
             if action not in ("Q", "D", "C", "M", "F"):
                 continue
-            if not p[4].isdigit():
+            if not p[4].isdecimal() or (len(p[4]) > 9 and int(p[4]) > INT32_MAX):
                 raise LineError(f"bad pid {p[4]!r}")
             ts = _ns_from_decimal_seconds(p[3])
             tail = None
@@ -439,15 +493,18 @@ class Blkparse(Format):
                     raise LineError("unclosed `[process]`")
                 tail = line[b + 1 : e]
             if len(p) >= 10 and p[8] == "+":
-                if not (p[7].isdigit() and p[9].isdigit()):
+                if not (p[7].isdecimal() and p[9].isdecimal()):
                     raise LineError(f"cannot read `sector + size` from {' '.join(p[7:10])!r}")
                 sector, nsect = int(p[7]), int(p[9])
-            elif len(p) >= 8 and p[7].isdigit():
+            elif len(p) >= 8 and p[7].isdecimal():
                 sector, nsect = int(p[7]), 0
             elif len(p) == 7 or p[7].startswith("["):
                 sector, nsect = 0, 0
             else:
                 raise LineError(f"cannot read `sector + size [process]` from {' '.join(p[7:])!r}")
+            if sector > SECTOR_MAX or nsect > NSECT_MAX:
+                bounded(sector, "sector", SECTOR_MAX, "sectors")
+                bounded(nsect, "size", NSECT_MAX, "sectors")
             key = (dev, sector)
             if action == "Q":
                 if len(queued) >= self.MAX_PENDING:
@@ -477,7 +534,9 @@ class Blkparse(Format):
                     st.count("unmatched_completions")
                     continue
                 inflight[dev] -= 1
-                err = int(tail) if tail is not None and tail.lstrip("-").isdigit() else None
+                err = int(tail) if tail is not None and tail.lstrip("-").isdecimal() else None
+                if err is not None and not INT16_MIN <= err <= INT16_MAX:
+                    raise LineError(f"completion status {err} is out of range")
                 yield (d[0], d[1], ts - d[0], *d[2:], err)
             else:  # M, F: a bio merged into another request never gets its own D
                 queued.pop(key, None)
@@ -496,7 +555,7 @@ def _rwbs_cached(rwbs: str) -> tuple[str | None, bool, bool, bool, bool, bool]:
 
 def _is_devno(s: str) -> bool:
     a, comma, b = s.partition(",")
-    return bool(comma) and a.isdigit() and b.isdigit()
+    return bool(comma) and a.isdecimal() and b.isdecimal()
 
 
 def _is_number(s: str) -> bool:

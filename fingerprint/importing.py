@@ -149,7 +149,7 @@ def _run(
     lo, hi = None, None
     files = 0
 
-    def flush(buf: list[tuple], columns: tuple[str, ...], table: str, types: dict) -> None:
+    def flush(buf: list[tuple], columns: tuple[str, ...], table: str, types: dict, where: str) -> None:
         nonlocal lo, hi, files
         if not buf:
             return
@@ -157,7 +157,12 @@ def _run(
         arrays = {}
         for name, values in zip(columns, cols, strict=True):
             t = types[name]
-            arrays[name] = pa.array(values, t.value_type if pa.types.is_dictionary(t) else t)
+            try:
+                arrays[name] = pa.array(values, t.value_type if pa.types.is_dictionary(t) else t)
+            except (pa.ArrowInvalid, OverflowError) as e:
+                # The parsers bound every value to its column; this is the net under a parser that
+                # missed one, so that it is still one line naming the file, never a traceback.
+                raise BadInput(f"{where}: a {name} value does not fit the trace ({e})") from None
         tbl = pa.table(arrays)
         if table == IO_TABLE:
             ts = arrays["ts_ns"]
@@ -172,15 +177,18 @@ def _run(
         parser = cls(path, state, time_unit=time_unit)
         where = [0]
         buf: list[tuple] = []
+        records = 0
+        syncs_before = writer.rows[SYNC_TABLE] + len(state.sync_rows)
         with open_text(path) as f:
             rows = parser.parse(_numbered(f, path, where))
             try:
                 for row in rows:
                     buf.append(row)
+                    records += 1
                     if len(buf) >= chunk_rows:
-                        flush(buf, cls.columns, IO_TABLE, io_types)
+                        flush(buf, cls.columns, IO_TABLE, io_types, f"{path}:{where[0]}")
                     if len(state.sync_rows) >= chunk_rows:
-                        flush(state.sync_rows, cls.sync_columns, SYNC_TABLE, sync_types)
+                        flush(state.sync_rows, cls.sync_columns, SYNC_TABLE, sync_types, f"{path}:{where[0]}")
                 buf.extend(parser.finish())
             except LineError as e:
                 raise BadInput(f"{path}:{where[0]}: {e}; fix or remove that line") from None
@@ -188,7 +196,14 @@ def _run(
                 raise BadInput(f"{path}:{where[0]}: not text ({e.reason})") from None
         if where[0] == 0:
             raise BadInput(f"{path}: empty file")
-        flush(buf, cls.columns, IO_TABLE, io_types)
-    flush(state.sync_rows, cls.sync_columns, SYNC_TABLE, sync_types)
+        # Lines a format may skip (a header, comments, other events) must not pass a file with no
+        # records at all, e.g. prose given as blkreplay, as an import of 0 I/Os.
+        if not buf and not records and writer.rows[SYNC_TABLE] + len(state.sync_rows) == syncs_before:
+            raise BadInput(
+                f"{path}: no {cls.name} records in its {where[0]:,} lines (a record is {cls.record}); "
+                f"is it a {cls.name} trace?"
+            )
+        flush(buf, cls.columns, IO_TABLE, io_types, f"{path}:{where[0]}")
+    flush(state.sync_rows, cls.sync_columns, SYNC_TABLE, sync_types, str(paths[-1]))
     span = None if lo is None else hi - lo
     return {"span_ns": span, "files": files}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 from iofp.errors import BadInput
@@ -49,3 +50,10 @@ def parse_labels(items: list[str], flag: str = "--label") -> dict[str, str]:
             raise BadInput(f"{flag} {item!r} is not key=value; use e.g. {flag} service=order-router")
         labels[key.strip()] = value
     return labels
+
+
+def check_between_s(t1: float, t2: float, flag: str = "--between") -> None:
+    """The one rule for a span of seconds on a trace's clock (fingerprint and replay): 0 <= T1 < T2,
+    both finite. A negative start is a typo, not an earlier part of the trace."""
+    if not (math.isfinite(t1) and math.isfinite(t2) and 0 <= t1 < t2):
+        raise BadInput(f"{flag} {t1:g} {t2:g}: need 0 <= T1 < T2 (seconds on the trace's clock)")

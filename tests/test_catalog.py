@@ -102,3 +102,23 @@ def test_bad_input_is_one_line_exit_2(tmp_path):
             cat.add(json.loads(notfp.read_text()), "svc", str(notfp))
         with pytest.raises(Exception, match="no fingerprints for service 'nope'"):
             cat.trend("nope")
+
+
+def test_reading_a_missing_catalog_says_so_and_creates_nothing(tmp_path, quarters):
+    db = tmp_path / "nope" / "cat.duckdb"
+    want = (f"iofp: {db}: no such catalog; add a fingerprint first: iofp catalog add FP.json --service NAME "
+            f"--catalog {db}")  # fmt: skip
+    for args in (["list"], ["show", "1"], ["trend", "--service", "svc"]):
+        r = runner.invoke(app, ["catalog", *args, "--catalog", str(db)])
+        assert (r.exit_code, r.output.strip()) == (2, want)
+    assert not (tmp_path / "nope").exists()
+    # Once something is added, the same read-only commands open it (without changing it).
+    assert (
+        runner.invoke(
+            app, ["catalog", "add", str(quarters[0]), "--service", "svc", "--catalog", str(db)]
+        ).exit_code
+        == 0
+    )
+    before = db.read_bytes()
+    r = runner.invoke(app, ["catalog", "list", "--catalog", str(db)])
+    assert r.exit_code == 0 and "svc" in r.output and db.read_bytes() == before

@@ -77,3 +77,48 @@ def test_cli_diff_json_and_bad_input(fps, tmp_path, monkeypatch, capsys):
     assert code == 2
     x = tmp_path / "x.json"
     assert err == f"iofp: {x}: not an iofp fingerprint; make one with iofp fingerprint TRACE --json OUT\n"
+
+
+def _broken(doc: dict, key: str, value: object) -> dict:
+    """A copy of `doc` with `key` (a.b.c) set to `value`, or removed when `value` is ...."""
+    doc = json.loads(json.dumps(doc))
+    *parents, last = key.split(".")
+    at = doc
+    for k in parents:
+        at = at[k]
+    if value is ...:
+        del at[last]
+    else:
+        at[last] = value
+    return doc
+
+
+BROKEN = [
+    ("provenance", "x", "`provenance` is a string; expected an object or null"),
+    ("steady", "x", "`steady` is a string; expected an object or null"),
+    ("whole", ..., "no `whole`; not a complete iofp fingerprint (make one with iofp fingerprint TRACE "
+                   "--json OUT)"),
+    ("whole.latency", [1], "`whole.latency` is a list; expected an object or null"),
+    ("whole.intensity.iops_mean", "fast",
+     "`whole.intensity.iops_mean` is a string; expected a number or null"),
+    ("provenance.labels", "x", "`provenance.labels` is a string; expected an object or null"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("key", "value", "why"), BROKEN)
+def test_a_malformed_fingerprint_is_one_line_naming_file_and_key(
+    fps, tmp_path, monkeypatch, capsys, key, value, why
+):
+    good = write_json(fps["base"], tmp_path / "good.json")
+    bad = tmp_path / "bad.json"
+    doc = _broken(fps["base"], key, value)
+    if key == "whole":
+        doc.pop("steady")  # neither scope: what diff used to fail on with KeyError 'whole'
+    bad.write_text(json.dumps(doc))
+    code, _, err = iofp(monkeypatch, capsys, "diff", str(bad), str(good))
+    assert (code, err) == (2, f"iofp: {bad}: {why}\n")
+    db = tmp_path / "cat.duckdb"
+    code, _, err = iofp(
+        monkeypatch, capsys, "catalog", "add", str(bad), "--service", "s", "--catalog", str(db)
+    )
+    assert (code, err) == (2, f"iofp: {bad}: {why}\n")

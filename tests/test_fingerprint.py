@@ -263,3 +263,48 @@ def test_footprint_counts_each_touched_block_once(tmp_path):
     assert fp["whole"]["footprint"]["blocks_4k"] == touched(np.ones(n, bool))
     btw = (ts >= 1000 * MS) & (ts <= 2000 * MS)
     assert fp["between"]["footprint"]["blocks_4k"] == touched(btw)
+
+
+def test_idle_capture_is_one_line_exit_2_everywhere(tmp_path, monkeypatch, capsys):
+    # What a capture of an idle device writes: a manifest and no io files.
+    idle = tmp_path / "idle"
+    TraceWriter(idle, TraceMeta(source="capture", host="h1", kernel="6.18")).close()
+    want = (
+        f"iofp: {idle} holds no block I/O (was the device idle during the capture?); nothing to fingerprint\n"
+    )
+    code, _, err = iofp(monkeypatch, capsys, "fingerprint", str(idle), "--json", str(tmp_path / "fp.json"))
+    assert (code, err) == (2, want) and not (tmp_path / "fp.json").exists()
+    code, _, err = iofp(monkeypatch, capsys, "report", str(idle), "-o", str(tmp_path / "e.html"))
+    assert (code, err) == (2, want) and not (tmp_path / "e.html").exists()
+
+
+def test_window_has_a_lower_bound_and_a_bounded_count(tiny_trace, tmp_path, monkeypatch, capsys):
+    # --window 1us used to mean 30 M windows and minutes of CPU on a 30 s trace.
+    code, _, err = iofp(monkeypatch, capsys, "fingerprint", str(tiny_trace), "--window", "1us")
+    assert (code, err) == (2, "iofp: --window 1us: the shortest window is 1ms; e.g. --window 100ms\n")
+    code, _, err = iofp(monkeypatch, capsys, "report", str(tiny_trace), "-o", str(tmp_path / "r.html"),
+                        "--window", "0.5ms")  # fmt: skip
+    assert (code, err) == (2, "iofp: --window 500us: the shortest window is 1ms; e.g. --window 100ms\n")
+    # Two I/Os 2,500 s apart: 2,500,001 windows of 1 ms, more than the 2 M allowed; 2 ms gives 1.25 M.
+    with TraceWriter(tmp_path / "long", TraceMeta(source="import:test")) as w:
+        w.write("io", pa.table({"ts_ns": [0, 2500 * 10**9], "device": ["x"] * 2, "offset": [0, 4096],
+                                "size": [4096] * 2, "op": ["read"] * 2}))  # fmt: skip
+    code, _, err = iofp(monkeypatch, capsys, "fingerprint", str(tmp_path / "long"), "--window", "1ms")
+    want = ("iofp: --window 1ms: 2,500,001 windows over this trace's 2,500.000 s, more than 2,000,000; "
+            "use --window 2ms or wider\n")  # fmt: skip
+    assert (code, err) == (2, want)
+
+
+@pytest.mark.parametrize(
+    ("t1", "t2", "why"),
+    [
+        ("-5", "10", "--between -5 10: need 0 <= T1 < T2 (seconds on the trace's clock)"),
+        ("10", "5", "--between 10 5: need 0 <= T1 < T2 (seconds on the trace's clock)"),
+        ("nan", "10", "--between nan 10: need 0 <= T1 < T2 (seconds on the trace's clock)"),
+        ("0", "inf", "--between 0 inf: need 0 <= T1 < T2 (seconds on the trace's clock)"),
+        ("0", "09:15:00", "--between 0 09:15:00: give both as seconds from the start or both as HH:MM:SS"),
+    ],
+)
+def test_between_refuses_negative_inverted_and_mixed_spans(tiny_trace, monkeypatch, capsys, t1, t2, why):
+    code, _, err = iofp(monkeypatch, capsys, "fingerprint", str(tiny_trace), "--between", t1, t2)
+    assert (code, err) == (2, f"iofp: {why}\n")

@@ -186,6 +186,27 @@ BAD_BLKPARSE = "\n".join([*BLKPARSE.splitlines()[:8], "  8,16   1  9  0.0002  90
          "opcode must be R or W, got 'Q'"),
         ("fio-iolog", "fio version 3 iolog\n10 /dev/sdb write 0 4096\n20 /dev/sdb write zero 4096\n", 3,
          "`write` needs `offset length` as integers"),
+        # Prose is header only before the records; a damaged record is never header.
+        ("blkreplay", "hdr\n 0.1 ; -8 ; 8 ; W ; 0 ; 0\n", 2,
+         "not a blkreplay record `start ; sector ; length ; op ; ...`"),
+        # Values beyond the contract's columns, negative or not numbers at all.
+        ("blkreplay", " 0.1 ; 8 ; 4194304 ; W ; 0 ; 0\n", 1,
+         "length 4194304 is too large (at most 4,194,303 sectors)"),
+        ("alibaba", "7,W,1,3000000000,1577808144000000\n", 1,
+         "length 3000000000 is too large (at most 2,147,483,647 bytes)"),
+        ("alibaba", "7,W,-4096,4096,1577808144000000\n", 1, "offset -4096 is negative"),
+        ("disksim", "1000 4 100 16 0\n1e30 4 100 16 0\n", 2,
+         "arrival 1e30 is out of range (0 to 9,223,372,036,854,775,807 ns)"),
+        ("disksim", "1000 4 100 16 0\ninf 4 100 16 0\n", 2,
+         "fields must be numbers `arrival device lba size type`"),
+        ("disksim", "1000 4 -100 16 0\n", 1, "lba -100 is negative"),
+        ("disksim", "1000 4 100 -16 0\n", 1, "size -16 is negative"),
+        ("msr", "128166372003061629,hm,0,Read,3045015552,-8192,1137\n", 1, "Size -8192 is negative"),
+        ("msr", "128166372003061629,hm,0,Read,3045015552,8192,-1\n", 1, "ResponseTime -1 is negative"),
+        ("fio-iolog", "fio version 3 iolog\n10 /dev/sdb write 0 3000000000\n", 2,
+         "length 3000000000 is too large (at most 2,147,483,647 bytes)"),
+        ("blkparse", "  8,16 1 3 0.0000025 120 D WS 99999999999999999999 + 8 [k]\n", 1,
+         "sector 99999999999999999999 is too large (at most 18,014,398,509,481,983 sectors)"),
     ],
 )  # fmt: skip
 def test_malformed_line_is_one_line_error_with_file_and_line(
@@ -196,6 +217,24 @@ def test_malformed_line_is_one_line_error_with_file_and_line(
     assert code == 2
     assert err == f"iofp: {src}:{line}: {why}; fix or remove that line\n"
     assert not (tmp_path / "t").exists()  # nothing half-imported is left behind
+
+
+@pytest.mark.parametrize(
+    ("fmt", "text", "record"),
+    [
+        ("blkreplay", "Dear reader,\nthis is prose.\n", "`start ; sector ; length ; op ; ...`"),
+        ("fio-iolog", "fio version 2 iolog\n/dev/sdb add\n", "`[usec] file action [offset length]`"),
+        ("blkparse", "CPU0 (8,16):\n Reads Queued: 0\n", "`maj,min cpu seq time pid action rwbs ...`"),
+    ],
+)
+def test_a_file_with_no_records_is_an_error_not_an_import_of_nothing(
+    tmp_path, monkeypatch, capsys, fmt, text, record
+):
+    src = write(tmp_path, "prose.txt", text)
+    code, _out, err = iofp(monkeypatch, capsys, "import", fmt, str(src), "-o", str(tmp_path / "t"))
+    want = f"iofp: {src}: no {fmt} records in its 2 lines (a record is {record}); is it a {fmt} trace?\n"
+    assert (code, err) == (2, want)
+    assert not (tmp_path / "t").exists()
 
 
 def test_cli_import_refuses_existing_output_and_names_next_step(tmp_path, monkeypatch, capsys):
