@@ -22,6 +22,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
+from iofp.cliargs import check_between_s
 from iofp.contract import IO_SCHEMA, IO_TABLE, OPS, Trace
 from iofp.errors import BadInput
 from iofp.sqlfiles import load_sql
@@ -44,9 +45,7 @@ class Selection:
         if self.between is not None and self.regime is not None:
             raise BadInput("--between and --regime both choose the time span; pass only one of them")
         if self.between is not None:
-            t1, t2 = self.between
-            if not (0 <= t1 < t2):
-                raise BadInput(f"--between {t1:g} {t2:g}: need 0 <= T1 < T2 (seconds on the trace's clock)")
+            check_between_s(*self.between)
         if self.regime is not None and self.regime not in REGIMES:
             raise BadInput(f"--regime {self.regime}: choose one of {', '.join(REGIMES)}")
         if self.window_s <= 0:
