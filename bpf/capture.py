@@ -42,7 +42,7 @@ from iofp.contract import (
     check_output_dir,
     device_facts,
 )
-from iofp.errors import BadInput
+from iofp.errors import BadInput, IofpError, OutputFailed
 
 FLUSH_TICK_S = 0.1
 MAX_PENDING_BYTES = 64 << 20  # default: write a file early rather than hold more than this in memory
@@ -308,6 +308,15 @@ def capture(
             out.join()
         restore()
         kc.close()
+    if isinstance(out.error, OutputFailed):
+        # Stop at once (the loop did) and say so in one line; the files before are whole, and
+        # trace.json is written if there is room for it.
+        meta.extra["end"] = f"write failed: {out.error}"
+        with contextlib.suppress(IofpError):
+            writer.close()
+        raise OutputFailed(
+            f"capture stopped: {out.error}; the {out.files} files written before are complete"
+        ) from None
     if out.error is not None:
         raise out.error
     writer.close()

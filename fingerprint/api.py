@@ -57,22 +57,13 @@ def write_json(doc: dict[str, Any], out: Path, *, force: bool = False) -> Path:
     """Write a JSON artifact whole (temp file + rename); never over an existing one without force."""
     check_output_file(out, force=force)
     atomic_write_bytes(out, json.dumps(doc, indent=1, default=_jsonable).encode())
-    _readable(out)
     return out
 
 
 def write_text(text: str, out: Path, *, force: bool = False) -> Path:
     check_output_file(out, force=force)
     atomic_write_bytes(out, text.encode())
-    _readable(out)
     return out
-
-
-def _readable(path: Path) -> None:
-    """The atomic writer's temp file is private (0600); a report is meant to be shared."""
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(path, 0o666 & ~umask)
 
 
 def read_json(path: Path) -> dict[str, Any]:

@@ -14,6 +14,7 @@ null, never invented. Every stage imports this module; this module imports no st
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import platform
@@ -29,7 +30,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from iofp import __version__
-from iofp.errors import BadInput, SchemaMismatch
+from iofp.errors import BadInput, OutputFailed, SchemaMismatch
 
 SCHEMA_VERSION = 1
 META_KEY = b"iofp"  # Parquet key-value metadata key holding the JSON metadata
@@ -186,6 +187,14 @@ def _pseudo_fs(d: Path) -> bool:
     return os.statvfs(d).f_blocks == 0 and d.resolve().parts[1:2] in (("proc",), ("sys",))
 
 
+def _umask() -> int:
+    """The process umask, read without setting it (os.umask would change it for every thread)."""
+    with contextlib.suppress(OSError, StopIteration, ValueError):
+        status = Path("/proc/self/status").read_text().splitlines()
+        return int(next(line for line in status if line.startswith("Umask:")).split()[1], 8)
+    return 0o022
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write a whole file or nothing: a reader never sees a half-written artifact."""
     tmp: str | None = None
@@ -195,12 +204,15 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
+            os.fchmod(f.fileno(), 0o666 & ~_umask())  # mkstemp's 0600: artifacts are meant to be shared
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except OSError as e:
         if tmp is not None:
             Path(tmp).unlink(missing_ok=True)
-        raise BadInput(f"cannot write {path}: {e.strerror}") from None
+        # a full disk or a failing one is not the user's input; a path that cannot be written is
+        err = OutputFailed if e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EIO) else BadInput
+        raise err(f"cannot write {path}: {e.strerror}") from None
     except BaseException:
         if tmp is not None:
             Path(tmp).unlink(missing_ok=True)
@@ -308,6 +320,10 @@ class TraceWriter:
                 **{**PARQUET_DEFAULTS, **(parquet_options or {})},
             )
             os.replace(tmp, path)
+        except OSError as e:  # a full disk, mostly: the files before this one are whole
+            tmp.unlink(missing_ok=True)
+            reason = os.strerror(e.errno) if e.errno else str(e)
+            raise OutputFailed(f"cannot write {path}: {reason}") from None
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise

@@ -17,6 +17,11 @@ class SchemaMismatch(BadInput):
     """An artifact was written by an iofp whose schema this one cannot read."""
 
 
+class OutputFailed(IofpError):
+    """Writing an artifact failed midway (disk full, I/O error): exit status 1. What was written
+    whole before stays valid."""
+
+
 class MissingCapability(IofpError):
     """The machine lacks something (root, tracefs, bcc, fio). Exit status 3; `iofp doctor` says how to fix."""
 

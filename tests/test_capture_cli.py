@@ -28,10 +28,11 @@ def iofp(*args: str, user: str | None = None) -> subprocess.CompletedProcess[str
     return subprocess.run([*prefix, *IOFP, *args], capture_output=True, text=True, cwd=REPO, timeout=120)
 
 
-def start_fio(dev: str, seconds: int = 30) -> subprocess.Popen[str]:
+def start_fio(dev: str, seconds: int = 30, rate_iops: int = 2000) -> subprocess.Popen[str]:
     args = [
         "fio", "--name=bg", f"--filename={dev}", "--direct=1", "--rw=randrw", "--bs=4k", "--size=64m",
-        "--ioengine=libaio", "--iodepth=4", "--time_based", f"--runtime={seconds}", "--rate_iops=2000",
+        "--ioengine=libaio", "--iodepth=4", "--time_based", f"--runtime={seconds}",
+        f"--rate_iops={rate_iops}",
         "--fsync=50", "--output=/dev/null",
     ]  # fmt: skip
     return subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True)
@@ -87,6 +88,40 @@ def test_signal_ends_the_capture_with_valid_files(
     rows = assert_all_files_valid(out)
     assert rows == summary["io_events"] + summary["sync_events"] > 0
     assert trace.num_rows("sync") == summary["sync_events"] > 0
+
+
+@needs_root
+@needs_fio
+def test_a_full_disk_stops_the_capture_in_one_line_files_whole(tmp_path: Path, loop_device: str) -> None:
+    # A capture to a small filesystem (a 1 MiB tmpfs: ~5 files of a 20k IOPS load) must stop when a
+    # file no longer fits, say so in one line (exit 1: not the user's input), and leave every file
+    # before it readable, a trace.json, and shareable permissions.
+    small = tmp_path / "small"
+    small.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1M", "tmpfs", str(small)], check=True)
+    try:
+        fio = start_fio(loop_device, seconds=30, rate_iops=20000)
+        try:
+            r = iofp("capture", "--device", loop_device.removeprefix("/dev/"), "-o", str(small / "t"),
+                     "--rotate", "1s", "--duration", "25s")  # fmt: skip
+        finally:
+            fio.kill()
+            fio.wait()
+        assert r.returncode == 1, r.stderr
+        last = r.stderr.strip().splitlines()[-1]
+        assert re.fullmatch(
+            r"iofp: capture stopped: cannot write \S+/io/part-\d+\.parquet: No space left on device; "
+            r"the \d+ files written before are complete",
+            last,
+        ), r.stderr
+        assert "Traceback" not in r.stderr
+        assert assert_all_files_valid(small / "t") > 0
+        assert not list((small / "t").rglob("*.tmp"))
+        trace = open_trace(small / "t")
+        assert trace.meta.extra["end"].startswith("write failed: cannot write")
+        assert (small / "t" / MANIFEST).stat().st_mode & 0o044 == 0o044  # readable by others, like the parts
+    finally:
+        subprocess.run(["umount", str(small)], check=False)
 
 
 @needs_root
