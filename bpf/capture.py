@@ -310,12 +310,14 @@ def capture(
         kc.close()
     if isinstance(out.error, OutputFailed):
         # Stop at once (the loop did) and say so in one line; the files before are whole, and
-        # trace.json is written if there is room for it.
+        # trace.json is written if there is room for it. A trace this one was to replace (--force)
+        # is kept where it was set aside: the new one is cut short.
         meta.extra["end"] = f"write failed: {out.error}"
         with contextlib.suppress(IofpError):
-            writer.close()
+            writer.write_manifest()
+        kept = f"; the trace it replaces is kept in {writer.replaced}" if writer.replaced else ""
         raise OutputFailed(
-            f"capture stopped: {out.error}; the {out.files} files written before are complete"
+            f"capture stopped: {out.error}; the {out.files} files written before are complete{kept}"
         ) from None
     if out.error is not None:
         raise out.error

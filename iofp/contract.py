@@ -331,10 +331,18 @@ class TraceWriter:
         self.rows[table] += tbl.num_rows
         return path
 
-    def close(self) -> None:
+    def write_manifest(self) -> None:
         atomic_write_bytes(
             self.root / MANIFEST, json.dumps(json.loads(self.meta.to_json()), indent=2).encode()
         )
+
+    @property
+    def replaced(self) -> Path | None:
+        """Where the trace this one replaces is kept until close()."""
+        return self._aside
+
+    def close(self) -> None:
+        self.write_manifest()
         if self._aside is not None:
             shutil.rmtree(self._aside, ignore_errors=True)
             self._aside = None

@@ -13,12 +13,13 @@ import sys
 import time
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from conftest import REPO, assert_tracer_lost_nothing, is_root, needs_fio, needs_root
 
 from bpf.record import IO_DTYPE
-from iofp.contract import MANIFEST, open_trace
+from iofp.contract import MANIFEST, REPLACED, TraceMeta, TraceWriter, open_trace
 
 IOFP = [sys.executable, "-m", "iofp.cli"]
 
@@ -100,10 +101,14 @@ def test_a_full_disk_stops_the_capture_in_one_line_files_whole(tmp_path: Path, l
     small.mkdir()
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1M", "tmpfs", str(small)], check=True)
     try:
+        # an earlier trace there, overwritten with --force: a capture cut short keeps it set aside
+        with TraceWriter(small / "t", TraceMeta(source="earlier")) as w:
+            w.write("io", pa.table({"ts_ns": [0], "device": ["loop9"], "offset": [0], "size": [4096],
+                                    "op": ["read"]}))  # fmt: skip
         fio = start_fio(loop_device, seconds=30, rate_iops=20000)
         try:
             r = iofp("capture", "--device", loop_device.removeprefix("/dev/"), "-o", str(small / "t"),
-                     "--rotate", "1s", "--duration", "25s")  # fmt: skip
+                     "--rotate", "1s", "--duration", "25s", "--force")  # fmt: skip
         finally:
             fio.kill()
             fio.wait()
@@ -111,7 +116,8 @@ def test_a_full_disk_stops_the_capture_in_one_line_files_whole(tmp_path: Path, l
         last = r.stderr.strip().splitlines()[-1]
         assert re.fullmatch(
             r"iofp: capture stopped: cannot write \S+/io/part-\d+\.parquet: No space left on device; "
-            r"the \d+ files written before are complete",
+            r"the \d+ files written before are complete; "
+            r"the trace it replaces is kept in \S+/\.iofp-replaced",
             last,
         ), r.stderr
         assert "Traceback" not in r.stderr
@@ -120,6 +126,8 @@ def test_a_full_disk_stops_the_capture_in_one_line_files_whole(tmp_path: Path, l
         trace = open_trace(small / "t")
         assert trace.meta.extra["end"].startswith("write failed: cannot write")
         assert (small / "t" / MANIFEST).stat().st_mode & 0o044 == 0o044  # readable by others, like the parts
+        earlier = open_trace(small / "t" / REPLACED)
+        assert (earlier.meta.source, earlier.num_rows()) == ("earlier", 1)
     finally:
         subprocess.run(["umount", str(small)], check=False)
 
