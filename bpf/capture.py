@@ -382,7 +382,7 @@ def _loop(
             c = kc.counters()
             events = c["io_records"]
             lost = sum(v for k, v in c.items() if k.startswith("lost_"))
-            total_bytes = out.bytes
+            total_bytes = kc.io_bytes()
             dt = now - last_report
             progress(
                 {
@@ -485,7 +485,7 @@ def progress_line(stream: Any = None) -> ProgressFn | None:
 def render_summary(s: CaptureSummary) -> list[str]:
     lines = [
         f"Captured {s.io_events} block requests and {s.sync_events} sync calls in {s.duration_s:.1f}s "
-        f"({s.bytes / 1e6:.1f} MB of I/O) into {s.files} files.",
+        f"({s.bytes / 1e6:.1f} MB of I/O) into {s.files} file{'' if s.files == 1 else 's'}.",
     ]
     if s.unmatched:
         lines.append(f"{s.unmatched} completions of requests issued before the capture were left out.")

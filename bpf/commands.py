@@ -70,7 +70,12 @@ def capture_cmd(
         _wait_for_start(at, opts)
     ready = threading.Event()
     threading.Thread(target=_announce, args=(ready, opts), daemon=True).start()
-    summary = capture(opts, ready=ready, progress=progress_line())
+    progress = progress_line()
+    try:
+        summary = capture(opts, ready=ready, progress=progress)
+    finally:
+        if progress is not None:
+            typer.echo(err=True)  # end the live line: what follows starts on a line of its own
     if (warning := loss_warning(summary)) is not None:
         typer.echo(f"iofp: {warning}", err=True)
     typer.echo(json.dumps(summary.to_dict(), indent=2) if json_out else "\n".join(render_summary(summary)))

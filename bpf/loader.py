@@ -367,6 +367,7 @@ class KernelCapture:
         # records received per kind: checked against the kernel's count of records handed over
         self.received = {KIND_IO: 0, KIND_SYNC: 0}
         self.drained = {KIND_IO: 0, KIND_SYNC: 0}  # read from the batch maps at the end
+        self._io_bytes, self._tallied = 0, 0  # bytes of I/O in the records received; records counted
         self.bpf["events"].open_ring_buffer(self._on_batch)
         self._flush_fn = self.bpf.load_func(b"iofp_flush", BPF.RAW_TRACEPOINT)
         self._cpus = online_cpus()
@@ -431,7 +432,22 @@ class KernelCapture:
 
     def take(self) -> tuple[np.ndarray, np.ndarray]:
         """Everything received since the last take, as record arrays."""
+        self._tally()
+        self._tallied = 0
         return self._io.take(), self._sync.take()
+
+    def io_bytes(self) -> int:
+        """Bytes of I/O the records received so far describe (the live display's MB/s: the
+        writer's own count moves only when it writes a file)."""
+        self._tally()
+        return self._io_bytes
+
+    def _tally(self) -> None:
+        n = self._io.used // IO_DTYPE.itemsize
+        if n > self._tallied:
+            new = self._io.buf[self._tallied * IO_DTYPE.itemsize : n * IO_DTYPE.itemsize].view(IO_DTYPE)
+            self._io_bytes += int(new["bytes"].sum(dtype=np.int64))
+            self._tallied = n
 
     def release(self, io: np.ndarray, sync: np.ndarray) -> None:
         """The arrays from take() are no longer used (thread-safe)."""

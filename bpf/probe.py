@@ -115,6 +115,9 @@ def check_raw_tracepoint(name: str, required: bool = True) -> Check:
 
 
 def check_syscall_tracepoints() -> Check:
+    if not _is_dir(TRACEFS / "events"):  # unmounted or root-only: absence says nothing about the kernel
+        detail = f"cannot tell: {TRACEFS}/events is not readable (not root, or tracefs not mounted)"
+        return Check("syscall tracepoints", False, detail, {"any": "run as root"}, required=False)
     missing = [
         f"sys_{d}_{c}"
         for c in (*SYNC_TPS, *WRITE_TPS)

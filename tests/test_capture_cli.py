@@ -307,3 +307,32 @@ def test_help_ends_with_an_example() -> None:
     r = iofp("capture", "--help")
     assert r.returncode == 0
     assert "Example: sudo iofp capture --device" in r.stdout
+
+
+@needs_root
+@needs_fio
+def test_the_live_display_shows_the_rate_as_it_happens(tmp_path: Path, loop_device: str) -> None:
+    # 64 KiB reads at 1000/s: 65.5 MB/s every second, not 0 until a file is written (--rotate 1h)
+    import threading
+
+    from bpf.capture import CaptureOptions, capture
+
+    seen: list[dict[str, float]] = []
+    stop, ready = threading.Event(), threading.Event()
+    opts = CaptureOptions(output=tmp_path / "t", devices=[loop_device.removeprefix("/dev/")], rotate_s=3600)
+    t = threading.Thread(target=capture, args=(opts, stop), kwargs={"ready": ready, "progress": seen.append})
+    t.start()
+    try:
+        assert ready.wait(60)
+        subprocess.run(
+            ["fio", "--name=r", f"--filename={loop_device}", "--direct=1", "--rw=randread", "--bs=64k",
+             "--ioengine=libaio", "--iodepth=4", "--rate_iops=1000", "--time_based", "--runtime=4",
+             "--output=/dev/null"],
+            check=True,
+        )  # fmt: skip
+    finally:
+        stop.set()
+        t.join(60)
+    busy = [p["mb_per_s"] for p in seen if p["events_per_s"] > 500]  # the first may be a part second
+    assert sum(1 for mb in busy if 55 < mb < 76) >= 2, seen
+    assert all(mb > 20 for mb in busy), busy

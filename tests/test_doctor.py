@@ -51,6 +51,9 @@ def test_doctor_exits_3_and_says_how_to_fix_when_not_root() -> None:
     assert "FAIL privileges: not root and no CAP_BPF+CAP_PERFMON" in lines
     assert any(line.strip().startswith("fix (any): run it as root") for line in lines)
     assert lines[-1] == "capture: NOT ready (fix the FAIL lines above)"
+    # tracefs is root-only: what it cannot read, it does not call missing from the kernel
+    syscalls = next(line for line in lines if " syscall tracepoints:" in line)
+    assert "cannot tell" in syscalls and "CONFIG_FTRACE_SYSCALLS" not in r.stdout
 
 
 def test_a_tracepoint_the_kernel_lacks_is_reported_missing() -> None:
