@@ -86,6 +86,7 @@ class CaptureSummary:
     bytes: int
     files: int
     loss: dict[str, int] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -175,7 +176,7 @@ class _Writer(threading.Thread):
         self.bits = bits
         self.names = names
         self.release = release  # hands the record buffers back once converted
-        # records, loss counters, and the completion times of requests from before the capture
+        # records, (loss, other) counters, and the completion times of requests from before the capture
         self.q: queue.Queue[tuple[np.ndarray, np.ndarray, dict[str, int], dict[int, np.ndarray]] | None]
         self.q = queue.Queue(maxsize=4)
         self.io_rows = 0
@@ -190,18 +191,19 @@ class _Writer(threading.Thread):
         from bpf.record import io_table, sync_table
 
         while (item := self.q.get()) is not None:
-            io, sync, loss, early = item
+            io, sync, (loss, counts), early = item
             try:
                 self._note_devices(io)
                 if len(io):
                     tbl, skipped = io_table(io, self.t0, self.bits, self.names, early)
                     self.skipped_ops += skipped
-                    loss = {**loss, "skipped_ops": self.skipped_ops}
+                    counts = {**counts, "skipped_ops": self.skipped_ops}
                     self.bytes += int(np.sum(io["bytes"], dtype=np.int64))
                 if len(sync):
                     stbl = sync_table(sync[sync["enter_ns"] >= self.t0], self.t0)
                 self.release(io, sync)
                 self.writer.meta.loss = loss
+                self.writer.meta.counts = counts
                 if len(io):
                     self._write(IO_TABLE, tbl)
                     self.io_rows += tbl.num_rows
@@ -328,15 +330,18 @@ def capture(
         io_events=out.io_rows,
         sync_events=out.sync_rows,
         lost_events=meta.lost_events,
-        unmatched=int(loss.get("unmatched_completions", 0)),
+        unmatched=int(meta.counts.get("unmatched_completions", 0)),
         duration_s=duration_ns / 1e9,
         bytes=out.bytes,
         files=out.files,
         loss=dict(loss),
+        counts=dict(meta.counts),
     )
 
 
-def _loss(kc: Any) -> dict[str, int]:
+def _accounting(kc: Any) -> tuple[dict[str, int], dict[str, int]]:
+    """(loss, counts): events or data lost (each key starts with "lost"; a script may sum them), and
+    what was counted but is no loss (filtered by design, kernel bookkeeping, rows left out)."""
     from bpf.record import KIND_IO, KIND_SYNC
 
     c = kc.counters()
@@ -346,17 +351,19 @@ def _loss(kc: Any) -> dict[str, int]:
         0, c["sync_records"] + kc.drained[KIND_SYNC] - kc.received[KIND_SYNC]
     )
     loss["lost_recursion"] = kc.recursion_misses()
-    loss["unmatched_completions"] = c["unmatched_completions"]
-    loss["completed_unissued"] = c["completed_unissued"]
-    loss["sync_other_device"] = c["sync_other_device"]  # not lost: filtered out by --device
-    loss["flush_seq_final"] = c["flush_seq_final"]  # not lost: blk-flush's second completions
-    loss["early_overflow"] = c["early_overflow"]  # not lost: `inflight` undercounted near the start
-    return loss
+    counts = {
+        "unmatched_completions": c["unmatched_completions"],  # of requests issued before the start
+        "completed_unissued": c["completed_unissued"],  # empty PREFLUSHes: never issued, so not rows
+        "sync_other_device": c["sync_other_device"],  # filtered out by --device
+        "flush_seq_final": c["flush_seq_final"],  # blk-flush's second completions
+        "early_overflow": c["early_overflow"],  # `inflight` undercounted near the start
+    }
+    return loss, counts
 
 
 def _hand_over(kc: Any, out: _Writer) -> None:
     io, sync = kc.take()
-    out.q.put((io, sync, _loss(kc), kc.early_completions()))
+    out.q.put((io, sync, _accounting(kc), kc.early_completions()))
 
 
 def _loop(

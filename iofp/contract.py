@@ -91,8 +91,10 @@ class TraceMeta:
 
     `source` is "capture" or "import:<format>". `capture_start_ns` is the wall-clock (Unix epoch, ns)
     of ts_ns == 0, or None when the source had no wall clock. `devices` maps a device name to its
-    sysfs facts (model, size_bytes, rotational, scheduler, logical_block_size). `loss` holds the
-    capture's own counters (e.g. {"lost_events": 0, "unmatched_completions": 3}).
+    sysfs facts (model, size_bytes, rotational, scheduler, logical_block_size). `loss` holds what
+    was lost (every key starts with "lost", e.g. {"lost_io_ringbuf": 0}; an importer's
+    "unmatched_completions" are records its source lost), `counts` what was counted but is no loss
+    (e.g. {"sync_other_device": 12}: filtered out by --device).
     """
 
     source: str = "capture"
@@ -106,6 +108,7 @@ class TraceMeta:
     filters: dict[str, Any] = field(default_factory=dict)
     labels: dict[str, str] = field(default_factory=dict)
     loss: dict[str, int] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> str:

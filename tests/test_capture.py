@@ -304,7 +304,7 @@ def test_counts_match_the_block_layer_statistics(workload: Workload) -> None:
     assert ops["flush"] == flushes
     # /sys/block counts each empty PREFLUSH barrier, which completes without being issued, as a
     # write (lab-devices.md); the capture counts those separately.
-    unissued = workload.meta.loss["completed_unissued"]
+    unissued = workload.meta.counts["completed_unissued"]
     assert ops["write"] + unissued == writes
     assert workload.summary.io_events == workload.io.num_rows
     assert_tracer_lost_nothing(workload.summary.loss, workload.summary.io_events)
@@ -340,7 +340,7 @@ def test_only_syncs_on_the_captured_device_are_recorded(workload: Workload) -> N
     # (nor anything else on the machine)
     pids = {s["pid"] for s in workload.sync.to_pylist()}
     assert pids == {workload.runs["fsync"].pid, workload.runs["dsync"].pid}
-    assert workload.meta.loss["sync_other_device"] >= ELSEWHERE_SYNCS
+    assert workload.meta.counts["sync_other_device"] >= ELSEWHERE_SYNCS
 
 
 def test_o_dsync_writes_are_recorded_as_commits(workload: Workload) -> None:
@@ -353,8 +353,8 @@ def test_o_dsync_writes_are_recorded_as_commits(workload: Workload) -> None:
     assert all(s["ret"] == 4096 and s["lat_ns"] > 0 and s["fd"] >= 0 for s in syncs)
     # On a device without FUA, blk-flush runs each O_DSYNC (FUA) write as data + post-flush and the
     # tracepoint reports the request complete twice: once recorded, once counted, never "unmatched"
-    assert workload.meta.loss["flush_seq_final"] == 100
-    assert workload.meta.loss["unmatched_completions"] == 0
+    assert workload.meta.counts["flush_seq_final"] == 100
+    assert workload.meta.counts["unmatched_completions"] == 0
     # each commit's data reached the device while its write(2) was in progress
     calls = sorted((s["ts_ns"], s["ts_ns"] + s["lat_ns"]) for s in syncs)
     for w in writes:
@@ -396,9 +396,11 @@ def test_files_rotate_and_carry_complete_metadata(workload: Workload) -> None:
         "lost_io_map_full",
         "lost_sync_ringbuf",
         "lost_recursion",
-        "unmatched_completions",
     ):
         assert key in meta.loss
+    # what is counted but no loss stays out of `loss`, so that a script may sum it
+    assert all(k.startswith("lost") for k in meta.loss), meta.loss
+    assert {"unmatched_completions", "completed_unissued", "sync_other_device"} <= meta.counts.keys()
     assert_tracer_lost_nothing(meta.loss, workload.summary.io_events)
     assert (workload.trace_dir / MANIFEST).exists()
     for p in sorted((workload.trace_dir / "io").glob("part-*.parquet")):
@@ -530,7 +532,7 @@ def test_syncs_on_a_filesystem_of_the_captured_device_are_recorded(loop_device: 
     mine = Counter(s["call"] for s in sync if s["pid"] == pid)
     assert mine == {"fsync": 5, "dsync_write": 3}
     assert all(s["ret"] >= 0 and s["lat_ns"] > 0 for s in sync if s["pid"] == pid)
-    assert trace.meta.loss["sync_other_device"] >= ELSEWHERE_SYNCS
+    assert trace.meta.counts["sync_other_device"] >= ELSEWHERE_SYNCS
     # each fsync reached the device: the ext4 journal commit ends in a flush
     io = pa.concat_tables(pq.read_table(f) for f in trace.files["io"])
     assert io.column("op").to_pylist().count("flush") >= 1
@@ -582,7 +584,7 @@ def test_syncs_in_a_container_overlay_on_the_disk_are_recorded(loop_device: str,
     trace = open_trace(tmp_path / "trace")
     sync = [row for f in trace.files["sync"] for row in pq.read_table(f).to_pylist()]
     assert Counter(s["call"] for s in sync if s["pid"] == pid) == {"fdatasync": 4, "dsync_write": 3}
-    assert trace.meta.loss["sync_other_device"] >= ELSEWHERE_SYNCS
+    assert trace.meta.counts["sync_other_device"] >= ELSEWHERE_SYNCS
 
 
 def tracefs_inflight(lines: list[str]) -> list[tuple[int, int, int]]:
@@ -639,7 +641,7 @@ def test_requests_in_flight_at_the_start_count_in_inflight(tmp_path: Path) -> No
         if oracle is not None:
             oracle.close()
         destroy_loop_device(dev, backing)
-    assert summary.loss["unmatched_completions"] >= 2  # 8 MiB writes were in flight at the start
+    assert summary.counts["unmatched_completions"] >= 2  # 8 MiB writes were in flight at the start
     io = pa.concat_tables(pq.read_table(f) for f in open_trace(tmp_path / "t").files["io"]).sort_by("ts_ns")
     rows = list(zip(io.column("offset").to_pylist(), io.column("size").to_pylist(), strict=True))
     got = io.column("inflight").to_pylist()

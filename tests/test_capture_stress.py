@@ -107,7 +107,7 @@ def test_full_rate_mixed_load_matches_tracefs_request_for_request(tmp_path: Path
         _key(r, o // 512, s)
         for r, o, s in zip(*(io[c].to_pylist() for c in ("rwbs", "offset", "size")), strict=True)
     )
-    unissued = summary.loss["completed_unissued"]  # empty PREFLUSH requests: never issued, not rows
+    unissued = summary.counts["completed_unissued"]  # empty PREFLUSH requests: never issued, not rows
     expected = oracle.copy()
     expected[("W", 0, 0)] -= unissued
     assert +expected == got, (
