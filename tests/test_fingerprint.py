@@ -337,3 +337,45 @@ def test_headline_latency_leaves_out_fast_flushes(tmp_path):
     assert (lat_fp["flush"]["ios"], lat_fp["flush"]["p99_9_us"]) == (n, 10)
     assert fp["bound"]["numbers"]["latency_p99_us"] == 50
     assert fp["series"]["window"]["lat_p50_ns"] == [50_000]
+
+
+def _burst_trace(tmp_path, name: str, source: str, duration_ns: int | None) -> dict:
+    """1,500 4 KiB writes and 100 fsyncs in the first 50 ms (a `--comm dd` capture's shape)."""
+    n = 1500
+    meta = TraceMeta(source=source, devices={"d0": {}}, duration_ns=duration_ns)
+    with TraceWriter(tmp_path / name, meta) as w:
+        w.write("io", pa.table({
+            "ts_ns": np.arange(n, dtype=np.int64) * 33_333 + 2 * MS, "lat_ns": np.full(n, 20_000),
+            "device": ["d0"] * n, "offset": np.arange(n) * 4096, "size": np.full(n, 4096),
+            "op": ["write"] * n,
+        }))  # fmt: skip
+        w.write("sync", pa.table({"ts_ns": np.arange(100, dtype=np.int64) * 500_000 + 2 * MS,
+                                  "lat_ns": np.full(100, 30_000), "call": ["fdatasync"] * 100,
+                                  "pid": [7] * 100}))  # fmt: skip
+    return fingerprint_trace(tmp_path / name)
+
+
+def test_a_capture_rates_over_its_capture_window_an_import_over_its_io(tmp_path, monkeypatch, capsys):
+    span = 1499 * 33_333
+    cap = _burst_trace(tmp_path, "cap", "capture", 5_300_000_000)
+    p, w = cap["provenance"], cap["whole"]
+    assert (p["duration_s"], p["duration_basis"], p["io_span_s"]) == (5.3, "capture window", span / 1e9)
+    assert w["seconds"] == 5.3
+    assert w["intensity"]["iops_mean"] == pytest.approx(1500 / 5.3)
+    assert w["intensity"]["mbps_mean"] == pytest.approx(1500 * 4096 / 1e6 / 5.3)
+    assert w["durability"]["commit_rate_per_s"] == pytest.approx(100 / 5.3)
+    assert w["durability"]["sync_calls"]["fdatasync"]["rate_per_s"] == pytest.approx(100 / 5.3)
+    code, out, _ = iofp(monkeypatch, capsys, "fingerprint", str(tmp_path / "cap"))
+    assert code == 0 and "capture · d0 · 5.3 s · window 1 s" in out and "283.0" in out  # 1500 / 5.3 s
+    # an import's duration_ns is its I/O span; a capture window shorter than the I/O is not trusted
+    for fp in (
+        _burst_trace(tmp_path, "imp", "import:fio", span),
+        _burst_trace(tmp_path, "odd", "capture", 1000),
+    ):
+        p, w = fp["provenance"], fp["whole"]
+        assert (p["duration_s"], p["duration_basis"], w["seconds"]) == (
+            span / 1e9,
+            "first to last I/O",
+            span / 1e9,
+        )
+        assert w["intensity"]["iops_mean"] == pytest.approx(1500 / (span / 1e9))
