@@ -6,12 +6,17 @@ reader can check a verdict by hand against the JSON.
 Shape (first match wins; "small" = mean size <= 32 KiB, "large" = mean size >= 64 KiB,
 "sequential" = sequential share >= 0.5, "read-mostly"/"write-mostly" = >= 70% of the data I/Os,
 i.e. not counting flushes, which would otherwise dilute the write share of a commit workload):
-  1. batch sequential scan   read-mostly, sequential, large
-  2. log append              write-mostly, sequential
-  3. OLTP point-write/commit write-mostly, random, small (flush/FUA or sync calls make it "commit")
-  4. OLTP point-read         read-mostly, random, small
-  5. mixed OLTP              random, small or medium (mean < 64 KiB)
-  6. large random / mixed    anything else
+  1. batch sequential scan        read-mostly, sequential, large
+  2. small-block sequential scan  read-mostly, sequential, mean < 64 KiB (a log or table read without
+                                  readahead, a backup or replication reader: streaming, not point reads)
+  3. log append                   write-mostly, sequential
+  4. mixed sequential streams     sequential, neither read- nor write-mostly (a scan beside a log)
+  5. OLTP point-write/commit      write-mostly, random, small (flush/FUA or sync calls make it "commit")
+  6. OLTP point-read              read-mostly, random, small
+  7. mixed OLTP                   random, small or medium (mean < 64 KiB)
+  8. large random / mixed         random, anything else
+"random" is sequential share < 0.5: the OLTP shapes are point accesses, so a stream of small
+sequential requests (which a device serves from readahead and merges) is never one of them.
 
 Bound (first match wins):
   1. fsync-latency-bound  durability points (fsync-family calls, else flush ops + preflush/FUA
@@ -41,10 +46,13 @@ def classify_shape(s: dict[str, Any]) -> dict[str, Any]:
     seq = s["sequential"]["share"] or 0.0
     d = s["durability"]
     commit = bool((d["flush_fua_share"] or 0) >= 0.05 or d["sync_calls"])
-    if rs >= 0.7 and seq >= 0.5 and size >= 64 * KIB:
-        name = "batch sequential scan"
-    elif ws >= 0.7 and seq >= 0.5:
+    sequential = seq >= 0.5
+    if sequential and rs >= 0.7:
+        name = "batch sequential scan" if size >= 64 * KIB else "small-block sequential scan"
+    elif sequential and ws >= 0.7:
         name = "log append"
+    elif sequential:
+        name = "mixed sequential streams"
     elif ws >= 0.7 and size <= 32 * KIB:
         name = "OLTP point-write/commit" if commit else "OLTP point-write"
     elif rs >= 0.7 and size <= 32 * KIB:
@@ -63,7 +71,7 @@ def classify_shape(s: dict[str, Any]) -> dict[str, Any]:
             "durability_share": d["flush_fua_share"],
             "sync_calls": bool(d["sync_calls"]),
         },
-        "rule": "see fingerprint/classify.py: read/write-mostly >= 70%, sequential >= 0.5, "
+        "rule": "see fingerprint/classify.py: read/write-mostly >= 70%, sequential >= 0.5 (random below), "
         "small <= 32 KiB, large >= 64 KiB",
     }
 
