@@ -1,10 +1,11 @@
-"""classify: the shape verdicts of real fingerprints of traces with known sequentiality and sizes,
-written through the contract and fingerprinted with DuckDB."""
+"""classify: the shape and bound verdicts of real fingerprints of traces with known sequentiality,
+sizes and commit cost, written through the contract and fingerprinted with DuckDB."""
 
 from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pytest
 
 from fingerprint.api import fingerprint_trace
 from iofp.contract import TraceMeta, TraceWriter
@@ -51,3 +52,42 @@ def test_sequential_read_and_write_streams_are_not_mixed_oltp(tmp_path):
     fp = write_trace(tmp_path / "streams", io)
     assert fp["whole"]["sequential"]["share"] > 0.99
     assert fp["shape"]["class"] == "mixed sequential streams"
+
+
+def commits(tmp_path, name: str, fsync_ns: int, lat: bool = True) -> dict:
+    """500 commits/s for 10 s: a 4 KiB log write, a flush, and an fdatasync taking `fsync_ns`."""
+    n = 5000
+    t = np.arange(n, dtype=np.int64) * 2_000_000
+    io = {
+        "ts_ns": np.concatenate([t, t + 10 * US]),
+        "offset": np.concatenate([np.arange(n) * 4096, np.zeros(n)]),
+        "size": np.concatenate([np.full(n, 4096), np.zeros(n)]), "op": ["write"] * n + ["flush"] * n,
+    }  # fmt: skip
+    sync = {"ts_ns": t, "call": ["fdatasync"] * n, "pid": [1] * n}
+    if lat:
+        io["lat_ns"] = np.concatenate([np.full(n, 20 * US), np.full(n, fsync_ns - 20 * US)])
+        sync["lat_ns"] = np.full(n, fsync_ns)
+    return write_trace(tmp_path / name, io, sync, "capture" if lat else "import:test", seconds=10)
+
+
+def test_cheap_commits_are_not_fsync_latency_bound(tmp_path):
+    """Flushes are half the I/Os, but 500/s x 40 µs is 2% of the time spent in fsync."""
+    b = commits(tmp_path, "fast", 40 * US)["bound"]
+    assert b["numbers"]["commit_busy_share"] == pytest.approx(0.02)
+    assert b["verdict"] == "IOPS-bound"
+    assert b["why"].endswith(
+        "; commits are 50% of I/Os (500/s) but fsync takes 2% of wall time (mean 40 us), "
+        "under the 20% at which commits set the pace"
+    )
+
+
+def test_slow_commits_are_fsync_latency_bound(tmp_path):
+    b = commits(tmp_path, "slow", 1_000 * US)["bound"]  # 500/s x 1 ms: half the time in fsync
+    assert b["numbers"]["commit_busy_share"] == pytest.approx(0.5)
+    assert b["verdict"] == "fsync-latency-bound" and "50% of wall time spent in it" in b["why"]
+
+
+def test_without_latency_the_commit_share_stands_in(tmp_path):
+    b = commits(tmp_path, "nolat", 0, lat=False)["bound"]
+    assert b["numbers"]["commit_busy_share"] is None
+    assert (b["verdict"], b["side"]) == ("fsync-latency-bound", "demand-only")
