@@ -6,6 +6,7 @@ from rich.console import Console
 from rich.table import Table
 
 from fingerprint.catalog import Entry, TrendStep
+from fingerprint.diff_view import human
 
 
 def _num(v: float | None, fmt: str = ",.1f") -> str:
@@ -53,5 +54,5 @@ def render_trend(console: Console, service: str, entries: list[Entry], steps: li
                 if c.rel_change is not None and not c.threshold_is_absolute
                 else (f"{c.abs_change:+.3f}" if c.abs_change is not None else "new")
             )
-            a, b = _num(c.a, ",.3g"), _num(c.b, ",.3g")
+            a, b = human(c.a), human(c.b)  # as `iofp diff` prints them
             console.print(f"    {c.kind:7} {c.metric}: {a} -> {b} ({change}, {c.direction})")

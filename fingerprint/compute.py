@@ -60,6 +60,14 @@ SPARSE_WINDOW_STEPS = (2, 5, 10, 15, 30, 60, 120, 300, 600, 1200, 3600)
 # holds a handful of I/Os at most (noise, not a regime); 2 M windows take ~30 s (17 µs each).
 MIN_WINDOW_NS = 1_000_000
 MAX_WINDOWS = 2_000_000
+# The headline latency (`latency.all`, the summary's p50/p99/p99.9, the bound's and diff's p99) is
+# over reads and writes: the requests that carry data and that an application waits on. A flush is
+# a zero-byte cache drain that completes in a few µs on a write-back cache (or ms on a disk); with
+# fsync=1 it is half the requests and would halve the apparent tail. Discards are deallocation hints
+# whose completion time is the device's unmap housekeeping. Both keep their own `latency.flush` /
+# `latency.discard` entry (and fsync latency as the application saw it is under `durability`).
+# The SQL (scope_quantiles, scope_hists, scope_stats, window_series) applies the same rule.
+DATA_LATENCY_OPS = ("read", "write")
 
 
 @dataclass
@@ -222,7 +230,8 @@ def compute(con: Any, io: Any, sync: Any, meta: TraceMeta, options: Options | No
         codes[k] = 2
     _do(con, "set_params", {**params, "regime": codes})
 
-    ctx = {"t0": t0, "t1": t1, "W": W, "nwin": nwin, "devices": b["devices"]}
+    rate_ns, basis = _rate_span(meta, t0, t1)
+    ctx = {"t0": t0, "t1": t1, "W": W, "nwin": nwin, "devices": b["devices"], "rate_ns": rate_ns}
     scopes: dict[str, tuple[list[int], tuple[int, int]]] = {"whole": (list(range(nwin)), (t0, t1))}
     if steady_k:
         scopes["steady"] = (steady_k, (t0, t1))
@@ -263,7 +272,7 @@ def compute(con: Any, io: Any, sync: Any, meta: TraceMeta, options: Options | No
     )
     fp: dict[str, Any] = {
         "fingerprint_version": FINGERPRINT_VERSION,
-        "provenance": _provenance(meta, opt, t0, t1),
+        "provenance": _provenance(meta, opt, t0, t1, rate_ns, basis),
         "params": {
             "window_s": W / 1e9,
             "device": opt.device,
@@ -350,7 +359,18 @@ def _series(tbl: pa.Table | None, width_ns: int) -> dict[str, Any]:
     return {"width_s": width_ns / 1e9, **d}
 
 
-def _provenance(meta: TraceMeta, opt: Options, t0: int, t1: int) -> dict[str, Any]:
+def _rate_span(meta: TraceMeta, t0: int, t1: int) -> tuple[int, str]:
+    """The span the whole trace's rates (IOPS, MB/s, flushes and commits per second) are over, and
+    which it is. A capture ran for its capture window whether or not I/O filled it: `--comm dd` over
+    5 s with a 50 ms burst of I/O is 5 s of load at 1/100 the burst's rate, not the burst's rate for
+    5 s. An import has no capture window (its duration_ns is its I/O span), so it keeps first to last
+    arrival; so does a capture whose recorded window is shorter than its I/O (not a window to trust)."""
+    if meta.source == "capture" and meta.duration_ns is not None and meta.duration_ns >= t1 - t0:
+        return int(meta.duration_ns), "capture window"
+    return t1 - t0, "first to last I/O"
+
+
+def _provenance(meta: TraceMeta, opt: Options, t0: int, t1: int, rate_ns: int, basis: str) -> dict[str, Any]:
     return {
         "host": meta.host,
         "kernel": meta.kernel,
@@ -361,7 +381,9 @@ def _provenance(meta: TraceMeta, opt: Options, t0: int, t1: int) -> dict[str, An
         "source": meta.source,
         "capture_start_ns": meta.capture_start_ns,
         "capture_window_ns": [t0, t1],
-        "duration_s": (t1 - t0) / 1e9,
+        "duration_s": rate_ns / 1e9,  # the whole trace's rates are per second of this
+        "duration_basis": basis,
+        "io_span_s": (t1 - t0) / 1e9,
         "labels": {**meta.labels, **opt.labels},
         "loss": meta.loss,
         "lost_events": meta.lost_events,
@@ -463,7 +485,7 @@ def _scope(
     mix["median_size"] = (quant.get((name, "size", "all")) or {}).get("p50")
     ios = int(mix["ios"])
     if name == "whole":
-        seconds = (ctx["t1"] - ctx["t0"]) / 1e9
+        seconds = ctx["rate_ns"] / 1e9  # capture window or I/O span: see _rate_span
     elif name == "between":
         seconds = (min(rng[1], ctx["t1"]) - max(rng[0], ctx["t0"])) / 1e9
     else:
@@ -489,7 +511,7 @@ def _scope(
         "writes": mix["inflight_write"],
     }
     lat = []
-    for op, count in (("all", ios), ("read", mix["reads"]), ("write", mix["writes"]),
+    for op, count in (("all", mix["reads"] + mix["writes"]), ("read", mix["reads"]), ("write", mix["writes"]),
                       ("discard", mix["discards"]), ("flush", mix["flushes"])):  # fmt: skip
         q = quant.get((name, "lat", op))
         if count and q and q["n"]:

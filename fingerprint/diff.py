@@ -7,8 +7,10 @@ burstiness, flush and commit rates, footprint); service metrics describe how the
 relative for rates and sizes, absolute (in share points) for shares.
 
 The verdict separates "the workload got harder" (demand moved) from "the device got slower"
-(latency moved while demand stayed comparable). When both moved, latency cannot be pinned on the
-device from fingerprints alone, and the verdict says so. The steady-state scope is compared when
+(latency moved while demand stayed comparable). When both the load and latency moved, the
+directions decide: latency moving against the load (faster under more load, slower under less)
+says which way the device went; latency moving with it cannot be pinned on the device from
+fingerprints alone, and the verdict says so. The steady-state scope is compared when
 both fingerprints have one (it is the like-for-like regime); otherwise the whole trace.
 """
 
@@ -46,8 +48,19 @@ METRICS: tuple[Metric, ...] = (
     Metric("read latency p99", ("latency", "read", "p99_us"), "service", 0.25),
     Metric("write latency p99", ("latency", "write", "p99_us"), "service", 0.25),
 )
-# Demand metrics whose movement makes a latency comparison unfair ("comparable demand").
-LOAD_METRICS = ("IOPS", "MB/s", "mean size (bytes)", "read share (count)", "sequential share")
+# Demand metrics whose movement makes a latency comparison unfair ("comparable demand"). Flush and
+# commit rates are load too: each flush drains the device's write cache, and the writes queued
+# behind it wait, so halving commits/s alone can halve write latency on an unchanged device.
+LOAD_METRICS = (
+    "IOPS",
+    "MB/s",
+    "mean size (bytes)",
+    "read share (count)",
+    "sequential share",
+    "flush+FUA per s",
+    "fsync-family calls per s",
+)
+REPLAY_HINT = "replay A's trace on B's device to separate them"
 
 
 @dataclass
@@ -115,9 +128,13 @@ def diff(a: dict[str, Any], b: dict[str, Any]) -> DiffResult:
 
     demand = [c for c in changes if c.kind == "demand" and c.flagged]
     service = [c for c in changes if c.kind == "service" and c.flagged]
-    comparable = not any(c.metric in LOAD_METRICS for c in demand)
+    load = [c for c in demand if c.metric in LOAD_METRICS]
+    comparable = not load
     harder = sum(c.direction == "harder" for c in demand) - sum(c.direction == "easier" for c in demand)
     slower = sum(c.direction == "slower" for c in service) - sum(c.direction == "faster" for c in service)
+    # Which way the load moved: over the load metrics only, since burstiness or footprint moving
+    # the other way says little about how busy the device was.
+    heavier = sum(c.direction == "harder" for c in load) - sum(c.direction == "easier" for c in load)
     if a[scope].get("latency") is None or b[scope].get("latency") is None:
         notes.append("at least one trace has no latency: only demand can be compared")
 
@@ -135,12 +152,7 @@ def diff(a: dict[str, Any], b: dict[str, Any]) -> DiffResult:
         if demand:
             verdict += " (other demand features moved too: " + ", ".join(c.metric for c in demand) + ")"
     else:
-        verdict = (
-            "the workload got harder and latency moved with it: cannot tell from fingerprints whether the "
-            "device got slower; replay A's trace on B's device to separate them"
-            if harder >= 0
-            else "the workload got lighter but latency moved: check the device"
-        )  # fmt: skip
+        verdict = _load_and_latency_verdict(heavier, slower)
     return DiffResult(
         scope=scope,
         changes=changes,
@@ -151,6 +163,36 @@ def diff(a: dict[str, Any], b: dict[str, Any]) -> DiffResult:
         notes=notes,
         a_labels=(a.get("provenance") or {}).get("labels", {}),
         b_labels=(b.get("provenance") or {}).get("labels", {}),
+    )
+
+
+def _load_and_latency_verdict(heavier: int, slower: int) -> str:
+    """The verdict when the load and the latency both moved. Latency rises with load on any device,
+    so only a move against the load says something about the device: faster answers under more load
+    rule out a slower device, slower answers under less load point at it. A move with the load
+    (both up, both down) could be the load alone, and fingerprints cannot split the two."""
+    if heavier > 0 and slower < 0:
+        return (
+            "the workload got harder yet latency fell: the device is not slower (it answers more load faster)"
+        )
+    if heavier < 0 and slower > 0:
+        return (
+            "the workload got lighter yet latency rose: the device got slower (or something else now "
+            "shares it)"
+        )
+    if heavier > 0 and slower > 0:
+        return (
+            "the workload got harder and latency rose with it: cannot tell from fingerprints whether the "
+            f"device got slower; {REPLAY_HINT}"
+        )
+    if heavier < 0 and slower < 0:
+        return (
+            "the workload got lighter and latency fell with it: cannot tell from fingerprints whether the "
+            f"device got faster; {REPLAY_HINT}"
+        )
+    return (
+        "the workload and latency both changed, in mixed directions: cannot tell from fingerprints "
+        f"whether the device changed; {REPLAY_HINT}"
     )
 
 

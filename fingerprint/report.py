@@ -177,7 +177,8 @@ def render_html(fp: dict[str, Any]) -> str:
         _timeline(fp, "mbps", "MB/s"),
     ]
     if lat:
-        parts.append(_timeline(fp, "lat_p50_ns", "latency p50 / p99 (µs)", 1e-3, extra="lat_p99_ns"))
+        label = "read+write latency p50 / p99 (µs)"
+        parts.append(_timeline(fp, "lat_p50_ns", label, 1e-3, extra="lat_p99_ns"))
     if whole.get("inflight"):
         parts.append(_timeline(fp, "mean_inflight", "mean in-flight at issue"))
     parts += [

@@ -43,10 +43,12 @@ def _burst(s: dict[str, Any]) -> str:
     return f"{_num(b['100ms']['peak_to_mean'], '{:.1f}')} / {_num(b['1s']['peak_to_mean'], '{:.1f}')}"
 
 
-def _lats(s: dict[str, Any]) -> str:
-    if _lat(s, "all", "p50_us") is None:
+def _lats(
+    s: dict[str, Any], op: str = "all", keys: tuple[str, ...] = ("p50_us", "p99_us", "p99_9_us")
+) -> str:
+    if _lat(s, op, "p50_us") is None:
         return "-"
-    return " / ".join(f"{_lat(s, 'all', k):,.0f}" for k in ("p50_us", "p99_us", "p99_9_us"))
+    return " / ".join(f"{_lat(s, op, k):,.0f}" for k in keys)
 
 
 ROWS: list[tuple[str, Callable[[dict[str, Any]], str]]] = [
@@ -63,7 +65,9 @@ ROWS: list[tuple[str, Callable[[dict[str, Any]], str]]] = [
     ("dispersion (1s)", lambda s: _num(s["burstiness"]["1s"]["index_of_dispersion"], "{:.1f}")),
     ("flush+FUA /s", lambda s: _num(s["durability"]["flush_rate_per_s"], "{:,.1f}")),
     ("fsync-family /s", lambda s: _num(s["durability"]["commit_rate_per_s"], "{:,.1f}")),
-    ("latency p50 / p99 / p99.9 (µs)", _lats),
+    # `all` is reads and writes (compute.DATA_LATENCY_OPS); flushes have their own row
+    ("r+w latency p50 / p99 / p99.9 (µs)", _lats),
+    ("flush latency p50 / p99 (µs)", lambda s: _lats(s, "flush", ("p50_us", "p99_us"))),
     ("footprint (MiB)", lambda s: _mib(s["footprint"]["bytes"])),
     ("I/O on hottest 1% blocks", lambda s: _pct(s["footprint"]["hot_1pct_io_share"])),
     ("shape", lambda s: s["shape"]["class"]),

@@ -73,6 +73,12 @@ def test_trend_orders_by_capture_time_and_separates_device_from_workload(tmp_pat
     assert steps[1].diff.verdict == "the workload got harder"
     assert {c.metric for c in steps[1].diff.flagged} >= {"IOPS", "MB/s"}
 
+    r = runner.invoke(app, ["catalog", "trend", "--service", "order-router", "--catalog", str(db)])
+    assert r.exit_code == 0, r.output
+    # the numbers as `iofp diff` prints them (these were "5e+02 -> 1e+03")
+    assert "demand  IOPS: 500 -> 1,000 (+100%, harder)" in r.output
+    assert "service latency p99: 100 -> 300 (+200%, slower)" in r.output
+
     r = runner.invoke(app, ["catalog", "trend", "--service", "order-router", "--catalog", str(db), "--json"])
     assert r.exit_code == 0, r.output
     doc = json.loads(r.output)

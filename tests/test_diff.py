@@ -35,6 +35,9 @@ def fps(tmp_path_factory):
         "base": trace(tmp, "base", 2000, 1.0),
         "double_iops": trace(tmp, "double_iops", 4000, 1.0),
         "double_lat": trace(tmp, "double_lat", 2000, 2.0),
+        "half_lat": trace(tmp, "half_lat", 2000, 0.5),
+        "double_iops_double_lat": trace(tmp, "double_iops_double_lat", 4000, 2.0),
+        "double_iops_half_lat": trace(tmp, "double_iops_half_lat", 4000, 0.5),
     }
 
 
@@ -60,6 +63,46 @@ def test_doubled_p99_at_the_same_demand_is_a_service_change(fps):
     p99 = next(c for c in r.changes if c.metric == "latency p99")
     assert p99.rel_change == pytest.approx(1.0, rel=0.05)
     assert r.verdict == "the device got slower: latency moved at comparable demand"
+
+
+# Demand up or down x latency up or down. Latency moving against the load says which way the device
+# went; moving with it could be the load alone. (B -> A gives the lighter-load quadrants.)
+QUADRANTS = [
+    ("base", "double_iops_double_lat",
+     "the workload got harder and latency rose with it: cannot tell from fingerprints whether the device "
+     "got slower; replay A's trace on B's device to separate them"),
+    ("base", "double_iops_half_lat",
+     "the workload got harder yet latency fell: the device is not slower (it answers more load faster)"),
+    ("double_iops_half_lat", "base",
+     "the workload got lighter yet latency rose: the device got slower (or something else now shares it)"),
+    ("double_iops_double_lat", "base",
+     "the workload got lighter and latency fell with it: cannot tell from fingerprints whether the device "
+     "got faster; replay A's trace on B's device to separate them"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("a", "b", "verdict"), QUADRANTS)
+def test_load_and_latency_both_moving_are_judged_by_their_directions(fps, a, b, verdict):
+    r = diff(fps[a], fps[b])
+    assert r.demand_changed and r.service_changed and not r.comparable_demand
+    assert r.verdict == verdict
+
+
+def _with_commits(doc: dict, per_s: float) -> dict:
+    doc = json.loads(json.dumps(doc))
+    for scope in ("whole", "steady"):
+        doc[scope]["durability"]["commit_rate_per_s"] = per_s
+    return doc
+
+
+def test_a_commit_rate_change_is_load_not_comparable_demand(fps):
+    """1,000 -> 500 commits/s with latency halved: fewer flushes can explain faster writes."""
+    r = diff(_with_commits(fps["base"], 1000), _with_commits(fps["half_lat"], 500))
+    assert not r.comparable_demand
+    assert r.verdict.startswith("the workload got lighter and latency fell with it: cannot tell")
+    # 500 -> 1,000 commits/s with latency down: faster under more load rules a slower device out
+    r = diff(_with_commits(fps["base"], 500), _with_commits(fps["half_lat"], 1000))
+    assert r.verdict.startswith("the workload got harder yet latency fell: the device is not slower")
 
 
 def test_same_fingerprint_has_no_change_and_to_dict_is_json(fps):

@@ -82,9 +82,12 @@ def test_tiny_trace_features_are_exact(tiny_trace):
     assert counts(w["interarrival"]["hist"], "interarrival_us") == {1000: 4, 15000: 1}
     assert w["interarrival"]["mean_us"] == pytest.approx(2000)
     lat = w["latency"]
-    assert (lat["all"]["p50_us"], lat["all"]["p99_us"], lat["all"]["p99_9_us"]) == (300, 1000, 1000)
+    # the headline ("all") is reads and writes: 100..500 µs; the 1 ms flush is reported on its own
+    assert (lat["all"]["p50_us"], lat["all"]["p99_us"], lat["all"]["p99_9_us"]) == (300, 500, 500)
+    assert (lat["all"]["ios"], lat["all"]["mean_us"], lat["all"]["max_us"]) == (5, 300, 500)
     assert (lat["write"]["p50_us"], lat["write"]["p99_us"], lat["read"]["p50_us"]) == (200, 300, 400)
-    assert counts(lat["all"]["hist_us"], "latency_us") == {100: 1, 500: 4, 1000: 1}
+    assert (lat["flush"]["ios"], lat["flush"]["p50_us"]) == (1, 1000)
+    assert counts(lat["all"]["hist_us"], "latency_us") == {100: 1, 500: 4}
     d = w["durability"]
     assert (d["flush_ops"], d["fua"], d["preflush"], d["sync_writes"]) == (1, 1, 1, 3)
     assert d["flush_fua_share"] == pytest.approx(2 / 6) and d["sync_write_share"] == 1.0
@@ -233,7 +236,8 @@ def test_latency_percentiles_are_exact_nearest_rank(tmp_path):
     btw = (ts >= 5 * MS) & (ts <= 20 * MS)
     for scope, sel in (("whole", np.ones(n, bool)), ("between", btw)):
         lat_fp = fp[scope]["latency"]
-        for op, pick in (("all", sel), ("read", sel & (ops == "read")), ("write", sel & (ops == "write")),
+        for op, pick in (("all", sel & (ops != "flush")), ("read", sel & (ops == "read")),
+                         ("write", sel & (ops == "write")),
                          ("flush", sel & (ops == "flush"))):  # fmt: skip
             want = [nearest_rank(lat[pick], a, b) / 1e3 for a, b in ((1, 2), (99, 100), (999, 1000))]
             got = [lat_fp[op]["p50_us"], lat_fp[op]["p99_us"], lat_fp[op]["p99_9_us"]]
@@ -308,3 +312,70 @@ def test_window_has_a_lower_bound_and_a_bounded_count(tiny_trace, tmp_path, monk
 def test_between_refuses_negative_inverted_and_mixed_spans(tiny_trace, monkeypatch, capsys, t1, t2, why):
     code, _, err = iofp(monkeypatch, capsys, "fingerprint", str(tiny_trace), "--between", t1, t2)
     assert (code, err) == (2, f"iofp: {why}\n")
+
+
+def test_headline_latency_leaves_out_fast_flushes(tmp_path):
+    """fsync=1 writes: every 4 KiB write (slow tail) is followed by a 10 µs flush. With the flushes
+    counted, half the requests are fast and the p99.9 lands in the 50 µs body (the 3 ms tail hides).
+    The headline, the bound's p99 and the per-window series are the writes' own; flushes have theirs."""
+    n = 2000
+    write_lat = np.concatenate([np.full(n - 4, 50_000), [2_000_000, 3_000_000, 4_000_000, 5_000_000]])
+    ts = np.arange(2 * n, dtype=np.int64) * 100_000  # 0.4 s, one window
+    ops = np.array(["write", "flush"] * n)
+    lat = np.empty(2 * n, np.int64)
+    lat[0::2], lat[1::2] = write_lat, 10_000
+    meta = TraceMeta(source="capture", devices={"d0": {}})
+    with TraceWriter(tmp_path / "t", meta) as w:
+        w.write("io", pa.table({
+            "ts_ns": ts, "lat_ns": lat, "device": ["d0"] * (2 * n), "offset": np.arange(2 * n) * 4096,
+            "size": np.where(ops == "flush", 0, 4096), "op": ops,
+        }))  # fmt: skip
+    fp = fingerprint_trace(tmp_path / "t")
+    lat_fp = fp["whole"]["latency"]
+    assert (lat_fp["all"]["p50_us"], lat_fp["all"]["p99_us"], lat_fp["all"]["p99_9_us"]) == (50, 50, 3000)
+    assert lat_fp["all"]["ios"] == n and lat_fp["all"]["max_us"] == 5000
+    assert (lat_fp["flush"]["ios"], lat_fp["flush"]["p99_9_us"]) == (n, 10)
+    assert fp["bound"]["numbers"]["latency_p99_us"] == 50
+    assert fp["series"]["window"]["lat_p50_ns"] == [50_000]
+
+
+def _burst_trace(tmp_path, name: str, source: str, duration_ns: int | None) -> dict:
+    """1,500 4 KiB writes and 100 fsyncs in the first 50 ms (a `--comm dd` capture's shape)."""
+    n = 1500
+    meta = TraceMeta(source=source, devices={"d0": {}}, duration_ns=duration_ns)
+    with TraceWriter(tmp_path / name, meta) as w:
+        w.write("io", pa.table({
+            "ts_ns": np.arange(n, dtype=np.int64) * 33_333 + 2 * MS, "lat_ns": np.full(n, 20_000),
+            "device": ["d0"] * n, "offset": np.arange(n) * 4096, "size": np.full(n, 4096),
+            "op": ["write"] * n,
+        }))  # fmt: skip
+        w.write("sync", pa.table({"ts_ns": np.arange(100, dtype=np.int64) * 500_000 + 2 * MS,
+                                  "lat_ns": np.full(100, 30_000), "call": ["fdatasync"] * 100,
+                                  "pid": [7] * 100}))  # fmt: skip
+    return fingerprint_trace(tmp_path / name)
+
+
+def test_a_capture_rates_over_its_capture_window_an_import_over_its_io(tmp_path, monkeypatch, capsys):
+    span = 1499 * 33_333
+    cap = _burst_trace(tmp_path, "cap", "capture", 5_300_000_000)
+    p, w = cap["provenance"], cap["whole"]
+    assert (p["duration_s"], p["duration_basis"], p["io_span_s"]) == (5.3, "capture window", span / 1e9)
+    assert w["seconds"] == 5.3
+    assert w["intensity"]["iops_mean"] == pytest.approx(1500 / 5.3)
+    assert w["intensity"]["mbps_mean"] == pytest.approx(1500 * 4096 / 1e6 / 5.3)
+    assert w["durability"]["commit_rate_per_s"] == pytest.approx(100 / 5.3)
+    assert w["durability"]["sync_calls"]["fdatasync"]["rate_per_s"] == pytest.approx(100 / 5.3)
+    code, out, _ = iofp(monkeypatch, capsys, "fingerprint", str(tmp_path / "cap"))
+    assert code == 0 and "capture · d0 · 5.3 s · window 1 s" in out and "283.0" in out  # 1500 / 5.3 s
+    # an import's duration_ns is its I/O span; a capture window shorter than the I/O is not trusted
+    for fp in (
+        _burst_trace(tmp_path, "imp", "import:fio", span),
+        _burst_trace(tmp_path, "odd", "capture", 1000),
+    ):
+        p, w = fp["provenance"], fp["whole"]
+        assert (p["duration_s"], p["duration_basis"], w["seconds"]) == (
+            span / 1e9,
+            "first to last I/O",
+            span / 1e9,
+        )
+        assert w["intensity"]["iops_mean"] == pytest.approx(1500 / (span / 1e9))

@@ -1,5 +1,5 @@
 -- Nearest-rank percentiles (quantile_disc's, as fio reports them) per scope of the latency of each
--- op and of all ops, the data I/O size and the in-flight depth, from exact value counts: the
+-- op and of reads and writes together ('all'), the data I/O size and the in-flight depth, from exact value counts: the
 -- smallest value whose cumulative count reaches ceil(q * n). As exact as sorting the values, but
 -- the counts are few (sizes, depths and latencies repeat) and a hash aggregate spills to disk,
 -- where a quantile's buffer of every value would have to fit in memory for every scope at once.
@@ -30,8 +30,10 @@ WITH p AS (
 ), v AS (
     SELECT sc, m, o, v, n FROM c WHERE sc IS NOT NULL
     UNION ALL
+    -- latency 'all' is the data I/O a caller waits on, reads and writes (see compute.DATA_LATENCY_OPS):
+    -- zero-byte flushes and discards are summarised under their own op, not mixed into the headline
     SELECT sc, m, 0, v, sum(n) FROM c
-    WHERE sc IS NOT NULL AND m = 0
+    WHERE sc IS NOT NULL AND m = 0 AND o IN (1, 2)
     GROUP BY sc, m, v
 ), cum AS (
     SELECT sc, m, o, v,

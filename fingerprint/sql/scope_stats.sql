@@ -27,9 +27,11 @@ SELECT CASE WHEN grouping(rg) = 0 THEN CASE rg WHEN 1 THEN 'steady' WHEN 2 THEN 
     sum(inflight_known)::BIGINT AS inflight_known,
     sum(inflight_sum) / sum(inflight_known) AS inflight_mean,
     max(inflight_max) AS inflight_max,
-    sum(lat_known)::BIGINT AS lat_n_all,
-    sum(lat_sum) / sum(lat_known) AS lat_mean_all,
-    max(lat_max) AS lat_max_all,
+    -- 'all' latency is reads and writes, as in scope_quantiles
+    sum(lat_known) FILTER (WHERE op IN ('read', 'write'))::BIGINT AS lat_n_all,
+    sum(lat_sum) FILTER (WHERE op IN ('read', 'write'))
+        / sum(lat_known) FILTER (WHERE op IN ('read', 'write')) AS lat_mean_all,
+    max(lat_max) FILTER (WHERE op IN ('read', 'write')) AS lat_max_all,
     sum(lat_sum) FILTER (WHERE op = 'read') / sum(lat_known) FILTER (WHERE op = 'read') AS lat_mean_read,
     max(lat_max) FILTER (WHERE op = 'read') AS lat_max_read,
     sum(lat_sum) FILTER (WHERE op = 'write') / sum(lat_known) FILTER (WHERE op = 'write') AS lat_mean_write,

@@ -7,7 +7,8 @@ WITH agg AS (
         count(*) FILTER (WHERE op = 'read') AS reads,
         avg(size) AS mean_size,
         avg(inflight) AS mean_inflight,
-        quantile_disc(lat_ns, [0.5, 0.99]) AS lat_q  -- one buffer of the window's latencies for both
+        -- one buffer of the window's read and write latencies for both (flushes left out, as in 'all')
+        quantile_disc(lat_ns, [0.5, 0.99]) FILTER (WHERE op IN ('read', 'write')) AS lat_q
     FROM io
     GROUP BY k
 )
