@@ -218,7 +218,7 @@ def compute(con: Any, io: Any, sync: Any, meta: TraceMeta, options: Options | No
     regime = _arrow(con, "steady_windows")
     con.register("regime", regime)
     thr = _one(con, "spike_threshold")
-    spikes_raw = _all(con, "spikes", {"threshold": thr["threshold"]})
+    spikes_raw = _all(con, "spikes", {"threshold": thr["threshold"], "threshold_mb": thr["threshold_mb"]})
     spike_k = sorted({k for s in spikes_raw for k in range(s["first_k"], s["last_k"] + 1)})
     spike_set = set(spike_k)
     steady_k = [k for k, s in zip(regime["k"].to_pylist(), regime["steady"].to_pylist(), strict=True)
@@ -279,7 +279,7 @@ def compute(con: Any, io: Any, sync: Any, meta: TraceMeta, options: Options | No
             "between": list(opt.between) if opt.between else None,
             "bins": BINS,
             "steady_rule": "SNIA PTS over 5 windows: max-min <= 20% of mean and |slope*4| <= 10% of mean",
-            "spike_rule": "IOPS > median(steady) + max(3*1.4826*MAD(steady), 0.5*median(steady))",
+            "spike_rule": "IOPS or MB/s > median(steady) + max(3*1.4826*MAD(steady), 0.5*median(steady))",
         },
         "whole": whole,
         "steady": steady,
@@ -291,6 +291,8 @@ def compute(con: Any, io: Any, sync: Any, meta: TraceMeta, options: Options | No
             "spike_windows": len(spike_k),
             "steady_ranges_s": _ranges(steady_k, W),
             "spike_threshold_iops": thr["threshold"],
+            "spike_threshold_mbps": thr["threshold_mb"],
+            "steady_median_mbps": thr["med_mb"],
             "steady_median_iops": thr["med"],
             "steady_sigma_iops": thr["sigma"],
             "spikes": spike_list,

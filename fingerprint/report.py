@@ -168,7 +168,8 @@ def render_html(fp: dict[str, Any]) -> str:
         f"{html.escape(b['verdict'])}</b> ({b['side']}): {html.escape(b['why'])}</div>",
         f'<p id="regimes">Steady state: <b>{reg["steady_windows"]}</b> of {reg["windows"]} windows '
         f"(SNIA PTS rule). Spikes: <b>{len(reg['spikes'])}</b> ({reg['spike_windows']} windows above "
-        f"{reg['spike_threshold_iops']:,.1f} IOPS; steady median {reg['steady_median_iops']:,.1f}).</p>",
+        f"{reg['spike_threshold_iops']:,.1f} IOPS or {reg.get('spike_threshold_mbps', 0):,.2f} MB/s; steady "
+        f"median {reg['steady_median_iops']:,.1f} IOPS, {reg.get('steady_median_mbps', 0):,.2f} MB/s).</p>",
         "<h2>Timeline</h2>",
         f'<div class="legend"><span><i class="sw" style="background:{STEADY}"></i>steady</span>'
         f'<span><i class="sw" style="background:{SPIKE}"></i>spike</span>'

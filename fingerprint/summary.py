@@ -93,7 +93,8 @@ def render(fp: dict[str, Any], console: Console | None = None) -> None:
     reg = fp["regimes"]
     console.print(
         f"steady: {reg['steady_windows']} of {reg['windows']} windows; spike threshold "
-        f"{reg['spike_threshold_iops']:,.1f} IOPS (steady median {reg['steady_median_iops']:,.1f})"
+        f"{reg['spike_threshold_iops']:,.1f} IOPS or {reg.get('spike_threshold_mbps', 0):,.2f} MB/s "
+        f"(steady median {reg['steady_median_iops']:,.1f} IOPS, {reg.get('steady_median_mbps', 0):,.2f} MB/s)"
     )
     if reg.get("sparse"):
         console.print(f"[yellow]{reg['sparse']['hint']}[/yellow]")

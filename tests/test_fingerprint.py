@@ -12,7 +12,8 @@ from conftest import run_main
 
 from fingerprint.api import fingerprint_trace
 from fingerprint.compute import BINS, Options
-from iofp.contract import TraceMeta, TraceWriter
+from iofp.contract import TraceMeta, TraceWriter, open_trace
+from replay import selection
 
 MS = 1_000_000
 
@@ -123,8 +124,10 @@ def test_imported_trace_without_latency_gives_null_features_and_a_demand_side_ve
     assert fp["bound"]["numbers"]["fsync_p50_us"] is None
 
 
-def synthetic_steady_with_spike(tmp_path, rate=1000, seconds=60, spike=(30, 35), spike_rate=5000):
-    """Poisson arrivals at `rate`/s, at `spike_rate`/s during [spike) seconds."""
+def synthetic_steady_with_spike(
+    tmp_path, rate=1000, seconds=60, spike=(30, 35), spike_rate=5000, spike_size=4096
+):
+    """Poisson arrivals at `rate`/s of 4 KiB, at `spike_rate`/s of `spike_size` during [spike) seconds."""
     rng = np.random.default_rng(7)
     ts = []
     for s in range(seconds):
@@ -135,10 +138,28 @@ def synthetic_steady_with_spike(tmp_path, rate=1000, seconds=60, spike=(30, 35),
     with TraceWriter(tmp_path / "syn", TraceMeta(source="import:synthetic")) as w:
         w.write("io", pa.table({
             "ts_ns": t, "device": ["d"] * n, "offset": rng.integers(0, 1 << 20, n) * 4096,
-            "size": np.full(n, 4096, np.int32), "op": np.where(rng.random(n) < 0.7, "read", "write"),
+            "size": np.where((t >= spike[0] * 1e9) & (t < spike[1] * 1e9), spike_size, 4096).astype(np.int32),
+            "op": np.where(rng.random(n) < 0.7, "read", "write"),
             "lat_ns": rng.integers(50_000, 150_000, n),
         }))  # fmt: skip
     return tmp_path / "syn"
+
+
+def test_a_burst_of_large_ios_at_the_same_iops_is_a_spike(tmp_path):
+    # A backup or scan: the same 1,000 I/Os per second, but 256 KiB each for 5 s (4 -> 262 MB/s).
+    # Fingerprint and replay selection both call it the spike.
+    trace = synthetic_steady_with_spike(tmp_path, spike_rate=1000, spike_size=256 << 10)
+    fp = fingerprint_trace(trace)
+    [sp] = fp["regimes"]["spikes"]
+    assert abs(sp["start_s"] - 30) <= 1 and abs(sp["end_s"] - 35) <= 1
+    assert sp["peak_mbps"] > 200 and sp["peak_iops"] < fp["regimes"]["spike_threshold_iops"]
+    assert fp["spike"]["intensity"]["iops_mean"] == pytest.approx(1000, rel=0.1)
+    con = selection.connect(open_trace(trace))
+    try:
+        stats = selection.resolve(con, open_trace(trace), selection.Selection(regime="spike"))
+    finally:
+        con.close()
+    assert 29e9 <= stats.t_lo_ns <= 31e9 and 34e9 <= stats.t_hi_ns <= 36e9  # windows start at the first I/O
 
 
 def test_synthetic_steady_part_and_spike_are_split_within_one_window(tmp_path):

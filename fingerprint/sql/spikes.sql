@@ -1,7 +1,8 @@
--- Consecutive windows above the spike threshold, merged into spikes (gaps-and-islands).
+-- Consecutive windows above either spike threshold (IOPS or MB/s), merged into spikes
+-- (gaps-and-islands).
 WITH hot AS (
     SELECT k, iops, mbps, k - row_number() OVER (ORDER BY k) AS island
-    FROM series WHERE iops > $threshold
+    FROM series WHERE iops > $threshold OR mbps > $threshold_mb
 )
 SELECT min(k) AS first_k, max(k) AS last_k, max(iops) AS peak_iops, avg(iops) AS mean_iops,
     max(mbps) AS peak_mbps
