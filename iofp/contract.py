@@ -178,16 +178,31 @@ def check_output_file(path: Path, *, force: bool) -> None:
         raise BadInput(f"{path} is a directory; name a file to write")
     if path.exists() and not force:
         raise BadInput(f"{path} already exists; pass --force to overwrite it")
-    parent = path.parent
-    while not parent.exists():
-        parent = parent.parent
-    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK) or _pseudo_fs(parent):
-        raise BadInput(f"cannot write {path}: {parent} is not a writable directory")
+    try:
+        _try_writing_in(path.parent)
+    except OSError:
+        parent = path.parent
+        while not parent.exists():
+            parent = parent.parent
+        raise BadInput(f"cannot write {path}: {parent} is not a writable directory") from None
 
 
-def _pseudo_fs(d: Path) -> bool:
-    """/proc and /sys accept no new files, though access() tells root they do."""
-    return os.statvfs(d).f_blocks == 0 and d.resolve().parts[1:2] in (("proc",), ("sys",))
+def _try_writing_in(d: Path) -> None:
+    """Make the missing directories down to `d` and a file in it, then remove all of it; OSError if
+    that fails. Trying is the only honest test: access() says yes to root even on /proc."""
+    made: list[Path] = []
+    try:
+        for a in reversed([d, *d.parents]):
+            if not a.exists():
+                a.mkdir()
+                made.append(a)
+        probe = d / f".iofp-write-test-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    finally:
+        for a in reversed(made):
+            with contextlib.suppress(OSError):
+                a.rmdir()
 
 
 def _umask() -> int:
@@ -210,16 +225,14 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
             os.fchmod(f.fileno(), 0o666 & ~_umask())  # mkstemp's 0600: artifacts are meant to be shared
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except OSError as e:
+    except BaseException as e:
         if tmp is not None:
             Path(tmp).unlink(missing_ok=True)
+        if not isinstance(e, OSError):
+            raise
         # a full disk or a failing one is not the user's input; a path that cannot be written is
         err = OutputFailed if e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EIO) else BadInput
         raise err(f"cannot write {path}: {e.strerror}") from None
-    except BaseException:
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 # How every trace file is written (pyarrow.parquet.write_table keywords); writers may add to it
@@ -240,23 +253,10 @@ def check_output_dir(root: Path, *, force: bool) -> None:
         raise BadInput(f"cannot write the trace to {root}: {e.strerror}") from None
     if occupied and not force:
         raise BadInput(f"{root} already exists and is not empty; pass --force to overwrite it")
-    # Try it (access() says yes to root even on /proc): make the missing directories and a file in
-    # the deepest, then remove all of it
-    made: list[Path] = []
     try:
-        for d in reversed([root, *root.parents]):
-            if not d.exists():
-                d.mkdir()
-                made.append(d)
-        probe = root / f".iofp-write-test-{os.getpid()}"
-        probe.write_bytes(b"")
-        probe.unlink()
+        _try_writing_in(root)
     except OSError as e:
         raise BadInput(f"cannot write the trace to {root}: {e.strerror}") from None
-    finally:
-        for d in reversed(made):
-            with contextlib.suppress(OSError):
-                d.rmdir()
 
 
 class TraceWriter:
@@ -323,13 +323,13 @@ class TraceWriter:
                 **{**PARQUET_DEFAULTS, **(parquet_options or {})},
             )
             os.replace(tmp, path)
-        except OSError as e:  # a full disk, mostly: the files before this one are whole
+        except BaseException as e:
             tmp.unlink(missing_ok=True)
+            if not isinstance(e, OSError):
+                raise
+            # a full disk, mostly: the files before this one are whole
             reason = os.strerror(e.errno) if e.errno else str(e)
             raise OutputFailed(f"cannot write {path}: {reason}") from None
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
         self._written.append(path)
         self.rows[table] += tbl.num_rows
         return path
