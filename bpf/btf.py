@@ -205,10 +205,11 @@ def kernel_btf(path: Path = VMLINUX_BTF) -> BTF:
         raise BTFError(f"cannot read {path}: {e.strerror}") from None
 
 
-def btf_with_struct(name: str, module: str) -> BTF | None:
-    """The BTF that describes struct `name`: vmlinux's if the code is built in, else the loaded
-    module's (split on vmlinux's); None when neither has it (module not loaded, or no BTF)."""
-    base = kernel_btf()
+def btf_with_struct(name: str, module: str, base: BTF | None = None) -> BTF | None:
+    """The BTF that describes struct `name`: vmlinux's (`base`, else read) if the code is built in,
+    else the loaded module's (split on vmlinux's); None when neither has it (module not loaded, or
+    no BTF)."""
+    base = base or kernel_btf()
     try:
         base.struct_id(name)
         return base

@@ -27,7 +27,7 @@ from iofp.contract import SYNC_CALLS
 SRC = Path(__file__).with_name("capture.bpf.c")
 
 # every kernel struct field the probes read: -D define -> (struct, member, the size the program reads)
-KERNEL_FIELDS = {
+KERNEL_FIELDS: dict[str, tuple[str, str, int | None]] = {
     "IOFP_OFF_RQ_Q": ("request", "q", 8),
     "IOFP_OFF_RQ_CMD_FLAGS": ("request", "cmd_flags", 4),
     "IOFP_OFF_RQ_DATA_LEN": ("request", "__data_len", 4),
@@ -55,7 +55,7 @@ KERNEL_FIELDS = {
 
 # overlayfs (built in, or the `overlay` module's BTF): a container's file -> its upper layer's device.
 # None: the member's position is used, nothing is read at it.
-OVERLAY_FIELDS = {
+OVERLAY_FIELDS: dict[str, tuple[str, str, int | None]] = {
     "IOFP_OFF_OVL_VFS_INODE": ("ovl_inode", "vfs_inode", None),
     "IOFP_OFF_OVL_UPPER": ("ovl_inode", "__upperdentry", 8),
     "IOFP_OFF_DENTRY_INODE": ("dentry", "d_inode", 8),
@@ -232,14 +232,21 @@ def comm_words(comm: str) -> tuple[int, int]:
     return struct.unpack("<QQ", raw)
 
 
-def cflags(opts: KernelOptions, btf: BTF | None = None) -> list[str]:
-    btf = btf or kernel_btf()
+def field_defines(btf: BTF, fields: dict[str, tuple[str, str, int | None]]) -> list[str]:
+    """-DNAME=offset for each field; BTFError if one is absent, RuntimeError if its size is not the
+    width the program reads (None: only its position is used)."""
     out = []
-    for define, (struct_name, member, want) in KERNEL_FIELDS.items():
+    for define, (struct_name, member, want) in fields.items():
         off, size = btf.member(struct_name, member)
-        if size != want:
+        if want is not None and size != want:
             raise RuntimeError(f"kernel BTF: {struct_name}.{member} is {size} bytes, not {want}")
         out.append(f"-D{define}={off}")
+    return out
+
+
+def cflags(opts: KernelOptions, btf: BTF | None = None) -> list[str]:
+    btf = btf or kernel_btf()
+    out = field_defines(btf, KERNEL_FIELDS)
     # One probe read (a helper call, ~50 ns here) for the request fields each program reads,
     # when they lie close together
     spans = {
@@ -275,7 +282,7 @@ def cflags(opts: KernelOptions, btf: BTF | None = None) -> list[str]:
         out.append("-DIOFP_HAVE_IO_START")
     if opts.devs:
         out.append("-DIOFP_FILTER_DEV")
-        out += overlay_cflags()
+        out += overlay_cflags(btf)
     if opts.pid is not None:
         out.append(f"-DIOFP_FILTER_PID={int(opts.pid)}")
     if opts.comm is not None:
@@ -287,22 +294,16 @@ def cflags(opts: KernelOptions, btf: BTF | None = None) -> list[str]:
     return out
 
 
-def overlay_cflags() -> list[str]:
+def overlay_cflags(base: BTF | None = None) -> list[str]:
     """Offsets for following an overlayfs file to its upper layer; none (overlay files then count as
     on no captured device) when the kernel has no overlayfs BTF or it changed shape."""
-    btf = btf_with_struct("ovl_inode", "overlay")
+    btf = btf_with_struct("ovl_inode", "overlay", base)
     if btf is None:
         return []
-    out = []
     try:
-        for define, (struct_name, member, want) in OVERLAY_FIELDS.items():
-            off, size = btf.member(struct_name, member)
-            if want is not None and size != want:
-                return []
-            out.append(f"-D{define}={off}")
-    except BTFError:
+        return field_defines(btf, OVERLAY_FIELDS)
+    except (BTFError, RuntimeError):  # absent, or not the width the program reads
         return []
-    return out
 
 
 def has_io_start(btf: BTF) -> bool:
