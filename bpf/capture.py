@@ -181,7 +181,6 @@ class _Writer(threading.Thread):
         self.q = queue.Queue(maxsize=4)
         self.io_rows = 0
         self.sync_rows = 0
-        self.bytes = 0
         self.files = 0
         self.skipped_ops = 0
         self.file_bytes = 0
@@ -198,7 +197,6 @@ class _Writer(threading.Thread):
                     tbl, skipped = io_table(io, self.t0, self.bits, self.names, early)
                     self.skipped_ops += skipped
                     counts = {**counts, "skipped_ops": self.skipped_ops}
-                    self.bytes += int(np.sum(io["bytes"], dtype=np.int64))
                 if len(sync):
                     stbl = sync_table(sync[sync["enter_ns"] >= self.t0], self.t0)
                 self.release(io, sync)
@@ -302,6 +300,7 @@ def capture(
         duration_ns = kc.stop() - t0
         meta.duration_ns = duration_ns
         _hand_over(kc, out)
+        io_bytes = kc.io_bytes()  # every record received is handed over by now
         meta.extra["end"] = end_reason
         meta.extra["inflight_at_end"] = kc.inflight_left()
     finally:
@@ -332,7 +331,7 @@ def capture(
         lost_events=meta.lost_events,
         unmatched=int(meta.counts.get("unmatched_completions", 0)),
         duration_s=duration_ns / 1e9,
-        bytes=out.bytes,
+        bytes=io_bytes,
         files=out.files,
         loss=dict(loss),
         counts=dict(meta.counts),
