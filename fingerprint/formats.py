@@ -29,6 +29,8 @@ INT64_MAX = (1 << 63) - 1
 SIZE_MAX = (1 << 31) - 1
 INT32_MAX = (1 << 31) - 1
 INT16_MIN, INT16_MAX = -(1 << 15), (1 << 15) - 1
+# the same bounds in 512-byte sectors, for the formats that count in them
+SECTOR_MAX, NSECT_MAX = INT64_MAX // 512, SIZE_MAX // 512
 
 
 class LineError(ValueError):
@@ -145,8 +147,8 @@ class Blkreplay(Format):
             yield (
                 _ns_from_decimal_seconds(start),
                 dev,
-                bounded(int(sector), "sector", INT64_MAX // 512, "sectors") * 512,
-                bounded(int(length), "length", SIZE_MAX // 512, "sectors") * 512,
+                bounded(int(sector), "sector", SECTOR_MAX, "sectors") * 512,
+                bounded(int(length), "length", NSECT_MAX, "sectors") * 512,
                 "write" if op == "W" else "read",
                 op == "RA",
             )
@@ -196,8 +198,8 @@ class Disksim(Format):
             if not (math.isfinite(ns) and 0 <= ns <= INT64_MAX):  # 1e30, -5, nan, inf
                 raise LineError(f"arrival {p[0]} is out of range (0 to {INT64_MAX // scale:,} {self.unit})")
             ts = round(ns)
-            offset = bounded(lba, "lba", INT64_MAX // 512, "sectors") * 512
-            size = bounded(size, "size", SIZE_MAX // 512, "sectors") * 512
+            offset = bounded(lba, "lba", SECTOR_MAX, "sectors") * 512
+            size = bounded(size, "size", NSECT_MAX, "sectors") * 512
             if dev not in devices:
                 devices.add(dev)
             yield (ts, dev, offset, size, "read" if typ == "1" else "write")
@@ -393,7 +395,6 @@ class FioIolog(Format):
 # blkparse default output: `maj,min cpu seq time pid action rwbs rest`
 _BLKPARSE = re.compile(r"^\s*(\d+),(\d+)\s+\d+\s+\d+\s+(\d+\.\d+)\s+(\d+)\s+([A-Z]{1,2})\s+(\S+)\s*(.*)$")
 _BLKPARSE_SUMMARY = re.compile(r"^(CPU\d+|Total) \(")
-SECTOR_MAX, NSECT_MAX = INT64_MAX // 512, SIZE_MAX // 512
 
 
 def parse_rwbs(rwbs: str) -> tuple[str | None, bool, bool, bool, bool, bool]:
