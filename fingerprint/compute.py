@@ -24,7 +24,7 @@ from typing import Any
 import pyarrow as pa
 
 from fingerprint.classify import classify_bound, classify_shape
-from iofp import __version__
+from iofp import __version__, regimes
 from iofp.cliargs import check_between_s
 from iofp.contract import TraceMeta
 from iofp.errors import BadInput
@@ -215,14 +215,11 @@ def compute(con: Any, io: Any, sync: Any, meta: TraceMeta, options: Options | No
 
     series = _arrow(con, "window_series", {"t0": t0, "width_ns": W, "nwin": nwin})
     con.register("series", series)
-    regime = _arrow(con, "steady_windows")
-    con.register("regime", regime)
-    thr = _one(con, "spike_threshold")
-    spikes_raw = _all(con, "spikes", {"threshold": thr["threshold"], "threshold_mb": thr["threshold_mb"]})
-    spike_k = sorted({k for s in spikes_raw for k in range(s["first_k"], s["last_k"] + 1)})
-    spike_set = set(spike_k)
-    steady_k = [k for k, s in zip(regime["k"].to_pylist(), regime["steady"].to_pylist(), strict=True)
-                if s and k not in spike_set]  # fmt: skip
+    # The rule replay's --regime uses too (iofp/regimes.py): one source for both stages.
+    reg = regimes.classify(con, series)
+    steady_k, spike_k = reg.steady, reg.spike
+    con.register("spike_windows", pa.table({"k": pa.array(spike_k, pa.int64())}))
+    spikes_raw = _all(con, "spikes")
     codes = [0] * nwin
     for k in steady_k:
         codes[k] = 1
@@ -260,7 +257,7 @@ def compute(con: Any, io: Any, sync: Any, meta: TraceMeta, options: Options | No
             "mean_iops": s["mean_iops"],
             "peak_mbps": s["peak_mbps"],
             "peak_to_mean": _ratio(s["peak_iops"], mean_iops),
-            "peak_to_steady_median": _ratio(s["peak_iops"], thr["med"]),
+            "peak_to_steady_median": _ratio(s["peak_iops"], reg.median_iops),
         }
         for s in spikes_raw
     ]
@@ -290,11 +287,11 @@ def compute(con: Any, io: Any, sync: Any, meta: TraceMeta, options: Options | No
             "steady_windows": len(steady_k),
             "spike_windows": len(spike_k),
             "steady_ranges_s": _ranges(steady_k, W),
-            "spike_threshold_iops": thr["threshold"],
-            "spike_threshold_mbps": thr["threshold_mb"],
-            "steady_median_mbps": thr["med_mb"],
-            "steady_median_iops": thr["med"],
-            "steady_sigma_iops": thr["sigma"],
+            "spike_threshold_iops": reg.threshold_iops,
+            "spike_threshold_mbps": reg.threshold_mbps,
+            "steady_median_mbps": reg.median_mbps,
+            "steady_median_iops": reg.median_iops,
+            "steady_sigma_iops": reg.sigma_iops,
             "spikes": spike_list,
             **_sparseness(series["iops"].to_pylist(), W),
         },
