@@ -1,8 +1,10 @@
 """The steady-state / spike regime rule, one for every stage (iofp/sql/regime_windows.sql says it).
 
 The fingerprint summarises its steady and spike windows and lists its spikes; replay's `--regime`
-selects a run of those same windows. Both are to call `classify` on their per-window series, so
-that what a fingerprint calls "spike windows 12-17" is what `iofp replay --regime spike` replays.
+selects a run of those same windows. Both call `classify` on their per-window series, so what a
+fingerprint calls "spike windows 12-17" is what `iofp replay --regime spike` replays. The fingerprint
+brings the series it has already computed (fingerprint/sql/window_series.sql); replay, which has none,
+gets it from `window_rates`.
 """
 
 from __future__ import annotations
@@ -30,6 +32,13 @@ class Regimes:
     threshold_iops: float
     median_mbps: float
     threshold_mbps: float
+
+
+def window_rates(con: Any, window_ns: int, device: str | None = None) -> pa.Table:
+    """The series `classify` reads, from the I/O rows of the connection's view `io`:
+    k, start_ns (trace clock), iops, mbps per window, from the first I/O of `device` (or of all)."""
+    params = {"window_ns": window_ns, "device": device}
+    return con.sql(load_sql(SQL, "window_rates"), params=params).to_arrow_table()
 
 
 def classify(con: Any, series: pa.Table) -> Regimes:

@@ -1,11 +1,14 @@
 """Which part of a trace a replay uses: one device or all, a time window or a regime, reads only.
 
 A selection is always one contiguous span of the trace's clock, so replaying it keeps every time gap
-between the I/Os it contains. `--regime` picks that span from the per-window IOPS series
-(sql/regime_windows.sql, which cites the steady-state and spike rule):
+between the I/Os it contains. `--regime` picks that span from the windows the fingerprint calls
+steady or spike: both stages run the one rule of iofp/regimes.py on the same per-window series
+(windows from the first I/O of the selected device, or of all), so
 
-- steady: the longest run of steady windows (earliest on a tie);
-- spike:  the run of consecutive spike windows that holds the busiest window, kept verbatim.
+- steady: the longest run of steady windows (earliest on a tie): the longest of the fingerprint's
+  `steady_ranges_s`;
+- spike:  the run of consecutive spike windows that holds the busiest window, kept verbatim: the
+  fingerprint's spike with the highest peak IOPS (earliest on a tie).
 
 Without --device, the I/Os of every device in the trace go to the one replay target, in time order
 (offsets of different devices may then overlap on the target).
@@ -22,6 +25,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
+from iofp import regimes
 from iofp.cliargs import check_between_s
 from iofp.contract import IO_SCHEMA, IO_TABLE, OPS, Trace
 from iofp.errors import BadInput
@@ -29,7 +33,6 @@ from iofp.sqlfiles import load_sql
 
 SQL = "replay.sql"
 REGIMES = ("steady", "spike")
-STEADY_BLOCK = 5  # windows per SNIA block (sql/regime_windows.sql)
 _ALL = (-(2**63), 2**63 - 1)
 
 
@@ -135,29 +138,28 @@ def resolve(con: duckdb.DuckDBPyConnection, trace: Trace, sel: Selection) -> Sel
 
 def _regime_span(con: duckdb.DuckDBPyConnection, trace: Trace, sel: Selection) -> tuple[int, int, str]:
     window_ns = round(sel.window_s * 1e9)
-    rows = con.execute(
-        load_sql(SQL, "regime_windows"), {"device": sel.device, "window_ns": window_ns}
-    ).fetchall()
-    flag = 3 if sel.regime == "steady" else 4
-    runs: list[tuple[int, int]] = []  # [first, last] window indexes of consecutive flagged windows
-    for i, r in enumerate(rows):
-        if r[flag]:
-            if runs and runs[-1][1] == i - 1:
-                runs[-1] = (runs[-1][0], i)
-            else:
-                runs.append((i, i))
+    series = regimes.window_rates(con, window_ns, sel.device)
+    reg = regimes.classify(con, series)
+    runs: list[tuple[int, int]] = []  # [first, last] window indexes of consecutive windows of the regime
+    for k in reg.steady if sel.regime == "steady" else reg.spike:
+        if runs and runs[-1][1] == k - 1:
+            runs[-1] = (runs[-1][0], k)
+        else:
+            runs.append((k, k))
     if not runs:
         raise BadInput(
             f"{trace.root}: no {sel.regime} windows at {sel.window_s:g} s windows "
-            f"({len(rows)} windows); pass --between T1 T2 instead"
+            f"({series.num_rows} windows); pass --between T1 T2 instead"
         )
     if sel.regime == "steady":
         first, last = max(runs, key=lambda r: (r[1] - r[0], -r[0]))
     else:
-        peak = max((i for a, b in runs for i in range(a, b + 1)), key=lambda i: (rows[i][2], -i))
+        iops = series["iops"].to_pylist()
+        peak = max(reg.spike, key=lambda k: (iops[k], -k))
         first, last = next((a, b) for a, b in runs if a <= peak <= b)
-    t_lo = rows[first][1]
-    t_hi = rows[last][1] + window_ns
+    start_ns = series["start_ns"]
+    t_lo = start_ns[first].as_py()
+    t_hi = start_ns[last].as_py() + window_ns
     how = f"{sel.regime} windows {first}-{last} ({t_lo / 1e9:.3f} s to {t_hi / 1e9:.3f} s)"
     return t_lo, t_hi, how
 

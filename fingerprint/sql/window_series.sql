@@ -1,5 +1,7 @@
 -- Per-window time series at width $width_ns from $t0; every window up to the last arrival, empty
--- ones too. Latency percentiles are nearest-rank (quantile_disc), as fio reports them.
+-- ones too. Latency percentiles are nearest-rank (quantile_disc), as fio reports them. k, iops and
+-- mbps are the regime rule's input (iofp/regimes.py), defined as in iofp/sql/window_rates.sql (which
+-- replay runs) and computed here in the same pass as the other columns, not in a scan of their own.
 WITH agg AS (
     SELECT (ts_ns - $t0) // $width_ns AS k,
         count(*) AS ios,

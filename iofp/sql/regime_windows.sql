@@ -4,7 +4,7 @@
 -- replay can select.
 --
 -- Input: `regime_series` (k, iops, mbps), one row per window k = 0, 1, ... from the first I/O of
--- the selected device(s) to the last, empty windows included as 0.
+-- the selected device(s) to the last, empty windows included as 0 (iofp/sql/window_rates.sql).
 --
 --   steady: the SNIA PTS rule on IOPS. A block of 5 consecutive windows passes when max - min <= 20%
 --     of its mean and the least-squares fit moves by at most 10% of the mean across it (|slope| * 4
