@@ -50,14 +50,21 @@ MIN_BUFFER_BYTES = 1 << 20
 # Parquet's default dictionary-encodes every column: for timestamps and offsets that is a hash
 # insert per value before it falls back to plain, the writer's largest cost at full rate. Only the
 # columns with few distinct values get a dictionary; the sorted timestamps are delta-encoded (few
-# bytes left for zstd to work on), and zstd runs at its cheapest level.
+# bytes left for zstd to work on), and zstd runs at its cheapest level. Min/max statistics are kept
+# only where a reader prunes row groups with them (time ranges, a device): on the other columns
+# they were ~35 of the writer's ~250 ns per row (the string columns' min/max compares the most).
 PARQUET_OPTIONS = {
     IO_TABLE: {
         "use_dictionary": ["device", "op", "rwbs", "comm", "pid", "size", "inflight", "error"],
         "column_encoding": {"ts_ns": "DELTA_BINARY_PACKED", "queue_ns": "DELTA_BINARY_PACKED"},
         "compression_level": 1,
+        "write_statistics": ["ts_ns", "device"],
     },
-    SYNC_TABLE: {"use_dictionary": ["call", "pid", "tid", "comm", "fd", "ret"], "compression_level": 1},
+    SYNC_TABLE: {
+        "use_dictionary": ["call", "pid", "tid", "comm", "fd", "ret"],
+        "compression_level": 1,
+        "write_statistics": ["ts_ns"],
+    },
 }
 
 

@@ -408,6 +408,11 @@ def test_files_rotate_and_carry_complete_metadata(workload: Workload) -> None:
         assert "lost_io_ringbuf" in footer.loss
         ts = pq.read_table(p, columns=["ts_ns"]).column("ts_ns").to_pylist()
         assert ts == sorted(ts)
+        # readers prune row groups by time (fingerprint --between, replay's windows) with these
+        md = pq.ParquetFile(p).metadata
+        stats = [md.row_group(i).column(0).statistics for i in range(md.num_row_groups)]  # ts_ns
+        assert all(s is not None and s.has_min_max for s in stats)
+        assert (stats[0].min, stats[-1].max) == (ts[0], ts[-1])
 
 
 def test_pid_filter_keeps_only_that_process(tmp_path: Path, loop_device: str) -> None:
