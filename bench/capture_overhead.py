@@ -6,7 +6,8 @@ a rotating order (identical runs drift +-10%): no tracing, `iofp capture`, `perf
 block tracepoints, and a bpftrace one-line-per-event script; `empty` (not by default) attaches
 programs that return at once to iofp's tracepoints: the floor of attaching at all; `minimal` (not by
 default) only times each request in the kernel (a hash of issue times keyed by request pointer, the
-latencies summed), the floor of any tracer that records latency. biosnoop-bpfcc
+latencies summed), the floor of any tracer that records latency; `clock` (not by default) only
+reads the clock at issue and at completion (no map): what the two timestamps cost. biosnoop-bpfcc
 and blktrace are tried once and their failure recorded (kprobes and debugfs are refused here).
 
 Per run: fio IOPS, fio's I/O count, the /sys/block stat delta, the events the tracer recorded, the
@@ -376,25 +377,55 @@ print(lat.sum(0).value, lat.sum(1).value, flush=True)
 """
 
 
+# Lower still: a clock read on issue and on completion and nothing else (no map, so the two cannot
+# even be paired into a latency). What two timestamps per request cost by themselves here.
+_CLOCK_PROGRAM = r"""
+BPF_PERCPU_ARRAY(lat, u64, 2);
+static __always_inline void tick(bool done) {
+    u64 now = bpf_ktime_get_ns();
+    u32 k = 0;
+    u64 *sum = lat.lookup(&k);
+    if (sum)
+        *sum += done ? now : -now; /* the sum of completion minus issue times */
+    k = 1;
+    u64 *n = lat.lookup(&k);
+    if (n && done)
+        *n += 1;
+}
+RAW_TRACEPOINT_PROBE(block_rq_issue) { tick(false); return 0; }
+RAW_TRACEPOINT_PROBE(block_rq_complete) { tick(true); return 0; }
+"""
+
+
 class MinimalTracer(Tracer):
     """`minimal`: _MINIMAL_PROGRAM, its completion count as the events."""
 
     name = "minimal"
+    program = _MINIMAL_PROGRAM
 
     def start(self, dev: str, out: Path) -> None:
-        (out / "minimal.bpf.c").write_text(_MINIMAL_PROGRAM)
-        args = [sys.executable, "-c", _MINIMAL, _MINIMAL_PROGRAM]
+        (out / f"{self.name}.bpf.c").write_text(self.program)
+        args = [sys.executable, "-c", _MINIMAL, self.program]
         self.p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         assert self.p.stdout is not None
         if self.p.stdout.readline().strip() != "ready":
             err = self.p.stderr.read() if self.p.stderr else ""
-            raise RuntimeError(f"minimal program did not load: {err}")
+            raise RuntimeError(f"{self.name} program did not load: {err}")
 
     def stop(self, run: Run) -> None:
+        if IofpTracer.prog_stats:
+            run.extra["prog_ns_per_run"] = prog_stats(self.p.pid)
         self.p.send_signal(signal.SIGINT)
         out, _ = self.p.communicate(timeout=60)
         _lat_sum, completions = (int(x) for x in out.split())
         run.events = completions  # every device's: compare with the stat delta only on an idle machine
+
+
+class ClockTracer(MinimalTracer):
+    """`clock`: _CLOCK_PROGRAM, two clock reads per request and nothing else."""
+
+    name = "clock"
+    program = _CLOCK_PROGRAM
 
 
 def try_unrunnable(dev: str) -> dict[str, str]:
@@ -426,6 +457,7 @@ TRACERS: dict[str, type[Tracer]] = {
     "bpftrace": BpftraceTracer,
     "empty": EmptyProgramsTracer,
     "minimal": MinimalTracer,
+    "clock": ClockTracer,
 }
 
 
