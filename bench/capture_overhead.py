@@ -331,6 +331,8 @@ class EmptyProgramsTracer(Tracer):
             )
 
     def stop(self, run: Run) -> None:
+        if IofpTracer.prog_stats:
+            run.extra["prog_ns_per_run"] = prog_stats(self.p.pid)
         self.p.send_signal(signal.SIGINT)
         self.p.wait(timeout=60)
 
@@ -485,6 +487,13 @@ def summarise(runs: list[Run], modes: list[str]) -> dict:
         rs = [r for r in runs if r.mode == m]
         ratios = [r.iops / base[r.round] for r in rs if r.round in base]
         cpu = [r.cpu_us_per_event for r in rs if r.cpu_us_per_event is not None]
+        # --prog-stats: the kernel's time in the tracer's programs per I/O the workload did (each run
+        # includes the statistics' own clock reads, ~70 ns: compare modes, not absolute values)
+        kns = [
+            sum(p["ns"] * p["runs"] for k, p in st.items() if "sys" not in k and "flush" not in k) / r.fio_ios
+            for r in rs
+            if (st := r.extra.get("prog_ns_per_run")) and r.fio_ios
+        ]
         out[m] = {
             "iops_median": statistics.median(r.iops for r in rs),
             "iops_ratio_median": statistics.median(ratios) if ratios else None,
@@ -494,6 +503,7 @@ def summarise(runs: list[Run], modes: list[str]) -> dict:
             "lost_total": sum(r.lost or 0 for r in rs),
             "missing_vs_stat_total": sum(r.stat_ios - r.events for r in rs if r.events is not None),
             "tracer_cpu_us_per_event_median": statistics.median(cpu) if cpu else None,
+            "kernel_ns_per_io_median": statistics.median(kns) if kns else None,
         }
     return out
 
