@@ -9,6 +9,8 @@ from pathlib import Path
 
 import typer
 
+from iofp.cliargs import DEFAULT_WINDOW
+
 
 def import_cmd(
     fmt: str = typer.Argument(
@@ -39,7 +41,9 @@ def import_cmd(
 
 def fingerprint_cmd(
     trace: Path = typer.Argument(..., help="An iofp trace directory (captured or imported)."),
-    window: str = typer.Option("1s", "--window", help="Window of the time series and regimes (1s, 500ms)."),
+    window: str = typer.Option(
+        DEFAULT_WINDOW, "--window", help="Window of the time series and regimes (1s, 500ms; at least 1ms)."
+    ),
     device: str | None = typer.Option(None, "--device", help="Only this device (as named in the trace)."),
     between: tuple[str, str] | None = typer.Option(
         None, "--between", help="Also summarise T1..T2: HH:MM:SS[.fff] wall clock or seconds from start."
@@ -56,12 +60,12 @@ def fingerprint_cmd(
     from fingerprint.api import fingerprint_trace, write_json
     from fingerprint.compute import Options
     from fingerprint.summary import render
-    from iofp.cliargs import parse_duration_ns, parse_labels
+    from iofp.cliargs import parse_labels, parse_window_ns
     from iofp.contract import check_output_file
 
     if json_out is not None:
         check_output_file(json_out, force=force)
-    opts = Options(parse_duration_ns(window, "--window"), device, between, parse_labels(label))
+    opts = Options(parse_window_ns(window), device, between, parse_labels(label))
     fp = fingerprint_trace(trace, opts)
     render(fp)
     if json_out is not None:
@@ -95,7 +99,7 @@ def diff_cmd(
 def report_cmd(
     trace: Path = typer.Argument(..., help="An iofp trace directory."),
     out: Path = typer.Option(..., "-o", "--out", help="The HTML file to write."),
-    window: str = typer.Option("1s", "--window", help="Window of the timeline and regimes."),
+    window: str = typer.Option(DEFAULT_WINDOW, "--window", help="Window of the timeline and regimes."),
     device: str | None = typer.Option(None, "--device", help="Only this device."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing report."),
 ) -> None:
@@ -107,11 +111,11 @@ def report_cmd(
     from fingerprint.api import fingerprint_trace, write_text
     from fingerprint.compute import Options
     from fingerprint.report import render_html
-    from iofp.cliargs import parse_duration_ns
+    from iofp.cliargs import parse_window_ns
     from iofp.contract import check_output_file
 
     check_output_file(out, force=force)
-    fp = fingerprint_trace(trace, Options(parse_duration_ns(window, "--window"), device))
+    fp = fingerprint_trace(trace, Options(parse_window_ns(window), device))
     write_text(render_html(fp), out, force=force)
     typer.echo(f"Wrote {out}. Next: open it in a browser, or iofp fingerprint {trace} --json fp.json")
 

@@ -13,10 +13,8 @@ gives null features, and the bound verdict says when it rests on demand alone.
 
 from __future__ import annotations
 
-import itertools
 import math
 import statistics
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -25,7 +23,7 @@ import pyarrow as pa
 
 from fingerprint.classify import classify_bound, classify_shape
 from iofp import __version__, regimes
-from iofp.cliargs import check_between_s
+from iofp.cliargs import DEFAULT_WINDOW_NS, check_between_s, check_window_ns
 from iofp.contract import TraceMeta
 from iofp.errors import BadInput
 from iofp.sqlfiles import load_sql
@@ -55,11 +53,6 @@ SPARSE_WINDOW_IOS = 20
 # 2.3 sqrt(N), within the SNIA rule's 20% of N only from N ~ 135, so noise alone can pass as steady.
 SUGGEST_WINDOW_IOS = 150
 SPARSE_WINDOW_STEPS = (2, 5, 10, 15, 30, 60, 120, 300, 600, 1200, 3600)
-# Every window from the first arrival to the last is a row of the series and of the regime rule, empty
-# or not: `--window 1us` over a 30 s trace is 30 M of them and minutes of CPU. Below 1 ms a window
-# holds a handful of I/Os at most (noise, not a regime); 2 M windows take ~30 s (17 µs each).
-MIN_WINDOW_NS = 1_000_000
-MAX_WINDOWS = 2_000_000
 # The headline latency (`latency.all`, the summary's p50/p99/p99.9, the bound's and diff's p99) is
 # over reads and writes: the requests that carry data and that an application waits on. A flush is
 # a zero-byte cache drain that completes in a few µs on a write-back cache (or ms on a disk); with
@@ -72,7 +65,7 @@ DATA_LATENCY_OPS = ("read", "write")
 
 @dataclass
 class Options:
-    window_ns: int = 1_000_000_000
+    window_ns: int = DEFAULT_WINDOW_NS
     device: str | None = None
     between: tuple[str, str] | None = None
     labels: dict[str, str] = field(default_factory=dict)
@@ -124,21 +117,6 @@ def _ratio(a: float | None, b: float | None) -> float | None:
 # --------------------------------------------------------------------------------------------
 
 
-def duration_text(ns: int) -> str:
-    """1_500_000 -> '1.5ms': a window as the user would type it."""
-    for unit, size in (("s", 10**9), ("ms", 10**6), ("us", 10**3)):
-        if ns >= size:
-            return f"{ns / size:g}{unit}"
-    return f"{ns}ns"
-
-
-def _nice_windows() -> Iterator[int]:
-    """1ms, 2ms, 5ms, 10ms, 20ms, ... in ns."""
-    for exp in itertools.count(6):
-        for m in (1, 2, 5):
-            yield m * 10**exp
-
-
 def parse_between(t1: str, t2: str, meta: TraceMeta) -> tuple[int, int]:
     """--between T1 T2 -> (lo, hi) in ts_ns. Seconds from capture start, or HH:MM:SS[.fff] wall
     clock (local time zone; set TZ to read another's) on the capture's date."""
@@ -182,8 +160,7 @@ def compute(con: Any, io: Any, sync: Any, meta: TraceMeta, options: Options | No
     """Fingerprint the I/O relation `io` (and the sync-call relation `sync`) of a trace."""
     opt = options or Options()
     W = opt.window_ns
-    if W < MIN_WINDOW_NS:
-        raise BadInput(f"--window {duration_text(W)}: the shortest window is 1ms; e.g. --window 100ms")
+    check_window_ns(W)  # the rule of every stage's --window (iofp/cliargs.py)
     io.create_view("io_src", replace=True)
     # fsync-family calls are few next to the I/O rows; as an Arrow table the relation can come
     # from anywhere (an empty in-memory table when the trace has none).
@@ -194,13 +171,8 @@ def compute(con: Any, io: Any, sync: Any, meta: TraceMeta, options: Options | No
         known = ", ".join(sorted(meta.devices)) or "none recorded"
         raise BadInput(f"the trace has no I/O{where}; its devices: {known}")
     t0, t1, n = int(b["t0"]), int(b["t1"]), int(b["n"])
+    check_window_ns(W, t1 - t0)
     nwin = (t1 - t0) // W + 1
-    if nwin > MAX_WINDOWS:
-        wide = next(w for w in _nice_windows() if (t1 - t0) // w + 1 <= MAX_WINDOWS)
-        raise BadInput(
-            f"--window {duration_text(W)}: {nwin:,} windows over this trace's {(t1 - t0) / 1e9:,.3f} s, "
-            f"more than {MAX_WINDOWS:,}; use --window {duration_text(wide)} or wider"
-        )
     lo = hi = None
     if opt.between:
         lo, hi = parse_between(*opt.between, meta)

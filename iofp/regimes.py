@@ -14,6 +14,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from iofp.cliargs import check_window_ns
 from iofp.sqlfiles import load_sql
 
 SQL = "iofp.sql"
@@ -36,8 +37,11 @@ class Regimes:
 
 def window_rates(con: Any, window_ns: int, device: str | None = None) -> pa.Table:
     """The series `classify` reads, from the I/O rows of the connection's view `io`:
-    k, start_ns (trace clock), iops, mbps per window, from the first I/O of `device` (or of all)."""
+    k, start_ns (trace clock), iops, mbps per window, from the first I/O of `device` (or of all).
+    A window outside the limits of every stage's --window (iofp/cliargs.py) is BadInput."""
     params = {"window_ns": window_ns, "device": device}
+    [(t0, t1)] = con.execute(load_sql(SQL, "io_span"), {"device": device}).fetchall()
+    check_window_ns(window_ns, None if t0 is None else t1 - t0)
     return con.sql(load_sql(SQL, "window_rates"), params=params).to_arrow_table()
 
 

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
-from iofp.cliargs import parse_labels
+from iofp.cliargs import DEFAULT_WINDOW, parse_labels, parse_window_ns
 from iofp.errors import BadInput
+
+if TYPE_CHECKING:
+    from replay.selection import Selection
 
 DEVICE = typer.Option(None, "--device", help="Replay only this device of the trace (default: all of them).")
 BETWEEN = typer.Option(
@@ -16,6 +20,13 @@ BETWEEN = typer.Option(
 )
 REGIME = typer.Option(
     None, "--regime", help="steady: the longest steady-state span; spike: the busiest spike."
+)
+# None, not the default itself, so that a --window with no --regime to use it can be told from none.
+WINDOW = typer.Option(
+    None,
+    "--window",
+    help=f"Width of --regime's windows, as for iofp fingerprint (default {DEFAULT_WINDOW}; at least 1ms): "
+    "pass the fingerprint's --window to select the windows it names.",
 )
 TIME_SCALE = typer.Option(1.0, "--time-scale", help="Replay X times as fast (0.5 = half speed).", metavar="X")
 TARGET_SIZE = typer.Option(
@@ -30,11 +41,27 @@ READS_ONLY = typer.Option(False, "--reads-only", help="Replay reads alone (alway
 FORCE = typer.Option(False, "--force", help="Overwrite an existing output.")
 
 
-def _selection(device, between, regime, reads_only):  # type: ignore[no-untyped-def]
+def _selection(
+    device: str | None,
+    between: tuple[float, float] | None,
+    regime: str | None,
+    reads_only: bool,
+    window: str | None,
+) -> Selection:
     from replay.selection import Selection
 
+    window_ns = parse_window_ns(window if window is not None else DEFAULT_WINDOW)
+    if window is not None and regime is None:  # --between and the whole trace have no windows
+        raise BadInput(
+            f"--window {window} is the width of --regime's windows; add --regime steady or --regime spike, "
+            "or leave --window out"
+        )
     sel = Selection(
-        device=device, between=tuple(between) if between else None, regime=regime, reads_only=reads_only
+        device=device,
+        between=tuple(between) if between else None,
+        regime=regime,
+        reads_only=reads_only,
+        window_ns=window_ns,
     )
     sel.check()
     return sel
@@ -46,6 +73,7 @@ def iolog_cmd(
     device: str | None = DEVICE,
     between: tuple[float, float] | None = BETWEEN,
     regime: str | None = REGIME,
+    window: str | None = WINDOW,
     time_scale: float = TIME_SCALE,
     target_size: int | None = TARGET_SIZE,
     align: int | None = ALIGN,
@@ -82,7 +110,7 @@ def iolog_cmd(
             "--pace auto calibrates on the target and needs `iofp replay`; pass off, absolute or e.g. 20us"
         )
 
-    sel = _selection(device, between, regime, reads_only)
+    sel = _selection(device, between, regime, reads_only, window)
     mapping = iolog.Mapping(
         target=target or "",
         fold_size=target_size,
@@ -110,6 +138,7 @@ def replay_cmd(
     device: str | None = DEVICE,
     between: tuple[float, float] | None = BETWEEN,
     regime: str | None = REGIME,
+    window: str | None = WINDOW,
     time_scale: float = TIME_SCALE,
     target_size: int | None = TARGET_SIZE,
     fold: bool = typer.Option(
@@ -163,7 +192,7 @@ def replay_cmd(
     opts = runner.ReplayOptions(
         target=target,
         output=output or runner.default_output(target),
-        selection=_selection(device, between, regime, reads_only),
+        selection=_selection(device, between, regime, reads_only, window),
         time_scale=time_scale,
         target_size=target_size,
         fold=fold,

@@ -3,7 +3,8 @@
 A selection is always one contiguous span of the trace's clock, so replaying it keeps every time gap
 between the I/Os it contains. `--regime` picks that span from the windows the fingerprint calls
 steady or spike: both stages run the one rule of iofp/regimes.py on the same per-window series
-(windows from the first I/O of the selected device, or of all), so
+(windows of --window, 1 s by default as for the fingerprint, from the first I/O of the selected
+device, or of all), so with the same --window and --device
 
 - steady: the longest run of steady windows (earliest on a tie): the longest of the fingerprint's
   `steady_ranges_s`;
@@ -26,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 
 from iofp import regimes
-from iofp.cliargs import check_between_s
+from iofp.cliargs import DEFAULT_WINDOW_NS, check_between_s, check_window_ns, duration_text
 from iofp.contract import IO_SCHEMA, IO_TABLE, OPS, Trace
 from iofp.errors import BadInput
 from iofp.sqlfiles import load_sql
@@ -42,7 +43,8 @@ class Selection:
     between: tuple[float, float] | None = None  # seconds on the trace's clock (ts_ns / 1e9), half-open
     regime: str | None = None  # "steady" | "spike"
     reads_only: bool = False
-    window_s: float = 1.0  # regime window
+    # The width of --regime's windows; the fingerprint's default, so both name the same windows.
+    window_ns: int = DEFAULT_WINDOW_NS
 
     def check(self) -> None:
         if self.between is not None and self.regime is not None:
@@ -51,8 +53,7 @@ class Selection:
             check_between_s(*self.between)
         if self.regime is not None and self.regime not in REGIMES:
             raise BadInput(f"--regime {self.regime}: choose one of {', '.join(REGIMES)}")
-        if self.window_s <= 0:
-            raise BadInput(f"window {self.window_s:g} s: must be > 0")
+        check_window_ns(self.window_ns)  # the fingerprint's limits; the count once the span is known
 
 
 @dataclass
@@ -137,7 +138,7 @@ def resolve(con: duckdb.DuckDBPyConnection, trace: Trace, sel: Selection) -> Sel
 
 
 def _regime_span(con: duckdb.DuckDBPyConnection, trace: Trace, sel: Selection) -> tuple[int, int, str]:
-    window_ns = round(sel.window_s * 1e9)
+    window_ns = sel.window_ns
     series = regimes.window_rates(con, window_ns, sel.device)
     reg = regimes.classify(con, series)
     runs: list[tuple[int, int]] = []  # [first, last] window indexes of consecutive windows of the regime
@@ -148,8 +149,8 @@ def _regime_span(con: duckdb.DuckDBPyConnection, trace: Trace, sel: Selection) -
             runs.append((k, k))
     if not runs:
         raise BadInput(
-            f"{trace.root}: no {sel.regime} windows at {sel.window_s:g} s windows "
-            f"({series.num_rows} windows); pass --between T1 T2 instead"
+            f"{trace.root}: no {sel.regime} windows among its {series.num_rows} windows of "
+            f"{duration_text(window_ns)}; pass another --window, or --between T1 T2"
         )
     if sel.regime == "steady":
         first, last = max(runs, key=lambda r: (r[1] - r[0], -r[0]))
@@ -160,7 +161,9 @@ def _regime_span(con: duckdb.DuckDBPyConnection, trace: Trace, sel: Selection) -
     start_ns = series["start_ns"]
     t_lo = start_ns[first].as_py()
     t_hi = start_ns[last].as_py() + window_ns
-    how = f"{sel.regime} windows {first}-{last} ({t_lo / 1e9:.3f} s to {t_hi / 1e9:.3f} s)"
+    # The window numbers are the fingerprint's at the same width, so the width goes with them.
+    span = f"{t_lo / 1e9:.3f} s to {t_hi / 1e9:.3f} s"
+    how = f"{sel.regime} windows {first}-{last} of {duration_text(window_ns)} ({span})"
     return t_lo, t_hi, how
 
 

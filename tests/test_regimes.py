@@ -1,6 +1,8 @@
 """The regime rule (iofp/regimes.py): the windows a fingerprint calls steady or spike are the windows
 `iofp replay --regime` / `iofp iolog --regime` select, on a synthetic trace built so that a rule over
-all windows (idle ones included) and the rule over the steady windows disagree, and on the samples."""
+all windows (idle ones included) and the rule over the steady windows disagree, and on the samples;
+with a --window other than the default, the same one given to both stages; and a --window outside
+the fingerprint's limits is refused by iolog and replay as by the fingerprint."""
 
 from __future__ import annotations
 
@@ -9,6 +11,8 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from conftest import needs_fio
+from trace_helpers import run_iofp
 
 from fingerprint.api import fingerprint_trace
 from fingerprint.compute import Options
@@ -16,6 +20,7 @@ from iofp import regimes
 from iofp.contract import TraceMeta, TraceWriter, open_trace
 from iofp.errors import BadInput
 from replay import selection
+from replay.results import load
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 S = 10**9
@@ -51,12 +56,13 @@ def _runs(ranges_s: list[tuple[float, float]], window_s: float) -> list[tuple[in
     return [(round(a / window_s), round(b / window_s) - 1) for a, b in ranges_s]
 
 
-def _replayed(trace: Path, regime: str, device: str | None) -> tuple[int, int, int]:
+def _replayed(trace: Path, regime: str, device: str | None, window_ns: int = S) -> tuple[int, int, int]:
     """(t_lo_ns, t_hi_ns, I/Os) of the span `--regime` selects, through replay's own selection."""
     t = open_trace(trace)
     con = selection.connect(t)
     try:
-        stats = selection.resolve(con, t, selection.Selection(device=device, regime=regime))
+        sel = selection.Selection(device=device, regime=regime, window_ns=window_ns)
+        stats = selection.resolve(con, t, sel)
     finally:
         con.close()
     return stats.t_lo_ns, stats.t_hi_ns, stats.rows
@@ -105,13 +111,14 @@ def test_replay_selects_what_the_sample_fingerprint_says(name):
     """samples/fingerprints/NAME.fp.json (what a user reads) against `--regime` on samples/traces/NAME."""
     fp = json.loads((SAMPLES / "fingerprints" / f"{name}.fp.json").read_text())
     trace = SAMPLES / "traces" / name
+    window_ns = round(fp["params"]["window_s"] * S)  # the sample's --window, which replay takes too
     for regime in ("spike", "steady"):
         want = _fingerprint_span(fp, regime)
         if want is None:
             with pytest.raises(BadInput, match=f"no {regime} windows"):
-                _replayed(trace, regime, None)
+                _replayed(trace, regime, None, window_ns)
         else:
-            assert _replayed(trace, regime, None)[:2] == want, regime
+            assert _replayed(trace, regime, None, window_ns)[:2] == want, regime
 
 
 @pytest.mark.parametrize("device", [None, "loop9"])
@@ -132,3 +139,151 @@ def test_the_fingerprint_series_is_the_series_replay_classifies(plateau_trace, d
     assert rates["start_ns"].to_pylist() == [t0 + k * window_ns for k in range(rates.num_rows)]
     assert rates["iops"].to_pylist() == ser["iops"]
     assert rates["mbps"].to_pylist() == ser["mbps"]
+
+
+# --------------------------------------------------------------------------------------------
+# --window: iolog and replay select in the windows of the fingerprint made with the same --window
+# --------------------------------------------------------------------------------------------
+
+MS = 10**6
+# I/Os per 250 ms window: 1,000 IOPS for 2 s, 4,000 IOPS for 0.5 s, 1,000 IOPS for 4.5 s. In 250 ms
+# windows the spike is 2.0-2.5 s and the longest steady run 2.5-7.0 s; in the default 1 s windows
+# the spike is all of 2-3 s and no 5 windows in a row are steady: a replay that ignored --window
+# would select other spans (or refuse --regime steady).
+BURST = [250] * 8 + [1000] * 2 + [250] * 18
+
+
+@pytest.fixture
+def burst_trace(tmp_path) -> Path:
+    """BURST as evenly spaced 4 KiB reads on device loop9, written through the contract."""
+    ts = [ORIGIN + w * 250 * MS + i * (250 * MS // n) for w, n in enumerate(BURST) for i in range(n)]
+    n = len(ts)
+    with TraceWriter(tmp_path / "burst", TraceMeta(source="import:synthetic")) as w:
+        w.write("io", pa.table({
+            "ts_ns": ts, "device": ["loop9"] * n, "offset": [i * 4096 for i in range(n)],
+            "size": [4096] * n, "op": ["read"] * n,
+        }))  # fmt: skip
+    return tmp_path / "burst"
+
+
+def _cli_fingerprint(trace: Path, out: Path, *window: str) -> dict:
+    code, _, err = run_iofp("fingerprint", trace, *window, "--json", out)
+    assert code == 0, err
+    return json.loads(out.read_text())
+
+
+def _cli_iolog(trace: Path, out: Path, regime: str, *window: str) -> dict:
+    """The `selection` of `iofp iolog --json` (t_lo_ns, t_hi_ns, rows, ...)."""
+    code, stdout, err = run_iofp(
+        "iolog", trace, "-o", out, "--target", "/dev/x", "--regime", regime, *window, "--json"
+    )
+    assert code == 0, err
+    return json.loads(stdout[: stdout.rindex("\nWrote ")])["selection"]
+
+
+@pytest.mark.parametrize("regime", ["spike", "steady"])
+def test_iolog_window_selects_the_windows_of_the_fingerprint_with_that_window(burst_trace, tmp_path, regime):
+    fp = _cli_fingerprint(burst_trace, tmp_path / "fp.json", "--window", "250ms")
+    assert fp["params"]["window_s"] == 0.25
+    assert [(s["start_s"], s["end_s"]) for s in fp["regimes"]["spikes"]] == [(2.0, 2.5)]
+    assert fp["regimes"]["steady_ranges_s"] == [[0, 2], [2.5, 7]]
+    want = {"spike": (ORIGIN + 2000 * MS, ORIGIN + 2500 * MS), "steady": (ORIGIN + 2500 * MS, ORIGIN + 7 * S)}
+    assert _fingerprint_span(fp, regime) == want[regime]
+
+    sel = _cli_iolog(burst_trace, tmp_path / "w.iolog", regime, "--window", "250ms")
+    assert (sel["t_lo_ns"], sel["t_hi_ns"]) == want[regime]
+    if regime == "spike":
+        assert sel["rows"] == fp["spike"]["ios"] == 2 * 1000
+        assert sel["how"] == "spike windows 8-9 of 250ms (7.250 s to 7.750 s)"
+    else:  # the longest of the two steady runs the fingerprint's steady scope sums
+        assert sel["rows"] == 18 * 250 and fp["steady"]["ios"] == (8 + 18) * 250
+        assert sel["how"] == "steady windows 10-27 of 250ms (7.750 s to 12.250 s)"
+
+    # The default is the fingerprint's default (1 s), and its windows are not these.
+    fp1 = _cli_fingerprint(burst_trace, tmp_path / "fp1.json")
+    assert fp1["params"]["window_s"] == 1.0 and fp1["regimes"]["steady_ranges_s"] == []
+    if regime == "spike":
+        sel1 = _cli_iolog(burst_trace, tmp_path / "d.iolog", regime)
+        assert (
+            (sel1["t_lo_ns"], sel1["t_hi_ns"])
+            == _fingerprint_span(fp1, regime)
+            == (ORIGIN + 2 * S, ORIGIN + 3 * S)
+        )
+    else:
+        code, _, err = run_iofp("iolog", burst_trace, "-o", tmp_path / "d.iolog", "--target", "/dev/x",
+                                "--regime", "steady")  # fmt: skip
+        assert code == 2 and err.startswith(f"iofp: {burst_trace}: no steady windows"), err
+
+
+@needs_fio
+@pytest.mark.parametrize("regime", ["spike", "steady"])
+def test_replay_window_replays_the_windows_of_the_fingerprint_with_that_window(burst_trace, tmp_path, regime):
+    """The same through `iofp replay` (real fio, onto a new file; no capture, so no root needed)."""
+    fp = _cli_fingerprint(burst_trace, tmp_path / "fp.json", "--window", "250ms")
+    target = Path("/dev/shm") / f"iofp-window-{tmp_path.name}-{regime}.dat"
+    out = tmp_path / "r"
+    try:
+        code, _, err = run_iofp(
+            "replay", burst_trace, "--target", target, "--regime", regime, "--window", "250ms",
+            "--no-fidelity", "--output", out,
+        )  # fmt: skip
+        assert code == 0, err
+    finally:
+        target.unlink(missing_ok=True)
+    _, rec = load(out)
+    sel = rec["selection"]
+    assert (sel["t_lo_ns"], sel["t_hi_ns"]) == _fingerprint_span(fp, regime)
+    assert sel["rows"] == rec["conversion"]["kept"] == {"spike": 2 * 1000, "steady": 18 * 250}[regime]
+    assert rec["settings"]["selection"]["window_ns"] == 250 * MS
+
+
+@pytest.fixture
+def long_trace(tmp_path) -> Path:
+    """Two I/Os 2,500 s apart: 2,500,001 windows of 1 ms, more than the 2 M allowed."""
+    with TraceWriter(tmp_path / "long", TraceMeta(source="import:test")) as w:
+        w.write("io", pa.table({"ts_ns": [0, 2500 * S], "device": ["x"] * 2, "offset": [0, 4096],
+                                "size": [4096] * 2, "op": ["read"] * 2}))  # fmt: skip
+    return tmp_path / "long"
+
+
+@pytest.mark.parametrize("command", ["iolog", "replay"])
+@pytest.mark.parametrize(
+    ("trace", "args", "message"),
+    [
+        ("burst", ["--regime", "spike", "--window", "1us"],
+         "--window 1us: the shortest window is 1ms; e.g. --window 100ms"),
+        ("burst", ["--regime", "spike", "--window", "0.5ms"],
+         "--window 500us: the shortest window is 1ms; e.g. --window 100ms"),
+        ("burst", ["--regime", "steady", "--window", "fast"],
+         "--window 'fast' is not a duration; use e.g. 30s, 100ms, 250us, 5m or 1h"),
+        ("burst", ["--regime", "steady", "--window", "0"],
+         "--window '0' is not a duration; use e.g. 30s, 100ms, 250us, 5m or 1h"),
+        ("long", ["--regime", "spike", "--window", "1ms"],
+         "--window 1ms: 2,500,001 windows over this trace's 2,500.000 s, more than 2,000,000; "
+         "use --window 2ms or wider"),
+        ("burst", ["--window", "250ms"],
+         "--window 250ms is the width of --regime's windows; add --regime steady or --regime spike, "
+         "or leave --window out"),
+        ("burst", ["--between", "0", "1", "--window", "250ms"],
+         "--window 250ms is the width of --regime's windows; add --regime steady or --regime spike, "
+         "or leave --window out"),
+    ],
+    ids=["1us", "0.5ms", "not-a-duration", "zero", "too-many-windows", "no-regime", "between"],
+)  # fmt: skip
+def test_a_bad_window_is_one_line_and_exit_2(
+    burst_trace, long_trace, tmp_path, command, trace, args, message
+):
+    """The fingerprint's --window limits, through the one shared check, before anything is written."""
+    path = {"burst": burst_trace, "long": long_trace}[trace]
+    target = Path("/dev/shm") / f"iofp-window-{tmp_path.name}.dat"
+    out = tmp_path / "out"
+    if command == "iolog":
+        argv = ["iolog", path, "-o", out, "--target", "/dev/x", *args]
+    else:
+        argv = ["replay", path, "--target", target, "--no-fidelity", "--output", out, *args]
+    try:
+        code, stdout, err = run_iofp(*argv)
+        assert (code, err) == (2, f"iofp: {message}\n"), stdout
+        assert not out.exists() and not target.exists()
+    finally:
+        target.unlink(missing_ok=True)
