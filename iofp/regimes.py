@@ -39,9 +39,13 @@ def window_rates(con: Any, window_ns: int, device: str | None = None) -> pa.Tabl
     """The series `classify` reads, from the I/O rows of the connection's view `io`:
     k, start_ns (trace clock), iops, mbps per window, from the first I/O of `device` (or of all).
     A window outside the limits of every stage's --window (iofp/cliargs.py) is BadInput."""
-    params = {"window_ns": window_ns, "device": device}
     [(t0, t1)] = con.execute(load_sql(SQL, "io_span"), {"device": device}).fetchall()
-    check_window_ns(window_ns, None if t0 is None else t1 - t0)
+    if t0 is None:  # no I/O: no windows
+        t0 = nwin = 0
+    else:
+        check_window_ns(window_ns, t1 - t0)
+        nwin = (t1 - t0) // window_ns + 1
+    params = {"window_ns": window_ns, "device": device, "t0": t0, "nwin": nwin}
     return con.sql(load_sql(SQL, "window_rates"), params=params).to_arrow_table()
 
 

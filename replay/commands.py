@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from iofp.cliargs import DEFAULT_WINDOW, parse_labels, parse_window_ns
+from iofp.cliargs import DEFAULT_WINDOW, DEFAULT_WINDOW_NS, parse_labels, parse_window_ns
 from iofp.errors import BadInput
 
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ def _selection(
 ) -> Selection:
     from replay.selection import Selection
 
-    window_ns = parse_window_ns(window if window is not None else DEFAULT_WINDOW)
+    window_ns = DEFAULT_WINDOW_NS if window is None else parse_window_ns(window)
     if window is not None and regime is None:  # --between and the whole trace have no windows
         raise BadInput(
             f"--window {window} is the width of --regime's windows; add --regime steady or --regime spike, "
