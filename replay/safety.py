@@ -127,11 +127,12 @@ def check(target: Target, *, writes: bool, allow_destructive: bool) -> None:
         return
     if target.is_block:
         assert target.name is not None
-        return _check_device(target.name, f"/dev/{target.name}")
+        _check_device(target.name, f"/dev/{target.name}")
+        return
     for name in target.backs:  # writing the file writes the device
         _check_device(name, f"{target.path} backs /dev/{name}, which")
     if not target.size:
-        return None
+        return
     sig = signature(str(target.path))
     what = f"carries a {sig}" if sig else f"is an existing file ({_mib(target.size)})"
     raise Refused(f"{target.path} {what}; {OVERRIDE}, pass --reads-only, or name a new file")
