@@ -74,7 +74,16 @@ def test_live_part_captures_replays_compares_and_cleans_up(tmp_path):
 @needs_fio
 def test_interrupted_demo_removes_its_scratch_devices(tmp_path):
     before = _scratch_devices()
-    proc = _demo(tmp_path / "demo", live=True, start_new_session=True)
+    # Ctrl-C as on a terminal. A test run started in the background (`make test &`, a CI step run
+    # with `&`) inherits SIGINT ignored, and bash cannot trap a signal ignored when it started: the
+    # demo would then run on (seen once: the capture ran its whole 34 s). The default disposition is
+    # what a user's terminal gives the demo.
+    proc = _demo(
+        tmp_path / "demo",
+        live=True,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     deadline = time.monotonic() + 240
     seen = ""
     while time.monotonic() < deadline:  # interrupt during the live capture
