@@ -81,7 +81,7 @@ def run_fingerprint(trace: str) -> None:
 def run_peer(trace: str) -> None:
     import resource
 
-    from fingerprint.api import connect
+    from iofp.duck import connect
 
     t = open_trace(trace)
     con = connect()

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from iofp.cliargs import parse_duration_ns, parse_labels, parse_size_bytes
+from iofp.values import parse_duration_ns, parse_labels, parse_size_bytes
 
 if TYPE_CHECKING:
     from bpf.capture import CaptureOptions

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from bpf.btf import VMLINUX_BTF, BTFError, kernel_btf
 from bpf.loader import KERNEL_FIELDS
-from iofp.errors import BadInput, MissingCapability
+from iofp.errors import MissingCapability
 
 TRACEFS = Path("/sys/kernel/tracing")
 
@@ -214,7 +214,7 @@ def capture_ready(checks: list[Check]) -> bool:
 def require_privileges() -> None:
     c = check_privileges()
     if not c.ok:
-        raise BadInput(f"iofp capture needs root for eBPF: {c.fix['any']}")
+        raise MissingCapability(f"iofp capture needs root for eBPF: {c.fix['any']}")
 
 
 def require_capture() -> None:

@@ -7,31 +7,14 @@ one place that turns paths into those, and the one place that writes fingerprint
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 from pathlib import Path
 from typing import Any
 
-import duckdb
-
 from fingerprint.compute import Options, compute
+from iofp import duck
 from iofp.contract import IO_TABLE, SYNC_TABLE, atomic_write_bytes, check_output_file, open_trace
 from iofp.errors import BadInput
-
-# 2 cores and several engineers share the machine: DuckDB gets a bounded share of both, and
-# spills the sorts of a big trace to disk instead of growing past the limit.
-DUCKDB_MEMORY_LIMIT = os.environ.get("IOFP_DUCKDB_MEMORY", "3GB")
-DUCKDB_THREADS = int(os.environ.get("IOFP_DUCKDB_THREADS", str(min(os.cpu_count() or 1, 4))))
-
-
-def connect(database: str = ":memory:") -> Any:
-    con = duckdb.connect(database)
-    spill = Path(tempfile.gettempdir()) / "iofp-duckdb"
-    con.execute("SET memory_limit = ?", [DUCKDB_MEMORY_LIMIT]).fetchall()
-    con.execute(f"SET threads = {int(DUCKDB_THREADS)}").fetchall()
-    con.execute("SET temp_directory = ?", [str(spill)]).fetchall()
-    con.execute("SET preserve_insertion_order = true").fetchall()
-    return con
 
 
 def fingerprint_trace(path: Path | str, options: Options | None = None) -> dict[str, Any]:
@@ -46,7 +29,7 @@ def fingerprint_trace(path: Path | str, options: Options | None = None) -> dict[
     # A scratch database file rather than memory: the prepared rows of a 50 M-row trace are
     # several GB uncompressed; on file they are compressed and paged by DuckDB's buffer manager.
     with tempfile.TemporaryDirectory(prefix="iofp-fp-") as scratch:
-        con = connect(str(Path(scratch) / "fp.duckdb"))
+        con = duck.connect(Path(scratch) / "fp.duckdb")
         try:
             return compute(con, trace.relation(con), trace.relation(con, SYNC_TABLE), trace.meta, options)
         finally:

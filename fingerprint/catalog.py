@@ -23,6 +23,7 @@ import duckdb
 
 from fingerprint import document
 from fingerprint.diff import DiffResult, diff
+from iofp import duck
 from iofp.errors import BadInput
 from iofp.sqlfiles import load_sql
 
@@ -83,9 +84,9 @@ class Catalog:
         try:
             if not read_only:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.con = duckdb.connect(str(self.path), read_only=read_only)
+            self.con = duck.connect(self.path, read_only=read_only)
             if read_only:
-                self.con.execute("SELECT 1 FROM fingerprints LIMIT 0").fetchall()
+                self.con.execute(load_sql(SQL, "catalog_check")).fetchall()
             else:
                 self.con.execute(load_sql(SQL, "catalog_schema"))
         except (OSError, duckdb.Error) as e:
@@ -124,10 +125,8 @@ class Catalog:
 
     def entries(self, service: str | None = None, entry_id: int | None = None) -> list[Entry]:
         cur = self.con.execute(load_sql(SQL, "catalog_entries"), {"service": service, "id": entry_id})
-        cols = [d[0] for d in cur.description]
         out = []
-        for row in cur.fetchall():
-            rec = dict(zip(cols, row, strict=True))
+        for rec in duck.dicts(cur):
             rec["doc"] = json.loads(rec["doc"])
             out.append(Entry(**rec))
         return out

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import typer
 
-from iofp.cliargs import DEFAULT_WINDOW
+from iofp.windows import DEFAULT_WINDOW
 
 
 def import_cmd(
@@ -60,8 +60,9 @@ def fingerprint_cmd(
     from fingerprint.api import fingerprint_trace, write_json
     from fingerprint.compute import Options
     from fingerprint.summary import render
-    from iofp.cliargs import parse_labels, parse_window_ns
     from iofp.contract import check_output_file
+    from iofp.values import parse_labels
+    from iofp.windows import parse_window_ns
 
     if json_out is not None:
         check_output_file(json_out, force=force)
@@ -111,8 +112,8 @@ def report_cmd(
     from fingerprint.api import fingerprint_trace, write_text
     from fingerprint.compute import Options
     from fingerprint.report import render_html
-    from iofp.cliargs import parse_window_ns
     from iofp.contract import check_output_file
+    from iofp.windows import parse_window_ns
 
     check_output_file(out, force=force)
     fp = fingerprint_trace(trace, Options(parse_window_ns(window), device))

@@ -22,16 +22,16 @@ from typing import Any
 import pyarrow as pa
 
 from fingerprint.classify import classify_bound, classify_shape
-from iofp import __version__, regimes
-from iofp.cliargs import DEFAULT_WINDOW_NS, check_between_s, check_window_ns
+from iofp import __version__, duck, regimes
 from iofp.contract import TraceMeta
 from iofp.errors import BadInput
 from iofp.sqlfiles import load_sql
+from iofp.windows import DEFAULT_WINDOW_NS, check_between_s, check_window_ns
 
 FINGERPRINT_VERSION = 1
 SQL = "fingerprint.sql"
 
-# vscsiStats bucket limits (see /work/shared/notes/workload-characterisation.md §1.1): a bucket
+# vscsiStats bucket limits (vscsiStats, as ESX documents its histograms): a bucket
 # counts values <= its limit; one more bucket counts everything above the last limit.
 BINS: dict[str, list[float]] = {
     "io_length_bytes": [512, 1024, 2048, 4095, 4096, 8191, 8192, 16383, 16384, 32768, 49152, 65535, 65536,
@@ -85,16 +85,12 @@ def _arrow(con: Any, name: str, params: dict[str, Any] | None = None) -> pa.Tabl
 
 
 def _one(con: Any, name: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-    cur = _q(con, name, params)
-    cols = [d[0] for d in cur.description]
-    rows = cur.fetchall()
-    return dict(zip(cols, rows[0], strict=True)) if rows else {}
+    rows = duck.query(con, SQL, name, params)
+    return rows[0] if rows else {}
 
 
 def _all(con: Any, name: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    cur = _q(con, name, params)
-    cols = [d[0] for d in cur.description]
-    return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
+    return duck.query(con, SQL, name, params)
 
 
 def _hist(raw: dict | None, limits: list[float]) -> dict[str, Any] | None:
@@ -160,7 +156,7 @@ def compute(con: Any, io: Any, sync: Any, meta: TraceMeta, options: Options | No
     """Fingerprint the I/O relation `io` (and the sync-call relation `sync`) of a trace."""
     opt = options or Options()
     W = opt.window_ns
-    check_window_ns(W)  # the rule of every stage's --window (iofp/cliargs.py)
+    check_window_ns(W)  # the rule of every stage's --window (iofp/windows.py)
     io.create_view("io_src", replace=True)
     # fsync-family calls are few next to the I/O rows; as an Arrow table the relation can come
     # from anywhere (an empty in-memory table when the trace has none).

@@ -1,4 +1,4 @@
-"""One error hierarchy. The library raises these; only `iofp.cli.main` turns them into exit codes."""
+"""One error hierarchy. The library raises these; only `cli.app.main` turns them into exit codes."""
 
 
 class IofpError(Exception):

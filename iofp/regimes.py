@@ -14,8 +14,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from iofp.cliargs import check_window_ns
 from iofp.sqlfiles import load_sql
+from iofp.windows import check_window_ns
 
 SQL = "iofp.sql"
 
@@ -38,7 +38,7 @@ class Regimes:
 def window_rates(con: Any, window_ns: int, device: str | None = None) -> pa.Table:
     """The series `classify` reads, from the I/O rows of the connection's view `io`:
     k, start_ns (trace clock), iops, mbps per window, from the first I/O of `device` (or of all).
-    A window outside the limits of every stage's --window (iofp/cliargs.py) is BadInput."""
+    A window outside the limits of every stage's --window (iofp/windows.py) is BadInput."""
     [(t0, t1)] = con.execute(load_sql(SQL, "io_span"), {"device": device}).fetchall()
     if t0 is None:  # no I/O: no windows
         t0 = nwin = 0

@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from iofp.cliargs import DEFAULT_WINDOW, DEFAULT_WINDOW_NS, parse_labels, parse_window_ns
 from iofp.errors import BadInput
+from iofp.values import parse_labels
+from iofp.windows import DEFAULT_WINDOW, DEFAULT_WINDOW_NS, parse_window_ns
 
 if TYPE_CHECKING:
     from replay.selection import Selection

@@ -2,7 +2,7 @@
 
 Per result: demanded vs achieved IOPS and MB/s; p50/p99/p99.9 latency per op from iofp's capture of the
 replay (nearest rank, sql/compare_latency.sql), or from fio's JSON clat percentiles when there is no
-capture (fio 3.33 inflates async clat at iodepth > 1, notes 2.2, so the capture is preferred and the
+capture (fio 3.33 inflates async clat at iodepth > 1, so the capture is preferred and the
 source is shown); flush latency from the captured flush requests and the fsync latency fio measured;
 the commit rate (flushes per second achieved); the fidelity verdict; and the SLO verdict.
 
@@ -18,11 +18,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import duckdb
-
+from iofp import duck
 from iofp.contract import open_trace
 from iofp.errors import BadInput, IofpError
-from iofp.sqlfiles import load_sql
 from replay import results
 
 OPS = ("read", "write", "flush")
@@ -107,12 +105,10 @@ def _row(root: Path, rec: dict[str, Any]) -> Row:
 
 
 def _from_capture(row: Row, capture: Path) -> None:
-    con = duckdb.connect()
+    con = duck.connect()
     try:
         open_trace(capture).relation(con).create_view("io")
-        res = con.execute(load_sql("replay.sql", "compare_latency"), {"comm": "fio"})
-        cols = [d[0] for d in res.description]
-        per_op = [dict(zip(cols, r, strict=True)) for r in res.fetchall()]
+        per_op = duck.query(con, "replay.sql", "compare_latency", {"comm": "fio"})
     except IofpError:
         return _from_fio(row, {})
     finally:

@@ -3,7 +3,8 @@
 The comparison takes two opened traces: the *expected* one (the converter's output: the selection's
 I/Os as the iolog demands them, with target offsets and scaled times) and the *replayed* one (iofp's
 own capture of the target while fio ran). Both are block-layer issue times, so the comparison is like
-for like. SQL lives in sql/fidelity_*.sql. Figures (notes/workload-characterisation.md section 6):
+for like. SQL lives in sql/fidelity_*.sql. Figures (the replay-fidelity metrics of the trace-replay
+literature: Thesios, hfplayer, Buttress):
 
 - content: expected / replayed / matched counts per op, where matched means same (op, offset, size)
   as a multiset (flushes match on op alone); `missing` = expected - matched, `extra` = replayed - matched;
@@ -47,6 +48,7 @@ from typing import Any
 
 import duckdb
 
+from iofp import duck
 from iofp.contract import Trace
 from iofp.sqlfiles import load_sql
 
@@ -129,7 +131,7 @@ def compare(
     expected: Trace, replayed: Trace, *, comm: str | None = "fio", window_s: float | None = None
 ) -> Fidelity:
     """Compare the demanded I/Os with a capture of their replay (see the module docstring)."""
-    con = duckdb.connect()
+    con = duck.connect()
     try:
         expected.relation(con).create_view("exp_all")
         replayed.relation(con).create_view("rep_all")
@@ -140,9 +142,7 @@ def compare(
 
 
 def _rows(con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any] | None = None) -> list[dict]:
-    res = con.execute(load_sql(SQL, name), params or {})
-    cols = [d[0] for d in res.description]
-    return [dict(zip(cols, r, strict=True)) for r in res.fetchall()]
+    return duck.query(con, SQL, name, params)
 
 
 def rate_window(span_s: float, ios: int) -> float:

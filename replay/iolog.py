@@ -1,4 +1,4 @@
-"""Trace -> fio iolog (v3, or v2 for --pace absolute) that fio 3.33 replays as written (notes, checklist).
+"""Trace -> fio iolog (v3, or v2 for --pace absolute) that fio 3.33 replays as written (its iolog.c).
 
 What the log looks like and why:
 
@@ -29,7 +29,7 @@ Offsets and sizes (every change is counted in the report):
 With `--pace absolute` (pacing.WaitClock) the log is version 2 instead: `TARGET add`, `TARGET open`, then
 `TARGET wait MS 0` before the first I/O of each millisecond and `TARGET read|write|sync|trim OFFSET
 LENGTH` lines without timestamps. A v2 `wait` is fio 3.33's only absolute clock (ms since fio started,
-notes 1.2), so the replay cannot drift; the price is 1 ms resolution. Checked with fio 3.33's null
+iolog.c), so the replay cannot drift; the price is 1 ms resolution. Checked with fio 3.33's null
 engine: 300,000 I/Os at 100k IOPS, chunked or not, all issued, wall time = the schedule.
 
 Streaming: rows arrive from DuckDB in issue order in batches; each batch is filtered, mapped and

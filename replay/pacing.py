@@ -1,7 +1,7 @@
 """Pacing compensation: write the iolog's gaps so that fio 3.33 issues on the trace's *absolute* schedule.
 
-fio 3.33 waits for each I/O's gap measured from the previous *actual* issue (notes/fio-iolog-replay.md
-1.5: `iolog_delay()` sleeps `delay - (now - last_issue)`), so whatever an I/O costs beyond its gap
+fio 3.33 waits for each I/O's gap measured from the previous *actual* issue (fio 3.33's iolog.c:
+`iolog_delay()` sleeps `delay - (now - last_issue)`), so whatever an I/O costs beyond its gap
 (sleep overshoot, getting the io_u, io_submit, reaping) is added to the schedule and never caught up:
 +2-13% duration at 2-20k IOPS. That cost is roughly constant per I/O, so the converter can pre-pay it.
 
@@ -25,7 +25,7 @@ c = runtime / N - gap. `--pace off` writes the trace's own gaps; `--pace 20us` f
 Any residual error in c still accumulates (1 µs = 30 ms per 10 s at 3,000 IOPS), and so does the
 per-I/O jitter: with a c known exactly in hindsight, a 3 s replay at 3,000 IOPS still wandered by a
 median 1.0-3.7 ms (BENCHMARKS.md, replay section, 2026-11-23). fio 3.33 has exactly one absolute clock
-in its iolog replay: the version 2 `wait` line, "wait until T ms after fio started" (notes 1.2:
+in its iolog replay: the version 2 `wait` line, "wait until T ms after fio started" (fio 3.33's iolog.c:
 `mtime_since_genesis()`; the HOWTO's "relative to the previous wait" is wrong). `--pace absolute`
 (`WaitClock`) writes a v2 log instead: before the first I/O of each millisecond a `wait START+T`, then
 that millisecond's I/Os back to back. Nothing accumulates (every wait re-anchors to fio's start, shared

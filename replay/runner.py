@@ -9,8 +9,8 @@ device of its own, so its fidelity is not measured (the record says so).
 The job file (kept in the results directory): ioengine libaio (or --engine), direct=1, iodepth =
 --iodepth, else the selection's peak in-flight count when the trace has one, else 32;
 read_iolog_chunked=1 for logs over 100,000 I/Os (fio then parses about a second ahead instead of all
-up front: ~34 MB instead of ~250 MB for 2 M I/Os, same timing, notes 5.8). No replay_redirect: the
-log names the target itself.
+up front: ~34 MB instead of ~250 MB for 2 M I/Os, same timing, measured in BENCHMARKS.md). No
+replay_redirect: the log names the target itself.
 """
 
 from __future__ import annotations

@@ -17,8 +17,6 @@ Without --device, the I/Os of every device in the trace go to the one replay tar
 
 from __future__ import annotations
 
-import os
-import tempfile
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -26,11 +24,12 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from iofp import regimes
-from iofp.cliargs import DEFAULT_WINDOW_NS, check_between_s, check_window_ns, duration_text
+from iofp import duck, regimes
 from iofp.contract import IO_SCHEMA, IO_TABLE, OPS, Trace
 from iofp.errors import BadInput
 from iofp.sqlfiles import load_sql
+from iofp.values import duration_text
+from iofp.windows import DEFAULT_WINDOW_NS, check_between_s, check_window_ns
 
 SQL = "replay.sql"
 REGIMES = ("steady", "spike")
@@ -94,11 +93,7 @@ class SelectionStats:
 
 def connect(trace: Trace) -> duckdb.DuckDBPyConnection:
     """A DuckDB connection with the trace's io table as view `io` (plus file order, for stable ties)."""
-    con = duckdb.connect()
-    # Bounded memory: large sorts spill to disk instead of growing with the trace.
-    con.execute("SET memory_limit = '256MB'")
-    con.execute("SET preserve_insertion_order = false")
-    con.execute(f"SET temp_directory = '{tempfile.gettempdir()}/iofp-duckdb-{os.getpid()}'")
+    con = duck.connect()
     if trace.has(IO_TABLE):
         rel = con.read_parquet([str(p) for p in trace.files[IO_TABLE]], filename=True, file_row_number=True)
     else:
@@ -112,7 +107,7 @@ def resolve(con: duckdb.DuckDBPyConnection, trace: Trace, sel: Selection) -> Sel
     """Turn the user's selection into a span of the trace clock and describe what it holds."""
     sel.check()
     if sel.device is not None:
-        devices = [r[0] for r in con.execute("SELECT DISTINCT device FROM io ORDER BY 1").fetchall()]
+        devices = [r["device"] for r in duck.query(con, SQL, "trace_devices")]
         if sel.device not in devices:
             raise BadInput(
                 f"{trace.root}: no device {sel.device!r} in the trace "
@@ -125,12 +120,9 @@ def resolve(con: duckdb.DuckDBPyConnection, trace: Trace, sel: Selection) -> Sel
         how = f"between {sel.between[0]:g} s and {sel.between[1]:g} s"
     elif sel.regime is not None:
         t_lo, t_hi, how = _regime_span(con, trace, sel)
-    row = con.execute(
-        load_sql(SQL, "selection_stats"),
-        {"device": sel.device, "t_lo_ns": t_lo, "t_hi_ns": t_hi, "reads_only": sel.reads_only},
-    ).fetchall()[0]
-    cols = [d[0] for d in con.description]
-    stats = SelectionStats(t_lo_ns=t_lo, t_hi_ns=t_hi, how=how, **dict(zip(cols, row, strict=True)))
+    params = {"device": sel.device, "t_lo_ns": t_lo, "t_hi_ns": t_hi, "reads_only": sel.reads_only}
+    [row] = duck.query(con, SQL, "selection_stats", params)
+    stats = SelectionStats(t_lo_ns=t_lo, t_hi_ns=t_hi, how=how, **row)
     if stats.rows == 0:
         what = "reads " if sel.reads_only else "I/Os "
         raise BadInput(f"{trace.root}: the selection ({how}) holds no {what}to replay; widen it")

@@ -2,7 +2,7 @@
 
 The original application's threads and processes were independent: a WAL writer blocked in fdatasync
 did not stop the readers. One fio job replays its iolog in one thread, and fio 3.33's libaio runs each
-`sync` synchronously in that thread (notes/fio-iolog-replay.md 2.2), so a single-log replay of a
+`sync` synchronously in that thread (fio's io_u.c, do_io_u_sync), so a single-log replay of a
 fsync-heavy trace stalls every other I/O behind each flush and falls behind for good (1.5). With
 `--streams pid` the selection is split by the submitting pid (the capture attributes a flush to the
 process whose fsync caused it): the `TOP_N` pids with the most I/Os get a stream each, everything else
@@ -23,7 +23,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from iofp.sqlfiles import load_sql
+from iofp import duck
 from replay import selection as selmod
 
 SQL = "replay.sql"
@@ -97,9 +97,7 @@ def plan(
         "reads_only": sel.reads_only,
         "top_n": top_n if mode != "single" else 0,
     }
-    res = con.execute(load_sql(SQL, "stream_stats"), params)
-    cols = [d[0] for d in res.description]
-    rows = [dict(zip(cols, r, strict=True)) for r in res.fetchall()]
+    rows = duck.query(con, SQL, "stream_stats", params)
     pids = [r for r in rows if r["stream_pid"] is not None]
     if mode is None:
         mode = "pid" if len(pids) > 1 else "single"

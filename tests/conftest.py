@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -70,24 +69,10 @@ def assert_tracer_lost_nothing(loss: dict[str, int], events: int) -> None:
     assert loss.get("lost_completions", 0) <= max(2, events // 10_000), loss
 
 
-def run_main(monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
-    """Run the real `iofp` entry point in-process: exit status, stdout, stderr."""
-    from iofp.cli import main
-
-    monkeypatch.setattr(sys, "argv", ["iofp", *args])
-    code = 0
-    try:
-        main()
-    except SystemExit as e:
-        code = e.code
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
-
 @pytest.fixture(scope="module")
 def mysql_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The shared 1&1 MySQL blkreplay trace, imported (skips without the shared files)."""
-    from trace_helpers import shared_trace
+    from helpers import shared_trace
 
     return shared_trace("mysql", tmp_path_factory)
 
@@ -95,6 +80,6 @@ def mysql_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def tpcc_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The shared TPC-C disksim trace, imported (skips without the shared files)."""
-    from trace_helpers import shared_trace
+    from helpers import shared_trace
 
     return shared_trace("tpcc", tmp_path_factory)

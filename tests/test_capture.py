@@ -2,8 +2,8 @@
 
 One capture records four fio jobs whose I/O is known in advance (offsets from the job or fio's own
 iolog). Three independent oracles check it: fio's job definitions, /sys/block/NAME/stat deltas and a
-private tracefs instance on block_rq_issue (which matched /sys/block exactly in every run tried, see
-/work/shared/notes/lab-devices.md).
+private tracefs instance on block_rq_issue (which matched /sys/block exactly in every run tried on
+this machine's loop devices).
 """
 
 from __future__ import annotations

@@ -6,14 +6,11 @@ import json
 
 import pyarrow as pa
 import pytest
-from typer.testing import CliRunner
+from helpers import run_iofp
 
 from fingerprint.api import fingerprint_trace
 from fingerprint.catalog import Catalog
-from iofp.cli import app
 from iofp.contract import TraceMeta, TraceWriter
-
-runner = CliRunner()
 
 
 def _steady_trace(root, *, iops: int, lat_us: int, seconds: int = 12, start_ns: int = 0):
@@ -60,8 +57,8 @@ def quarters(tmp_path):
 def test_trend_orders_by_capture_time_and_separates_device_from_workload(tmp_path, quarters):
     db = tmp_path / "cat.duckdb"
     for p in quarters:
-        r = runner.invoke(app, ["catalog", "add", str(p), "--service", "order-router", "--catalog", str(db)])
-        assert r.exit_code == 0, r.output
+        code, out, err = run_iofp("catalog", "add", str(p), "--service", "order-router", "--catalog", str(db))
+        assert code == 0, err
     with Catalog(db) as cat:
         entries, steps = cat.trend("order-router")
     assert [e.source_file.rsplit("/", 1)[-1] for e in entries] == ["q1.json", "q2.json", "q3.json"]
@@ -73,15 +70,15 @@ def test_trend_orders_by_capture_time_and_separates_device_from_workload(tmp_pat
     assert steps[1].diff.verdict == "the workload got harder"
     assert {c.metric for c in steps[1].diff.flagged} >= {"IOPS", "MB/s"}
 
-    r = runner.invoke(app, ["catalog", "trend", "--service", "order-router", "--catalog", str(db)])
-    assert r.exit_code == 0, r.output
+    code, out, err = run_iofp("catalog", "trend", "--service", "order-router", "--catalog", str(db))
+    assert code == 0, err
     # the numbers as `iofp diff` prints them (these were "5e+02 -> 1e+03")
-    assert "demand  IOPS: 500 -> 1,000 (+100%, harder)" in r.output
-    assert "service latency p99: 100 -> 300 (+200%, slower)" in r.output
+    assert "demand  IOPS: 500 -> 1,000 (+100%, harder)" in out
+    assert "service latency p99: 100 -> 300 (+200%, slower)" in out
 
-    r = runner.invoke(app, ["catalog", "trend", "--service", "order-router", "--catalog", str(db), "--json"])
-    assert r.exit_code == 0, r.output
-    doc = json.loads(r.output)
+    code, out, err = run_iofp("catalog", "trend", "--service", "order-router", "--catalog", str(db), "--json")
+    assert code == 0, err
+    doc = json.loads(out)
     assert [s["verdict"].split(":")[0] for s in doc["steps"]] == [
         "the device got slower",
         "the workload got harder",
@@ -91,10 +88,10 @@ def test_trend_orders_by_capture_time_and_separates_device_from_workload(tmp_pat
 def test_same_fingerprint_is_stored_once(tmp_path, quarters):
     db = tmp_path / "cat.duckdb"
     args = ["catalog", "add", str(quarters[0]), "--service", "svc", "--catalog", str(db)]
-    assert runner.invoke(app, args).exit_code == 0
-    r = runner.invoke(app, args)
-    assert r.exit_code == 2
-    assert r.output.strip() == f"iofp: {quarters[0]} is already in the catalog as #1"
+    assert run_iofp(*args)[0] == 0
+    code, _, err = run_iofp(*args)
+    assert code == 2
+    assert err.strip() == f"iofp: {quarters[0]} is already in the catalog as #1"
     with Catalog(db) as cat:
         assert len(cat.entries(service="svc")) == 1
 
@@ -115,16 +112,11 @@ def test_reading_a_missing_catalog_says_so_and_creates_nothing(tmp_path, quarter
     want = (f"iofp: {db}: no such catalog; add a fingerprint first: iofp catalog add FP.json --service NAME "
             f"--catalog {db}")  # fmt: skip
     for args in (["list"], ["show", "1"], ["trend", "--service", "svc"]):
-        r = runner.invoke(app, ["catalog", *args, "--catalog", str(db)])
-        assert (r.exit_code, r.output.strip()) == (2, want)
+        code, out, err = run_iofp("catalog", *args, "--catalog", str(db))
+        assert (code, err.strip()) == (2, want)
     assert not (tmp_path / "nope").exists()
     # Once something is added, the same read-only commands open it (without changing it).
-    assert (
-        runner.invoke(
-            app, ["catalog", "add", str(quarters[0]), "--service", "svc", "--catalog", str(db)]
-        ).exit_code
-        == 0
-    )
+    assert run_iofp("catalog", "add", str(quarters[0]), "--service", "svc", "--catalog", str(db))[0] == 0
     before = db.read_bytes()
-    r = runner.invoke(app, ["catalog", "list", "--catalog", str(db)])
-    assert r.exit_code == 0 and "svc" in r.output and db.read_bytes() == before
+    code, out, err = run_iofp("catalog", "list", "--catalog", str(db))
+    assert code == 0 and "svc" in out and db.read_bytes() == before

@@ -9,9 +9,9 @@ import sys
 import pytest
 from conftest import REPO
 
-from iofp.cli import app
+from cli.app import app
 
-IOFP = [sys.executable, "-m", "iofp.cli"]
+IOFP = [sys.executable, "-m", "cli.app"]
 
 
 def commands() -> list[list[str]]:
@@ -26,8 +26,10 @@ def commands() -> list[list[str]]:
 def test_every_help_ends_with_an_example(cmd: list[str]) -> None:
     r = subprocess.run([*IOFP, *cmd, "--help"], capture_output=True, text=True, cwd=REPO, timeout=60)
     assert r.returncode == 0, r.stderr
-    # after the last panel of options or commands (rich draws them in boxes)
-    assert r.stdout.rfind("Example: ") > max(r.stdout.rfind("╰"), 0), r.stdout
+    # after the last panel of options or commands (rich draws them in boxes), naming the command
+    example = r.stdout.rfind("Example: ")
+    assert example > max(r.stdout.rfind("╰"), 0), r.stdout
+    assert r.stdout[example:].split()[1:3] in (["iofp", *cmd[:1]], ["sudo", "iofp"]) or not cmd, r.stdout
 
 
 @pytest.mark.parametrize(

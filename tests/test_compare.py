@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from conftest import destroy_loop_device, make_loop_device, needs_fio, needs_root
-from trace_helpers import run_iofp, write_trace
+from helpers import run_iofp, write_trace
 
 from replay import compare
 

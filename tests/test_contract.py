@@ -87,7 +87,7 @@ def test_a_failed_import_with_force_keeps_the_trace_it_was_to_replace(tmp_path):
     _trace(tmp_path / "t", 6)
     bad = tmp_path / "bad.csv"
     bad.write_text("128166372003061629,src1,0,Read,7014609920,24576,41286\ngarbage line\n")
-    args = [sys.executable, "-m", "iofp.cli", "import", "msr", str(bad), "-o", str(tmp_path / "t"), "--force"]
+    args = [sys.executable, "-m", "cli.app", "import", "msr", str(bad), "-o", str(tmp_path / "t"), "--force"]
     r = subprocess.run(args, capture_output=True, text=True)
     assert r.returncode == 2 and r.stderr.strip().endswith("fix or remove that line"), r.stderr
     assert open_trace(tmp_path / "t").num_rows() == 6
@@ -146,7 +146,7 @@ def test_a_write_that_fails_anyway_is_one_line_and_leaves_no_temp_file(tmp_path)
 
 def test_fingerprint_refuses_an_unwritable_json_before_computing(tmp_path):
     _trace(tmp_path / "t", 6)
-    args = [sys.executable, "-m", "iofp.cli", "fingerprint", str(tmp_path / "t"), "--json", "/proc/fp.json"]
+    args = [sys.executable, "-m", "cli.app", "fingerprint", str(tmp_path / "t"), "--json", "/proc/fp.json"]
     r = subprocess.run(args, capture_output=True, text=True)
     assert (r.returncode, r.stdout) == (2, "")  # nothing printed: it stopped before the fingerprint
     assert r.stderr == "iofp: cannot write /proc/fp.json: /proc is not a writable directory\n"

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pyarrow as pa
 import pytest
-from test_import import iofp
+from helpers import run_iofp
 
 from fingerprint.api import fingerprint_trace, write_json
 from fingerprint.diff import diff
@@ -111,12 +111,12 @@ def test_same_fingerprint_has_no_change_and_to_dict_is_json(fps):
     assert json.loads(json.dumps(r.to_dict()))["verdict"] == "no significant change"
 
 
-def test_cli_diff_json_and_bad_input(fps, tmp_path, monkeypatch, capsys):
+def test_cli_diff_json_and_bad_input(fps, tmp_path):
     a, b = write_json(fps["base"], tmp_path / "a.json"), write_json(fps["double_lat"], tmp_path / "b.json")
-    code, out, _ = iofp(monkeypatch, capsys, "diff", str(a), str(b), "--json")
+    code, out, _ = run_iofp("diff", str(a), str(b), "--json")
     assert code == 0 and json.loads(out)["service_changed"] is True
     (tmp_path / "x.json").write_text("{}")
-    code, _, err = iofp(monkeypatch, capsys, "diff", str(a), str(tmp_path / "x.json"))
+    code, _, err = run_iofp("diff", str(a), str(tmp_path / "x.json"))
     assert code == 2
     x = tmp_path / "x.json"
     assert err == f"iofp: {x}: not an iofp fingerprint; make one with iofp fingerprint TRACE --json OUT\n"
@@ -149,19 +149,15 @@ BROKEN = [
 
 
 @pytest.mark.parametrize(("key", "value", "why"), BROKEN)
-def test_a_malformed_fingerprint_is_one_line_naming_file_and_key(
-    fps, tmp_path, monkeypatch, capsys, key, value, why
-):
+def test_a_malformed_fingerprint_is_one_line_naming_file_and_key(fps, tmp_path, key, value, why):
     good = write_json(fps["base"], tmp_path / "good.json")
     bad = tmp_path / "bad.json"
     doc = _broken(fps["base"], key, value)
     if key == "whole":
         doc.pop("steady")  # neither scope: what diff used to fail on with KeyError 'whole'
     bad.write_text(json.dumps(doc))
-    code, _, err = iofp(monkeypatch, capsys, "diff", str(bad), str(good))
+    code, _, err = run_iofp("diff", str(bad), str(good))
     assert (code, err) == (2, f"iofp: {bad}: {why}\n")
     db = tmp_path / "cat.duckdb"
-    code, _, err = iofp(
-        monkeypatch, capsys, "catalog", "add", str(bad), "--service", "s", "--catalog", str(db)
-    )
+    code, _, err = run_iofp("catalog", "add", str(bad), "--service", "s", "--catalog", str(db))
     assert (code, err) == (2, f"iofp: {bad}: {why}\n")

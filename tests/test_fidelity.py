@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from trace_helpers import write_trace
+from helpers import write_trace
 
 from iofp.contract import open_trace
 from replay import fidelity

@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pyarrow as pa
 import pytest
-from conftest import run_main
+from helpers import run_iofp, synthetic_steady_with_spike
 
 from fingerprint.api import fingerprint_trace
 from fingerprint.compute import BINS, Options
@@ -16,9 +16,6 @@ from iofp.contract import TraceMeta, TraceWriter, open_trace
 from replay import selection
 
 MS = 1_000_000
-
-
-iofp = run_main
 
 
 # ts, lat, offset, size, op, sync, fua, preflush, pid, comm, inflight
@@ -124,27 +121,6 @@ def test_imported_trace_without_latency_gives_null_features_and_a_demand_side_ve
     assert fp["bound"]["numbers"]["fsync_p50_us"] is None
 
 
-def synthetic_steady_with_spike(
-    tmp_path, rate=1000, seconds=60, spike=(30, 35), spike_rate=5000, spike_size=4096
-):
-    """Poisson arrivals at `rate`/s of 4 KiB, at `spike_rate`/s of `spike_size` during [spike) seconds."""
-    rng = np.random.default_rng(7)
-    ts = []
-    for s in range(seconds):
-        r = spike_rate if spike[0] <= s < spike[1] else rate
-        ts.append(np.sort(rng.uniform(s, s + 1, rng.poisson(r))))
-    t = (np.concatenate(ts) * 1e9).astype(np.int64)
-    n = len(t)
-    with TraceWriter(tmp_path / "syn", TraceMeta(source="import:synthetic")) as w:
-        w.write("io", pa.table({
-            "ts_ns": t, "device": ["d"] * n, "offset": rng.integers(0, 1 << 20, n) * 4096,
-            "size": np.where((t >= spike[0] * 1e9) & (t < spike[1] * 1e9), spike_size, 4096).astype(np.int32),
-            "op": np.where(rng.random(n) < 0.7, "read", "write"),
-            "lat_ns": rng.integers(50_000, 150_000, n),
-        }))  # fmt: skip
-    return tmp_path / "syn"
-
-
 def test_a_burst_of_large_ios_at_the_same_iops_is_a_spike(tmp_path):
     # A backup or scan: the same 1,000 I/Os per second, but 256 KiB each for 5 s (4 -> 262 MB/s).
     # Fingerprint and replay selection both call it the spike.
@@ -190,25 +166,25 @@ def test_between_selects_a_user_window_by_seconds_and_wall_clock(tmp_path):
         fingerprint_trace(trace, Options(between=("09:15:00", "09:16:00")))
 
 
-def test_cli_fingerprint_writes_json_and_refuses_to_overwrite(tiny_trace, tmp_path, monkeypatch, capsys):
+def test_cli_fingerprint_writes_json_and_refuses_to_overwrite(tiny_trace, tmp_path):
     out = tmp_path / "fp.json"
-    code, stdout, _ = iofp(monkeypatch, capsys, "fingerprint", str(tiny_trace), "--window", "10ms",
+    code, stdout, _ = run_iofp("fingerprint", str(tiny_trace), "--window", "10ms",
                            "--json", str(out), "--label", "service=db")  # fmt: skip
     assert code == 0 and f"Wrote {out}. Next: iofp report {tiny_trace} -o report.html" in stdout
     assert "fsync-latency-bound" in stdout
     doc = json.loads(out.read_text())
     assert doc["provenance"]["labels"] == {"service": "db"}
     assert list(doc)[:4] == ["fingerprint_version", "provenance", "params", "whole"]
-    code, _, err = iofp(monkeypatch, capsys, "fingerprint", str(tiny_trace), "--json", str(out))
+    code, _, err = run_iofp("fingerprint", str(tiny_trace), "--json", str(out))
     assert code == 2 and err == f"iofp: {out} already exists; pass --force to overwrite it\n"
-    code, _, err = iofp(monkeypatch, capsys, "fingerprint", str(tiny_trace), "--window", "fast")
+    code, _, err = run_iofp("fingerprint", str(tiny_trace), "--window", "fast")
     want = "iofp: --window 'fast' is not a duration; use e.g. 30s, 100ms, 250us, 5m or 1h\n"
     assert code == 2 and err == want
-    code, _, err = iofp(monkeypatch, capsys, "fingerprint", str(tiny_trace), "--device", "sdz")
+    code, _, err = run_iofp("fingerprint", str(tiny_trace), "--device", "sdz")
     assert code == 2 and err == "iofp: the trace has no I/O on device sdz; its devices: d0\n"
 
 
-def test_sparse_windows_are_flagged_with_a_wider_window_to_try(tmp_path, monkeypatch, capsys):
+def test_sparse_windows_are_flagged_with_a_wider_window_to_try(tmp_path):
     # 5 I/Os per second for 60 s: a median of 5 per 1 s window; 30 s windows hold 150
     n = 300
     with TraceWriter(tmp_path / "sparse", TraceMeta(source="import:test")) as w:
@@ -219,7 +195,7 @@ def test_sparse_windows_are_flagged_with_a_wider_window_to_try(tmp_path, monkeyp
     assert reg["window_ios_median"] == 5 and reg["sparse"]["suggested_window_s"] == 30
     hint = "windows are sparse (median 5 I/Os per 1 s window): regimes are noisy; try --window 30s"
     assert reg["sparse"]["hint"] == hint
-    code, out, _ = iofp(monkeypatch, capsys, "fingerprint", str(tmp_path / "sparse"))
+    code, out, _ = run_iofp("fingerprint", str(tmp_path / "sparse"))
     assert code == 0 and hint in " ".join(out.split())
     dense = fingerprint_trace(synthetic_steady_with_spike(tmp_path))["regimes"]
     assert dense["sparse"] is None and dense["window_ios_median"] > 900
@@ -290,31 +266,31 @@ def test_footprint_counts_each_touched_block_once(tmp_path):
     assert fp["between"]["footprint"]["blocks_4k"] == touched(btw)
 
 
-def test_idle_capture_is_one_line_exit_2_everywhere(tmp_path, monkeypatch, capsys):
+def test_idle_capture_is_one_line_exit_2_everywhere(tmp_path):
     # What a capture of an idle device writes: a manifest and no io files.
     idle = tmp_path / "idle"
     TraceWriter(idle, TraceMeta(source="capture", host="h1", kernel="6.18")).close()
     want = (
         f"iofp: {idle} holds no block I/O (was the device idle during the capture?); nothing to fingerprint\n"
     )
-    code, _, err = iofp(monkeypatch, capsys, "fingerprint", str(idle), "--json", str(tmp_path / "fp.json"))
+    code, _, err = run_iofp("fingerprint", str(idle), "--json", str(tmp_path / "fp.json"))
     assert (code, err) == (2, want) and not (tmp_path / "fp.json").exists()
-    code, _, err = iofp(monkeypatch, capsys, "report", str(idle), "-o", str(tmp_path / "e.html"))
+    code, _, err = run_iofp("report", str(idle), "-o", str(tmp_path / "e.html"))
     assert (code, err) == (2, want) and not (tmp_path / "e.html").exists()
 
 
-def test_window_has_a_lower_bound_and_a_bounded_count(tiny_trace, tmp_path, monkeypatch, capsys):
+def test_window_has_a_lower_bound_and_a_bounded_count(tiny_trace, tmp_path):
     # --window 1us used to mean 30 M windows and minutes of CPU on a 30 s trace.
-    code, _, err = iofp(monkeypatch, capsys, "fingerprint", str(tiny_trace), "--window", "1us")
+    code, _, err = run_iofp("fingerprint", str(tiny_trace), "--window", "1us")
     assert (code, err) == (2, "iofp: --window 1us: the shortest window is 1ms; e.g. --window 100ms\n")
-    code, _, err = iofp(monkeypatch, capsys, "report", str(tiny_trace), "-o", str(tmp_path / "r.html"),
+    code, _, err = run_iofp("report", str(tiny_trace), "-o", str(tmp_path / "r.html"),
                         "--window", "0.5ms")  # fmt: skip
     assert (code, err) == (2, "iofp: --window 500us: the shortest window is 1ms; e.g. --window 100ms\n")
     # Two I/Os 2,500 s apart: 2,500,001 windows of 1 ms, more than the 2 M allowed; 2 ms gives 1.25 M.
     with TraceWriter(tmp_path / "long", TraceMeta(source="import:test")) as w:
         w.write("io", pa.table({"ts_ns": [0, 2500 * 10**9], "device": ["x"] * 2, "offset": [0, 4096],
                                 "size": [4096] * 2, "op": ["read"] * 2}))  # fmt: skip
-    code, _, err = iofp(monkeypatch, capsys, "fingerprint", str(tmp_path / "long"), "--window", "1ms")
+    code, _, err = run_iofp("fingerprint", str(tmp_path / "long"), "--window", "1ms")
     want = ("iofp: --window 1ms: 2,500,001 windows over this trace's 2,500.000 s, more than 2,000,000; "
             "use --window 2ms or wider\n")  # fmt: skip
     assert (code, err) == (2, want)
@@ -330,8 +306,8 @@ def test_window_has_a_lower_bound_and_a_bounded_count(tiny_trace, tmp_path, monk
         ("0", "09:15:00", "--between 0 09:15:00: give both as seconds from the start or both as HH:MM:SS"),
     ],
 )
-def test_between_refuses_negative_inverted_and_mixed_spans(tiny_trace, monkeypatch, capsys, t1, t2, why):
-    code, _, err = iofp(monkeypatch, capsys, "fingerprint", str(tiny_trace), "--between", t1, t2)
+def test_between_refuses_negative_inverted_and_mixed_spans(tiny_trace, t1, t2, why):
+    code, _, err = run_iofp("fingerprint", str(tiny_trace), "--between", t1, t2)
     assert (code, err) == (2, f"iofp: {why}\n")
 
 
@@ -376,7 +352,7 @@ def _burst_trace(tmp_path, name: str, source: str, duration_ns: int | None) -> d
     return fingerprint_trace(tmp_path / name)
 
 
-def test_a_capture_rates_over_its_capture_window_an_import_over_its_io(tmp_path, monkeypatch, capsys):
+def test_a_capture_rates_over_its_capture_window_an_import_over_its_io(tmp_path):
     span = 1499 * 33_333
     cap = _burst_trace(tmp_path, "cap", "capture", 5_300_000_000)
     p, w = cap["provenance"], cap["whole"]
@@ -386,7 +362,7 @@ def test_a_capture_rates_over_its_capture_window_an_import_over_its_io(tmp_path,
     assert w["intensity"]["mbps_mean"] == pytest.approx(1500 * 4096 / 1e6 / 5.3)
     assert w["durability"]["commit_rate_per_s"] == pytest.approx(100 / 5.3)
     assert w["durability"]["sync_calls"]["fdatasync"]["rate_per_s"] == pytest.approx(100 / 5.3)
-    code, out, _ = iofp(monkeypatch, capsys, "fingerprint", str(tmp_path / "cap"))
+    code, out, _ = run_iofp("fingerprint", str(tmp_path / "cap"))
     assert code == 0 and "capture · d0 · 5.3 s · window 1 s" in out and "283.0" in out  # 1500 / 5.3 s
     # an import's duration_ns is its I/O span; a capture window shorter than the I/O is not trusted
     for fp in (

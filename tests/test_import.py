@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from conftest import run_main
+from helpers import run_iofp
 
 from fingerprint.api import fingerprint_trace
 from fingerprint.importing import detect_format, import_trace
@@ -20,9 +20,6 @@ def rows(trace: Path, table: str = "io") -> list[dict]:
     for p in t.files[table]:
         out.extend(pq.read_table(p).to_pylist())
     return sorted(out, key=lambda r: (r["ts_ns"], str(r.get("device"))))
-
-
-iofp = run_main
 
 
 def write(tmp_path: Path, name: str, text: str, gz: bool = False) -> Path:
@@ -209,11 +206,9 @@ BAD_BLKPARSE = "\n".join([*BLKPARSE.splitlines()[:8], "  8,16   1  9  0.0002  90
          "sector 99999999999999999999 is too large (at most 18,014,398,509,481,983 sectors)"),
     ],
 )  # fmt: skip
-def test_malformed_line_is_one_line_error_with_file_and_line(
-    tmp_path, monkeypatch, capsys, fmt, text, line, why
-):
+def test_malformed_line_is_one_line_error_with_file_and_line(tmp_path, fmt, text, line, why):
     src = write(tmp_path, "bad.txt", text)
-    code, _out, err = iofp(monkeypatch, capsys, "import", fmt, str(src), "-o", str(tmp_path / "t"))
+    code, _out, err = run_iofp("import", fmt, str(src), "-o", str(tmp_path / "t"))
     assert code == 2
     assert err == f"iofp: {src}:{line}: {why}; fix or remove that line\n"
     assert not (tmp_path / "t").exists()  # nothing half-imported is left behind
@@ -227,34 +222,30 @@ def test_malformed_line_is_one_line_error_with_file_and_line(
         ("blkparse", "CPU0 (8,16):\n Reads Queued: 0\n", "`maj,min cpu seq time pid action rwbs ...`"),
     ],
 )
-def test_a_file_with_no_records_is_an_error_not_an_import_of_nothing(
-    tmp_path, monkeypatch, capsys, fmt, text, record
-):
+def test_a_file_with_no_records_is_an_error_not_an_import_of_nothing(tmp_path, fmt, text, record):
     src = write(tmp_path, "prose.txt", text)
-    code, _out, err = iofp(monkeypatch, capsys, "import", fmt, str(src), "-o", str(tmp_path / "t"))
+    code, _out, err = run_iofp("import", fmt, str(src), "-o", str(tmp_path / "t"))
     want = f"iofp: {src}: no {fmt} records in its 2 lines (a record is {record}); is it a {fmt} trace?\n"
     assert (code, err) == (2, want)
     assert not (tmp_path / "t").exists()
 
 
-def test_cli_import_refuses_existing_output_and_names_next_step(tmp_path, monkeypatch, capsys):
+def test_cli_import_refuses_existing_output_and_names_next_step(tmp_path):
     src = write(tmp_path, "x.trace", "1000 4 100 16 0\n")
-    code, out, _ = iofp(monkeypatch, capsys, "import", "auto", str(src), "-o", str(tmp_path / "t"))
+    code, out, _ = run_iofp("import", "auto", str(src), "-o", str(tmp_path / "t"))
     assert code == 0 and out.endswith(f"Wrote {tmp_path / 't'}. Next: iofp fingerprint {tmp_path / 't'}\n")
-    code, _, err = iofp(monkeypatch, capsys, "import", "auto", str(src), "-o", str(tmp_path / "t"))
+    code, _, err = run_iofp("import", "auto", str(src), "-o", str(tmp_path / "t"))
     assert (
         code == 2
         and err == f"iofp: {tmp_path / 't'} already exists and is not empty; pass --force to overwrite it\n"
     )
-    code, _, err = iofp(
-        monkeypatch, capsys, "import", "auto", str(tmp_path / "nope"), "-o", str(tmp_path / "u")
-    )
+    code, _, err = run_iofp("import", "auto", str(tmp_path / "nope"), "-o", str(tmp_path / "u"))
     assert code == 2 and err == f"iofp: {tmp_path / 'nope'}: no such file\n"
 
 
-def test_unknown_format_is_refused(tmp_path, monkeypatch, capsys):
+def test_unknown_format_is_refused(tmp_path):
     src = write(tmp_path, "x.txt", "hello world\n")
-    code, _, err = iofp(monkeypatch, capsys, "import", "auto", str(src), "-o", str(tmp_path / "t"))
+    code, _, err = run_iofp("import", "auto", str(src), "-o", str(tmp_path / "t"))
     assert code == 2 and err.startswith(f"iofp: {src}: cannot tell its format; name it")
 
 

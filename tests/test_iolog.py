@@ -8,14 +8,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import needs_fio
-from trace_helpers import blkreplay_records, io_lines, mysql_load, run_iofp, write_trace
+from helpers import blkreplay_records, io_lines, mysql_load, run_iofp, write_trace
 
 from iofp.contract import open_trace
 from replay import fiocaps, iolog, pacing
 from replay.selection import Selection
 
 # --------------------------------------------------------------------------------------------
-# Format rules (notes/fio-iolog-replay.md, checklist)
+# Format rules (fio 3.33's iolog.c, as replay/iolog.py's docstring lists them)
 # --------------------------------------------------------------------------------------------
 
 

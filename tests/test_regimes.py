@@ -12,7 +12,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from conftest import needs_fio
-from trace_helpers import run_iofp
+from helpers import run_iofp
 
 from fingerprint.api import fingerprint_trace
 from fingerprint.compute import Options

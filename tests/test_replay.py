@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from conftest import assert_tracer_lost_nothing, destroy_loop_device, make_loop_device, needs_fio, needs_root
-from trace_helpers import blkreplay_records, mysql_load, run_iofp, write_trace
+from helpers import blkreplay_records, mysql_load, run_iofp, write_trace
 
 from iofp.contract import open_trace
 from replay import fiocaps

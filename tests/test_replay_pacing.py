@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import needs_fio, needs_root
-from trace_helpers import run_iofp, write_trace
+from helpers import run_iofp, write_trace
 
 from replay.results import load
 

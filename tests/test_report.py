@@ -7,8 +7,7 @@ import shutil
 import subprocess
 
 import pytest
-from test_fingerprint import synthetic_steady_with_spike
-from test_import import iofp
+from helpers import run_iofp, synthetic_steady_with_spike
 
 from fingerprint.importing import import_trace
 
@@ -29,10 +28,10 @@ def run_chromium(*args: str) -> subprocess.CompletedProcess:
     )
 
 
-def test_report_renders_with_steady_and_spike_regions(tmp_path, monkeypatch, capsys):
+def test_report_renders_with_steady_and_spike_regions(tmp_path):
     trace = synthetic_steady_with_spike(tmp_path)
     out = tmp_path / "report.html"
-    code, stdout, _ = iofp(monkeypatch, capsys, "report", str(trace), "-o", str(out))
+    code, stdout, _ = run_iofp("report", str(trace), "-o", str(out))
     assert code == 0 and f"Wrote {out}." in stdout
     page = out.read_text()
     assert not re.search(r"(src|href)=\"https?://", page)  # nothing fetched from the network
@@ -50,15 +49,15 @@ def test_report_renders_with_steady_and_spike_regions(tmp_path, monkeypatch, cap
     assert shot.returncode == 0 and png.stat().st_size > 20_000  # a real rendering, not a blank page
 
 
-def test_report_of_an_imported_trace_and_refusal_to_overwrite(shared_traces, tmp_path, monkeypatch, capsys):
+def test_report_of_an_imported_trace_and_refusal_to_overwrite(shared_traces, tmp_path):
     import_trace("auto", [shared_traces / "tpcc-small.trace"], tmp_path / "t")
     out = tmp_path / "r.html"
     out.write_text("keep me")
     args = ("report", str(tmp_path / "t"), "-o", str(out), "--window", "10ms")
-    code, _, err = iofp(monkeypatch, capsys, *args)
+    code, _, err = run_iofp(*args)
     assert code == 2 and out.read_text() == "keep me"
     assert err == f"iofp: {out} already exists; pass --force to overwrite it\n"
-    code, _, _ = iofp(monkeypatch, capsys, *args, "--force")
+    code, _, _ = run_iofp(*args, "--force")
     assert code == 0
     page = out.read_text()
     assert "mixed OLTP" in page and "demand-side only" in page

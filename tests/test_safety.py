@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from conftest import needs_fio, needs_root
-from trace_helpers import run_iofp, write_trace
+from helpers import run_iofp, write_trace
 
 from replay import safety
 

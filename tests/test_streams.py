@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import destroy_loop_device, make_loop_device, needs_fio, needs_root
-from trace_helpers import io_lines, run_iofp
+from helpers import io_lines, run_iofp
 
 from iofp.contract import open_trace
 from replay import fiocaps, pacing

@@ -1,5 +1,5 @@
-"""Helpers the replay-stage tests share: the real `iofp` entry point in-process, small traces written
-through the contract, and the shared real traces imported with `iofp import`."""
+"""Helpers the tests share: the real `iofp` entry point in-process (the one CLI harness), small traces
+written through the contract, and the shared real traces imported with `iofp import`."""
 
 from __future__ import annotations
 
@@ -7,12 +7,13 @@ import gzip
 import sys
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pytest
 from conftest import SHARED_TRACES
 from typer.testing import CliRunner
 
-from iofp.cli import main
+from cli.app import main
 from iofp.contract import TraceMeta, TraceWriter
 
 
@@ -81,3 +82,24 @@ def mysql_load() -> Path:
 
 def io_lines(path: Path) -> list[str]:
     return path.read_text().splitlines()
+
+
+def synthetic_steady_with_spike(
+    tmp_path, rate=1000, seconds=60, spike=(30, 35), spike_rate=5000, spike_size=4096
+):
+    """Poisson arrivals at `rate`/s of 4 KiB, at `spike_rate`/s of `spike_size` during [spike) seconds."""
+    rng = np.random.default_rng(7)
+    ts = []
+    for s in range(seconds):
+        r = spike_rate if spike[0] <= s < spike[1] else rate
+        ts.append(np.sort(rng.uniform(s, s + 1, rng.poisson(r))))
+    t = (np.concatenate(ts) * 1e9).astype(np.int64)
+    n = len(t)
+    with TraceWriter(tmp_path / "syn", TraceMeta(source="import:synthetic")) as w:
+        w.write("io", pa.table({
+            "ts_ns": t, "device": ["d"] * n, "offset": rng.integers(0, 1 << 20, n) * 4096,
+            "size": np.where((t >= spike[0] * 1e9) & (t < spike[1] * 1e9), spike_size, 4096).astype(np.int32),
+            "op": np.where(rng.random(n) < 0.7, "read", "write"),
+            "lat_ns": rng.integers(50_000, 150_000, n),
+        }))  # fmt: skip
+    return tmp_path / "syn"

@@ -1,58 +1,14 @@
-"""Parsing of the option values every stage's commands share: durations, sizes and key=value labels,
-and the one rule for each shared option's limits (--between, --window)."""
+"""The time spans every stage selects by: --between (a span on a trace's clock) and --window (the
+width of the per-window series and of the regimes), each with one rule for its limits."""
 
 from __future__ import annotations
 
 import itertools
 import math
-import re
 from collections.abc import Iterator
 
 from iofp.errors import BadInput
-
-_NS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 10**9, "m": 60 * 10**9, "min": 60 * 10**9,
-       "h": 3600 * 10**9}  # fmt: skip
-
-
-def parse_duration_ns(text: str, flag: str) -> int:
-    """'30s', '500ms', '250us', '5m', '1h', '0.5s' or a bare number of seconds -> nanoseconds."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ns|us|µs|ms|s|min|m|h)?\s*", text)
-    if not m or float(m.group(1)) <= 0:
-        raise BadInput(f"{flag} {text!r} is not a duration; use e.g. 30s, 100ms, 250us, 5m or 1h")
-    return round(float(m.group(1)) * _NS[m.group(2) or "s"])
-
-
-_BYTES = {
-    "": 1,
-    "b": 1,
-    "k": 1 << 10,
-    "kib": 1 << 10,
-    "m": 1 << 20,
-    "mib": 1 << 20,
-    "g": 1 << 30,
-    "gib": 1 << 30,
-}
-
-
-def parse_size_bytes(text: str, flag: str) -> int:
-    """'64MiB', '64M', '512k', '1GiB' or a bare number of bytes -> bytes (binary units: storage
-    people mean 2**20 by "M" for buffers)."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*", text)
-    unit = m.group(2).lower() if m else ""
-    if not m or unit not in _BYTES or float(m.group(1)) <= 0:
-        raise BadInput(f"{flag} {text!r} is not a size; use e.g. 64MiB, 512KiB or 1GiB")
-    return round(float(m.group(1)) * _BYTES[unit])
-
-
-def parse_labels(items: list[str], flag: str = "--label") -> dict[str, str]:
-    """['service=orders', 'quarter=Q3'] -> {'service': 'orders', 'quarter': 'Q3'}."""
-    labels = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise BadInput(f"{flag} {item!r} is not key=value; use e.g. {flag} service=order-router")
-        labels[key.strip()] = value
-    return labels
+from iofp.values import duration_text, parse_duration_ns
 
 
 def check_between_s(t1: float, t2: float, flag: str = "--between") -> None:
@@ -70,14 +26,6 @@ def check_between_s(t1: float, t2: float, flag: str = "--between") -> None:
 DEFAULT_WINDOW_NS = 10**9
 MIN_WINDOW_NS = 1_000_000
 MAX_WINDOWS = 2_000_000
-
-
-def duration_text(ns: int) -> str:
-    """1_500_000 -> '1.5ms': a window as the user would type it."""
-    for unit, size in (("s", 10**9), ("ms", 10**6), ("us", 10**3)):
-        if ns >= size:
-            return f"{ns / size:g}{unit}"
-    return f"{ns}ns"
 
 
 DEFAULT_WINDOW = duration_text(DEFAULT_WINDOW_NS)  # as the options' help shows it: "1s"
