@@ -214,15 +214,22 @@ def replay_cmd(
 
 def compare_cmd(
     results_dirs: list[Path] = typer.Argument(..., help="Results directories written by `iofp replay`."),
-    slo: list[str] = typer.Option([], "--slo", help="[op.]pNN<=VALUE, e.g. p99<=2ms (repeatable)."),
+    slo: list[str] = typer.Option(
+        [],
+        "--slo",
+        help="Terms joined by ',', all of which must hold: [read.|write.|all.|flush.|fsync.|commit.]"
+        "p50|p99|p99.9<=TIME, iops>=demanded, commits>=N/s; e.g. 'p99<=2ms,fsync.p99<=1ms' "
+        "(quote it: < and > are redirections in a shell). Repeatable.",
+    ),
     fmt: str = typer.Option("table", "--format", help="table, markdown or json."),
 ) -> None:
     """Compare candidate devices from their replay results: rates, latency, fsync, fidelity, SLO."""
+    from iofp import slo as slomod
     from replay import compare
 
     if fmt not in ("table", "markdown", "json"):
         raise BadInput(f"--format {fmt}: choose table, markdown or json")
-    rows = compare.compare(results_dirs, [compare.parse_slo(s) for s in slo])
+    rows = compare.compare(results_dirs, slomod.parse(slo))
     typer.echo(compare.render(rows, fmt).rstrip("\n"))
 
 
@@ -232,7 +239,7 @@ EXAMPLES = {
     "replay": "Example: iofp replay traces/mysql --target /dev/loop3 --regime spike --fold "
     "--label device=ram-loop",
     "compare": "Example: iofp compare results/loop3-20261122-101500 results/loop4-20261122-102000 "
-    "--slo p99<=2ms",
+    "--slo 'p99<=2ms'",
 }
 
 

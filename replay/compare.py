@@ -6,45 +6,24 @@ capture (fio 3.33 inflates async clat at iodepth > 1, so the capture is preferre
 source is shown); flush latency from the captured flush requests and the fsync latency fio measured;
 the commit rate (flushes per second achieved); the fidelity verdict; and the SLO verdict.
 
-An SLO is `[op.]pNN<=VALUE[ns|us|ms|s]`, e.g. `p99<=2ms` (every read and write percentile), or
-`flush.p99<=500us`, `read.p99.9<=5ms`. Several may be given; a device passes when all hold.
+The SLO is iofp/slo.py's grammar (the one every command uses); a device passes when every term holds.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from iofp import duck
 from iofp.contract import open_trace
-from iofp.errors import BadInput, IofpError
+from iofp.errors import IofpError
+from iofp.slo import Slo, format_ns
 from replay import results
 
 OPS = ("read", "write", "flush")
 PCTS = {"p50": "50.000000", "p99": "99.000000", "p99.9": "99.900000"}
-UNITS = {"ns": 1, "us": 1e3, "µs": 1e3, "ms": 1e6, "s": 1e9}
-_SLO = re.compile(r"^(?:(read|write|flush)\.)?(p50|p99|p99\.9)\s*<=\s*([0-9.]+)\s*(ns|us|µs|ms|s)$")
-
-
-@dataclass(frozen=True)
-class Slo:
-    op: str | None  # None = read and write
-    pct: str
-    limit_ns: float
-    text: str
-
-
-def parse_slo(text: str) -> Slo:
-    m = _SLO.match(text.strip())
-    if not m:
-        raise BadInput(
-            f"--slo {text!r}: expected [read.|write.|flush.]p50|p99|p99.9<=VALUE(ns|us|ms|s), e.g. p99<=2ms"
-        )
-    op, pct, val, unit = m.groups()
-    return Slo(op, pct, float(val) * UNITS[unit], text.strip())
 
 
 @dataclass
@@ -64,13 +43,18 @@ class Row:
     slo: str = "n/a"
     slo_failures: list[str] = field(default_factory=list)
 
+    def latency(self, op: str, pct: str) -> float | None:
+        if op in ("fsync", "commit"):
+            return {"p50": self.fsync_p50_ns, "p99": self.fsync_p99_ns}.get(pct)
+        return (self.latency_ns.get(op) or {}).get(pct)
 
-def compare(paths: list[Path], slos: list[Slo]) -> list[Row]:
+
+def compare(paths: list[Path], slo: Slo) -> list[Row]:
     rows = []
     for p in paths:
         root, rec = results.load(p)
         row = _row(root, rec)
-        _judge_slo(row, slos)
+        _judge_slo(row, slo)
         rows.append(row)
     return rows
 
@@ -144,26 +128,14 @@ def _from_fio(row: Row, fio: dict[str, Any]) -> None:
             row.latency_ns[d] = {k: pct.get(v) for k, v in PCTS.items()}
 
 
-def _judge_slo(row: Row, slos: list[Slo]) -> None:
-    if not slos:
+def _judge_slo(row: Row, slo: Slo) -> None:
+    if not slo:
         return
-    for s in slos:
-        ops = [s.op] if s.op else [o for o in ("read", "write") if o in row.latency_ns]
-        for op in ops:
-            v = (row.latency_ns.get(op) or {}).get(s.pct)
-            if v is None:
-                row.slo_failures.append(f"no {op} {s.pct} measured")
-            elif v > s.limit_ns:
-                row.slo_failures.append(f"{op} {s.pct} {fmt_ns(v)} > {fmt_ns(s.limit_ns)}")
+    row.slo_failures = slo.failures(row)
     row.slo = "fail: " + "; ".join(row.slo_failures) if row.slo_failures else "pass"
 
 
-def fmt_ns(v: float | None) -> str:
-    if v is None:
-        return "-"
-    if v >= 1e6:
-        return f"{v / 1e6:.2f} ms"
-    return f"{v / 1e3:.0f} µs"
+fmt_ns = format_ns
 
 
 def _num(v: float | None, spec: str = ",.0f") -> str:

@@ -1,0 +1,81 @@
+"""The one SLO grammar (iofp/slo.py): what parses, what each term judges, and bad terms named in one line."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pytest
+from helpers import run_iofp
+
+from iofp import slo
+from iofp.errors import BadInput
+
+
+@dataclass
+class Fig:
+    lat: dict[tuple[str, str], float] = field(default_factory=dict)
+    demanded_iops: float | None = 1000.0
+    achieved_iops: float | None = 1000.0
+    commits_per_s: float | None = None
+
+    def latency(self, op: str, pct: str) -> float | None:
+        return self.lat.get((op, pct))
+
+
+def test_terms_and_units():
+    s = slo.parse(["p99<=2ms,fsync.p99<=1ms", "read.p99.9 <= 500us", "iops>=demanded", "commits>=1500/s"])
+    assert [t.text for t in s.terms] == [
+        "p99<=2ms", "fsync.p99<=1ms", "read.p99.9<=500us", "iops>=demanded", "commits>=1500/s",
+    ]  # fmt: skip
+    assert s.terms[0] == slo.LatencyTerm(None, "p99", 2e6, "p99<=2ms")
+    assert s.terms[2].limit_ns == 500e3
+    assert s.terms[4] == slo.CommitsTerm(1500.0, "commits>=1500/s")
+    for text, ns in (("p50<=3ns", 3), ("p50<=3µs", 3e3), ("p50<=1.5s", 1.5e9), ("commit.p50<=7ms", 7e6)):
+        assert slo.parse(text).terms[0].limit_ns == ns
+
+
+def test_a_bare_term_judges_reads_and_writes_each():
+    s = slo.parse("p99<=1ms")
+    both = Fig({("read", "p99"): 900e3, ("write", "p99"): 1.2e6})
+    assert s.failures(both) == ["write p99 1.20 ms > 1.00 ms"]
+    assert s.failures(Fig({("read", "p99"): 900e3})) == []  # a read-only replay: the reads
+    assert s.failures(Fig()) == ["no read or write p99 measured"]
+
+
+def test_op_terms_rates_and_commits():
+    fig = Fig({("fsync", "p99"): 2.5e6, ("flush", "p50"): 40e3}, achieved_iops=940.0, commits_per_s=1200)
+    assert slo.parse("fsync.p99<=2ms,flush.p50<=50us").failures(fig) == ["fsync p99 2.50 ms > 2.00 ms"]
+    assert slo.parse("commit.p99<=2ms").failures(fig) == ["no commit p99 measured"]
+    assert slo.parse("iops>=demanded").failures(fig) == ["achieved 940 IOPS < demanded 1,000"]
+    assert slo.parse("iops>=demanded").failures(Fig(achieved_iops=951.0)) == []  # within 5%
+    assert slo.parse("commits>=1500/s").failures(fig) == ["commits 1,200/s < 1,500/s"]
+    assert slo.parse("commits>=1000/s").failures(fig) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "term"),
+    [
+        ("p99<2", "'p99<2'"),
+        ("p101<=1ms", "'p101<=1ms'"),
+        ("p99<=fast", "'p99<=fast'"),
+        ("p99<=2", "'p99<=2'"),  # a time needs its unit
+        ("fsnyc.p99<=1ms", "'fsnyc.p99<=1ms'"),
+        ("p99<=2ms,iops>=lots", "'iops>=lots' (in 'p99<=2ms,iops>=lots')"),
+        ("", "''"),
+    ],
+)
+def test_a_bad_term_is_named_with_the_grammar(text, term):
+    with pytest.raises(BadInput) as e:
+        slo.parse(text)
+    assert str(e.value) == f"--slo term {term}: {slo.GRAMMAR}"
+
+
+def test_compare_refuses_a_bad_slo_before_reading_anything(tmp_path):
+    code, out, err = run_iofp("compare", tmp_path / "nothing", "--slo", "p99<2")
+    assert (code, out, err) == (2, "", f"iofp: --slo term 'p99<2': {slo.GRAMMAR}\n")
+
+
+def test_format_ns():
+    assert [slo.format_ns(v) for v in (None, 512, 87_400, 1_460_000, 2e9)] == [
+        "-", "512 ns", "87 µs", "1.46 ms", "2.00 s",
+    ]  # fmt: skip
