@@ -41,6 +41,7 @@ from pathlib import Path
 import bpf
 from iofp.contract import Trace, open_trace
 from replay import fidelity, runner
+from replay.iolog import expected_of
 from replay.results import parse_fio_json
 
 IODEPTH = 8
@@ -104,7 +105,7 @@ def roundtrip(dev: str, d: Path, i: int) -> dict:
         "--name=roundtrip", "--direct=1", "--ioengine=libaio", f"--iodepth={IODEPTH}",
         f"--read_iolog={d / 'orig.iolog'}",
     ])  # fmt: skip
-    f = fidelity.compare(open_trace(d / "orig"), open_trace(d / f"fio-{i}"))
+    f = fidelity.compare(expected_of(open_trace(d / "orig")), open_trace(d / f"fio-{i}"))
     return row(f"fio read_iolog #{i + 1}", f, job["job_runtime"])
 
 
@@ -113,11 +114,11 @@ def replay_row(orig: Trace, dev: str, out: Path, extra: dict, i: int) -> tuple[d
     opts = runner.ReplayOptions(
         target=Path(dev), output=out, iodepth=IODEPTH, progress=False, allow_destructive=True, **extra
     )
-    _, rec = runner.replay(orig, opts)
-    f = fidelity.compare(orig, open_trace(out / "capture"))
+    _, res = runner.replay(orig, opts)
+    f = fidelity.compare(expected_of(orig), open_trace(out / "capture"))
     tag = "iofp " + " ".join(f"--{k} {v}" for k, v in extra.items())
-    r = row(f"{tag} #{i + 1}", f, rec["fio"]["summary"].get("job_runtime_ms"))
-    r["pace_us"] = rec["settings"]["pacing"].get("overhead_us")
+    r = row(f"{tag} #{i + 1}", f, res.fio["summary"].get("job_runtime_ms"))
+    r["pace_us"] = res.settings["pacing"].get("overhead_us")
     return r, f
 
 

@@ -1,10 +1,18 @@
-"""CLI commands of the replay stage: `iofp iolog`, `iofp replay`, `iofp compare`."""
+"""CLI commands of the replay stage: `iofp iolog`, `iofp replay`, `iofp compare`.
+
+`iolog` and `replay` take the same selection and mapping options (`selection_options`: one list,
+declared once); each command body validates, makes one library call and renders.
+"""
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -15,70 +23,114 @@ from iofp.windows import DEFAULT_WINDOW, DEFAULT_WINDOW_NS, parse_window_ns
 if TYPE_CHECKING:
     from replay.selection import Selection
 
-DEVICE = typer.Option(None, "--device", help="Replay only this device of the trace (default: all of them).")
-BETWEEN = typer.Option(
-    None, "--between", help="Only I/Os issued in [T1, T2) seconds on the trace's clock.", metavar="T1 T2"
-)
-REGIME = typer.Option(
-    None, "--regime", help="steady: the longest steady-state span; spike: the busiest spike."
-)
-# None, not the default itself, so that a --window with no --regime to use it can be told from none.
-WINDOW = typer.Option(
-    None,
-    "--window",
-    help=f"Width of --regime's windows, as for iofp fingerprint (default {DEFAULT_WINDOW}; at least 1ms): "
-    "pass the fingerprint's --window to select the windows it names.",
-)
-TIME_SCALE = typer.Option(1.0, "--time-scale", help="Replay X times as fast (0.5 = half speed).", metavar="X")
-TARGET_SIZE = typer.Option(
-    None, "--target-size", help="Fold offsets into the first BYTES of the target.", metavar="BYTES"
-)
-ALIGN = typer.Option(
-    None,
-    "--align",
-    help="Round offsets down and sizes up to this (default: target's logical block size, or 512).",
-)
-READS_ONLY = typer.Option(False, "--reads-only", help="Replay reads alone (always allowed on any target).")
-FORCE = typer.Option(False, "--force", help="Overwrite an existing output.")
+
+@dataclass
+class SelectionArgs:
+    """The options iolog and replay share: what to replay and how it maps onto the target."""
+
+    device: str | None
+    between: tuple[float, float] | None
+    regime: str | None
+    window: str | None
+    time_scale: float
+    target_size: int | None
+    align: int | None
+    reads_only: bool
+    force: bool
+
+    def selection(self) -> Selection:
+        from replay.selection import Selection
+
+        window_ns = DEFAULT_WINDOW_NS if self.window is None else parse_window_ns(self.window)
+        if self.window is not None and self.regime is None:  # --between and the whole trace have no windows
+            raise BadInput(
+                f"--window {self.window} is the width of --regime's windows; add --regime steady or "
+                "--regime spike, or leave --window out"
+            )
+        between = tuple(self.between) if self.between else None
+        sel = Selection(self.device, between, self.regime, self.reads_only, window_ns)
+        sel.check()
+        return sel
 
 
-def _selection(
-    device: str | None,
-    between: tuple[float, float] | None,
-    regime: str | None,
-    reads_only: bool,
-    window: str | None,
-) -> Selection:
-    from replay.selection import Selection
+_WINDOW_HELP = (
+    f"Width of --regime's windows, as for iofp fingerprint (default {DEFAULT_WINDOW}; at least 1ms): "
+    "pass the fingerprint's --window to select the windows it names."
+)
+_SHARED: dict[str, tuple[Any, Any]] = {
+    "device": (
+        str | None,
+        typer.Option(None, "--device", help="Replay only this device of the trace (default: all of them)."),
+    ),
+    "between": (
+        tuple[float, float] | None,
+        typer.Option(
+            None,
+            "--between",
+            help="Only I/Os issued in [T1, T2) seconds on the trace's clock.",
+            metavar="T1 T2",
+        ),
+    ),
+    "regime": (
+        str | None,
+        typer.Option(
+            None, "--regime", help="steady: the longest steady-state span; spike: the busiest spike."
+        ),
+    ),
+    # None, not the default itself, so that a --window with no --regime to use it can be told from none.
+    "window": (str | None, typer.Option(None, "--window", help=_WINDOW_HELP)),
+    "time_scale": (
+        float,
+        typer.Option(1.0, "--time-scale", help="Replay X times as fast (0.5 = half speed).", metavar="X"),
+    ),
+    "target_size": (
+        int | None,
+        typer.Option(
+            None, "--target-size", help="Fold offsets into the first BYTES of the target.", metavar="BYTES"
+        ),
+    ),
+    "align": (
+        int | None,
+        typer.Option(
+            None,
+            "--align",
+            help="Round offsets down and sizes up to this (default: target's logical block size, or 512).",
+        ),
+    ),
+    "reads_only": (
+        bool,
+        typer.Option(False, "--reads-only", help="Replay reads alone (always allowed on any target)."),
+    ),
+    "force": (bool, typer.Option(False, "--force", help="Overwrite an existing output.")),
+}
 
-    window_ns = DEFAULT_WINDOW_NS if window is None else parse_window_ns(window)
-    if window is not None and regime is None:  # --between and the whole trace have no windows
-        raise BadInput(
-            f"--window {window} is the width of --regime's windows; add --regime steady or --regime spike, "
-            "or leave --window out"
-        )
-    sel = Selection(
-        device=device,
-        between=tuple(between) if between else None,
-        regime=regime,
-        reads_only=reads_only,
-        window_ns=window_ns,
-    )
-    sel.check()
-    return sel
+
+def selection_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Add the shared options to a command; it receives them as one `args: SelectionArgs`."""
+    sig = inspect.signature(fn)
+    own = [p for p in sig.parameters.values() if p.name != "args"]
+    shared = [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=opt, annotation=typ)
+        for name, (typ, opt) in _SHARED.items()
+    ]
+
+    @functools.wraps(fn)
+    def command(**kw: Any) -> Any:
+        args = SelectionArgs(**{name: kw.pop(name) for name in _SHARED})
+        return fn(args=args, **kw)
+
+    command.__signature__ = sig.replace(parameters=[*own, *shared])  # type: ignore[attr-defined]
+    command.__annotations__ = {k: v for k, v in fn.__annotations__.items() if k != "args"} | {
+        name: typ for name, (typ, _) in _SHARED.items()
+    }
+    return command
 
 
+@selection_options
 def iolog_cmd(
+    args: SelectionArgs,
     trace: Path = typer.Argument(..., help="An iofp trace directory (from `iofp capture` or `iofp import`)."),
     output: Path = typer.Option(..., "-o", "--output", help="The iolog file to write."),
-    device: str | None = DEVICE,
-    between: tuple[float, float] | None = BETWEEN,
-    regime: str | None = REGIME,
-    window: str | None = WINDOW,
-    time_scale: float = TIME_SCALE,
-    target_size: int | None = TARGET_SIZE,
-    align: int | None = ALIGN,
-    reads_only: bool = READS_ONLY,
     target: str | None = typer.Option(
         None, "--target", help="The file name the log uses (default /dev/DEVICE)."
     ),
@@ -86,7 +138,8 @@ def iolog_cmd(
         "single",
         "--streams",
         help="single: one log; pid: one log per submitting pid (top 8, the rest in one), "
-        "written as OUT.0.iolog, OUT.1.iolog, ... (replay each as its own fio job).",
+        "written as OUT.0.iolog, OUT.1.iolog, ... (replay each as its own fio job). A process whose "
+        "sync calls forced writes gets a commit log of its own either way (buffered: fio's direct=0).",
     ),
     pace: str = typer.Option(
         "off",
@@ -95,73 +148,49 @@ def iolog_cmd(
         "no drift, 1 ms resolution; the first I/O goes 0.5 s after fio starts); or fio's per-I/O "
         "overhead to pre-pay in a v3 log, e.g. 20us (see iofp replay).",
     ),
-    force: bool = FORCE,
     as_json: bool = typer.Option(False, "--json", help="Print the conversion report as JSON."),
 ) -> None:
-    """Write a fio v3 iolog of a trace selection that fio 3.33 replays as written."""
+    """Write a fio iolog of a trace selection that fio 3.33 replays as written."""
     from iofp.contract import open_trace
-    from replay import fiocaps, iolog, pacing
-    from replay import streams as streammod
+    from replay import iolog
 
-    if streams not in streammod.MODES:
-        raise BadInput(f"--streams {streams}: choose one of {', '.join(streammod.MODES)}")
-    spec = pacing.PaceSpec.parse(pace)
-    if spec.mode == "auto":
-        raise BadInput(
-            "--pace auto calibrates on the target and needs `iofp replay`; pass off, absolute or e.g. 20us"
-        )
-
-    sel = _selection(device, between, regime, reads_only, window)
-    mapping = iolog.Mapping(
-        target=target or "",
-        fold_size=target_size,
-        align=512 if align is None else align,  # 0 is rejected, not taken for the default
-        time_scale=time_scale,
-        trim=fiocaps.probe().iolog_trim,
-    )
-    pace_model = pacing.Pacing(mode=spec.mode, overhead_ns={"libaio": spec.overhead_ns})
+    mapping, pacing = iolog.cli_mapping(target, args.target_size, args.align, args.time_scale, streams, pace)
     report = iolog.convert(
-        open_trace(trace), output, sel, mapping, force=force, streams=streams, pacing=pace_model
+        open_trace(trace), output, args.selection(), mapping, force=args.force, streams=streams, pacing=pacing
     )
     typer.echo(json.dumps(report.to_dict(), indent=2) if as_json else report.summary())
-    logs = [s["iolog"] for s in report.streams]
-    jobs = " ".join(f"--name=s{i} --read_iolog={p}" for i, p in enumerate(logs))
-    typer.echo(f"Wrote {', '.join(logs)}. Next: fio --ioengine=libaio --direct=1 {jobs}")
+    logs = ", ".join(s["iolog"] for s in report.streams)
+    typer.echo(f"Wrote {logs}. Next: {iolog.fio_command(report)}")
 
 
+@selection_options
 def replay_cmd(
+    args: SelectionArgs,
     trace: Path = typer.Argument(..., help="An iofp trace directory."),
     target: Path = typer.Option(
         ...,
         "--target",
         help="Block device, or a new regular file (an existing one only with --allow-destructive).",
     ),
-    device: str | None = DEVICE,
-    between: tuple[float, float] | None = BETWEEN,
-    regime: str | None = REGIME,
-    window: str | None = WINDOW,
-    time_scale: float = TIME_SCALE,
-    target_size: int | None = TARGET_SIZE,
     fold: bool = typer.Option(
         False, "--fold", help="Fold offsets into the whole target when it is too small."
     ),
-    align: int | None = ALIGN,
-    reads_only: bool = READS_ONLY,
     iodepth: int | None = typer.Option(
-        None, "--iodepth", help="Default: the selection's peak in-flight, or 32."
+        None, "--iodepth", help="Every data job's queue depth (default: each stream's own peak in flight)."
     ),
     engine: str = typer.Option(
-        "libaio",
+        "auto",
         "--engine",
-        help="fio ioengine: libaio, io_uring, psync, pvsync2, or auto (psync for a stream that never "
-        "had two I/Os in flight, libaio for the others).",
+        help="fio ioengine of the data jobs: auto (psync at QD1 for a stream that never had two I/Os in "
+        "flight, as its submitter issued them; libaio at its peak in-flight for the others), libaio, "
+        "io_uring, psync or pvsync2. Commit jobs are always psync.",
     ),
     streams: str | None = typer.Option(
         None,
         "--streams",
         help="pid: one fio job per submitting process (top 8 by I/Os, the rest in one), so one "
         "process's fsyncs do not stall the others; single: one job. Default: pid when the "
-        "selection has more than one pid.",
+        "selection has more than one pid. Commit jobs come on top either way.",
     ),
     pace: str = typer.Option(
         "absolute",
@@ -184,31 +213,22 @@ def replay_cmd(
     no_fidelity: bool = typer.Option(
         False, "--no-fidelity", help="Do not capture the target during the replay."
     ),
-    force: bool = FORCE,
 ) -> None:
-    """Replay a trace selection on a candidate device with fio, capture it, and judge its fidelity."""
+    """Replay a trace selection on a candidate device with fio, capture it, and judge its fidelity.
+
+    SIGINT, SIGTERM or SIGHUP stop fio and all its jobs first, record the run as partial in
+    results.json and exit 128 + the signal's number.
+    """
     from iofp.contract import open_trace
     from replay import render, runner
 
     opts = runner.ReplayOptions(
-        target=target,
-        output=output or runner.default_output(target),
-        selection=_selection(device, between, regime, reads_only, window),
-        time_scale=time_scale,
-        target_size=target_size,
-        fold=fold,
-        align=align,
-        iodepth=iodepth,
-        engine=engine,
-        streams=streams,
-        pace=pace,
-        labels=parse_labels(label),
-        allow_destructive=allow_destructive,
-        fidelity=not no_fidelity,
-        force=force,
-    )
-    path, record = runner.replay(open_trace(trace), opts)
-    typer.echo(render.replay_summary(record))
+        target, output or runner.default_output(target), args.selection(), args.time_scale, args.target_size,
+        fold, args.align, iodepth, engine, streams, pace, parse_labels(label), allow_destructive,
+        not no_fidelity, args.force,
+    )  # fmt: skip
+    path, res = runner.replay(open_trace(trace), opts)
+    typer.echo(render.replay_summary(res))
     typer.echo(f"Wrote {path}. Next: iofp compare {path.parent}")
 
 
@@ -219,18 +239,31 @@ def compare_cmd(
         "--slo",
         help="Terms joined by ',', all of which must hold: [read.|write.|all.|flush.|fsync.|commit.]"
         "p50|p99|p99.9<=TIME, iops>=demanded, commits>=N/s; e.g. 'p99<=2ms,fsync.p99<=1ms' "
-        "(quote it: < and > are redirections in a shell). Repeatable.",
+        "(quote it: < and > are redirections in a shell). Repeatable. iofp compare exits 1 when a "
+        "candidate misses it (for cron and CI).",
+    ),
+    baseline: Path | None = typer.Option(
+        None,
+        "--baseline",
+        help="The original trace: its own captured figures over the replays' selection become the "
+        "first column (shown, not judged).",
     ),
     fmt: str = typer.Option("table", "--format", help="table, markdown or json."),
 ) -> None:
-    """Compare candidate devices from their replay results: rates, latency, fsync, fidelity, SLO."""
+    """Compare candidate devices from their replay results: rates, latency, commits, fidelity, SLO.
+
+    Exit status: 0 when every candidate meets the SLO (or none is given), 1 when a candidate misses
+    it, 2 for bad input.
+    """
     from iofp import slo as slomod
     from replay import compare
 
     if fmt not in ("table", "markdown", "json"):
         raise BadInput(f"--format {fmt}: choose table, markdown or json")
-    rows = compare.compare(results_dirs, slomod.parse(slo))
-    typer.echo(compare.render(rows, fmt).rstrip("\n"))
+    cmp = compare.compare(results_dirs, slomod.parse(slo), baseline)
+    typer.echo(compare.render(cmp, fmt).rstrip("\n"))
+    if cmp.failed:
+        raise typer.Exit(1)
 
 
 EXAMPLES = {
@@ -239,7 +272,7 @@ EXAMPLES = {
     "replay": "Example: iofp replay traces/mysql --target /dev/loop3 --regime spike --fold "
     "--label device=ram-loop",
     "compare": "Example: iofp compare results/loop3-20261122-101500 results/loop4-20261122-102000 "
-    "--slo 'p99<=2ms'",
+    "--baseline traces/mysql --slo 'p99<=2ms,fsync.p99<=1ms'",
 }
 
 

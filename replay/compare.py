@@ -1,190 +1,276 @@
-"""`iofp compare`: one row per candidate device, from replay results, for a procurement review.
+"""`iofp compare`: candidates side by side, from their replay results, for a procurement review.
 
-Per result: demanded vs achieved IOPS and MB/s; p50/p99/p99.9 latency per op from iofp's capture of the
-replay (nearest rank, sql/compare_latency.sql), or from fio's JSON clat percentiles when there is no
-capture (fio 3.33 inflates async clat at iodepth > 1, so the capture is preferred and the
-source is shown); flush latency from the captured flush requests and the fsync latency fio measured;
-the commit rate (flushes per second achieved); the fidelity verdict; and the SLO verdict.
+Every figure is iofp's own, read from each result (iofp/replay_result.py; no capture is reopened):
+demanded vs achieved IOPS and MB/s; p50/p99/p99.9 latency per op of the block requests; the commit
+latency (each sync call fio made, entry to return: the writeback it forced and the flush, from the
+replay capture's sync table; block flushes where a capture had none, and the table says so); commits
+per second; the fidelity verdict; the SLO verdict (iofp/slo.py). A result without a capture (a file
+target, --no-fidelity) falls back to fio's own report, labelled as fio's.
 
-The SLO is iofp/slo.py's grammar (the one every command uses); a device passes when every term holds.
+`--baseline TRACE` adds the original trace as the first column: its own captured figures over the
+replays' selection (the same span and device), measured by the same code (measure.py), so a
+candidate is compared with production as it ran, not with a replay onto it.
+
+The table has one row per figure and one column per device, and is split into as many tables as it
+takes to fit the terminal's width (80 columns: four devices per table).
 """
 
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from iofp import duck
+from iofp import replay_result as rr
 from iofp.contract import open_trace
-from iofp.errors import IofpError
 from iofp.slo import Slo, format_ns
-from replay import results
+from replay import measure
 
-OPS = ("read", "write", "flush")
-PCTS = {"p50": "50.000000", "p99": "99.000000", "p99.9": "99.900000"}
+PCTS_FIO = {"p50": "50.000000", "p99": "99.000000", "p99.9": "99.900000"}
+LABEL_W = 18
+COL_W = 14
 
 
 @dataclass
 class Row:
-    result: str
-    device: str
-    demanded_iops: float
-    demanded_mbps: float
-    achieved_iops: float | None
-    achieved_mbps: float | None
-    latency_source: str
-    latency_ns: dict[str, dict[str, float | None]] = field(default_factory=dict)  # op -> pct -> ns
-    fsync_p50_ns: float | None = None
-    fsync_p99_ns: float | None = None
-    commits_per_s: float | None = None
+    """One device (a candidate's replay result, or the baseline trace) and its figures."""
+
+    name: str
+    source: str  # the results directory, or the baseline trace
+    role: str  # "candidate" | "baseline"
+    demanded_iops: float | None
+    demanded_mbps: float | None
+    measured: rr.Measured | None
+    latency_from: str  # "replay capture" | "trace" | "fio (its own report)"
     fidelity: str = "not measured"
-    slo: str = "n/a"
+    timing: str = ""
+    status: str = "complete"
+    selection: str = ""
     slo_failures: list[str] = field(default_factory=list)
+    slo: str = "n/a"
+
+    @property
+    def achieved_iops(self) -> float | None:
+        return self.measured.achieved_iops if self.measured else None
+
+    @property
+    def commits_per_s(self) -> float | None:
+        return self.measured.commits_per_s if self.measured else None
 
     def latency(self, op: str, pct: str) -> float | None:
-        if op in ("fsync", "commit"):
-            return {"p50": self.fsync_p50_ns, "p99": self.fsync_p99_ns}.get(pct)
-        return (self.latency_ns.get(op) or {}).get(pct)
+        return self.measured.latency(op, pct) if self.measured else None
 
 
-def compare(paths: list[Path], slo: Slo) -> list[Row]:
-    rows = []
-    for p in paths:
-        root, rec = results.load(p)
-        row = _row(root, rec)
-        _judge_slo(row, slo)
-        rows.append(row)
-    return rows
+@dataclass
+class Comparison:
+    rows: list[Row]
+    slo: Slo
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def failed(self) -> list[Row]:
+        """The candidates that miss the SLO (the baseline is shown, not judged)."""
+        return [r for r in self.rows if r.role == "candidate" and r.slo_failures]
 
 
-def _row(root: Path, rec: dict[str, Any]) -> Row:
-    conv, fio = rec["conversion"], rec["fio"].get("summary") or {}
-    if fio and "span_ms" not in fio:  # recorded before span_ms: from fio's kept JSON, else job_runtime
-        doc = results.parse_fio_json(raw.read_text()) if (raw := root / "fio.json").is_file() else None
-        fio = results.fio_summary(doc) if doc else {**fio, "span_ms": fio.get("job_runtime_ms")}
-    span_s = max(conv["duration_us"] / 1e6, 1e-6)
+def compare(paths: list[Path], slo: Slo, baseline: Path | None = None) -> Comparison:
+    loaded = [rr.load(p) for p in paths]
+    rows = [_candidate(root, res) for root, res in loaded]
+    cmp = Comparison(rows, slo)
+    spans = {(r.selection["t_lo_ns"], r.selection["t_hi_ns"], r.trace["path"]) for _, r in loaded}
+    if len(spans) > 1:
+        cmp.notes.append("the results replay different selections or traces: compare with care")
+    if baseline is not None:
+        cmp.rows.insert(0, _baseline(baseline, loaded[0][1], cmp.notes))
+    for r in cmp.rows:
+        if slo:
+            r.slo_failures = slo.failures(r)
+            r.slo = "FAIL" if r.slo_failures else "pass"
+    return cmp
+
+
+def _candidate(root: Path, res: rr.ReplayResult) -> Row:
+    t = res.target
+    fid = res.fidelity
     row = Row(
-        result=str(root),
-        device=rec["labels"].get("device") or rec["target"].get("name") or Path(rec["target"]["path"]).name,
-        demanded_iops=conv["kept"] / span_s,
-        demanded_mbps=conv["bytes"] / span_s / 1e6,
-        achieved_iops=None,
-        achieved_mbps=None,
-        latency_source="fio",
+        name=res.labels.get("device") or t.get("name") or Path(t["path"]).name,
+        source=str(root),
+        role="candidate",
+        demanded_iops=res.demanded.iops,
+        demanded_mbps=res.demanded.mbps,
+        measured=res.measured,
+        latency_from="replay capture",
+        status=res.status,
+        selection=res.selection.get("how", ""),
     )
-    fid = rec.get("fidelity") or {}
     if fid.get("status") == "measured":
-        row.fidelity = f"{fid['verdict']}, {fid['timing']}"
-    sync = fio.get("sync") or {}
-    row.fsync_p50_ns = (sync.get("lat_percentile_ns") or {}).get(PCTS["p50"])
-    row.fsync_p99_ns = (sync.get("lat_percentile_ns") or {}).get(PCTS["p99"])
-    capture = root / "capture"
-    if fid.get("status") == "measured" and capture.is_dir():
-        _from_capture(row, capture)
+        row.fidelity, row.timing = fid["verdict"], fid["timing"]
     else:
-        _from_fio(row, fio)
+        row.fidelity = fid.get("status", "not measured")
+    if res.measured is None:
+        row.measured, row.latency_from = _from_fio(res.fio.get("summary") or {}), "fio"
     return row
 
 
-def _from_capture(row: Row, capture: Path) -> None:
-    con = duck.connect()
-    try:
-        open_trace(capture).relation(con).create_view("io")
-        per_op = duck.query(con, "replay.sql", "compare_latency", {"comm": "fio"})
-    except IofpError:
-        return _from_fio(row, {})
-    finally:
-        con.close()
-    if not per_op:
-        return None
-    row.latency_source = "capture"
-    first, last = min(r["first_ns"] for r in per_op), max(r["last_ns"] for r in per_op)
-    span_s = max((last - first) / 1e9, 1e-6)
-    row.achieved_iops = sum(r["ios"] for r in per_op) / span_s
-    row.achieved_mbps = sum(r["bytes"] for r in per_op if r["op"] in ("read", "write")) / span_s / 1e6
-    for r in per_op:
-        row.latency_ns[r["op"]] = {"p50": r["p50_ns"], "p99": r["p99_ns"], "p99.9": r["p999_ns"]}
-        if r["op"] == "flush":
-            row.commits_per_s = r["ios"] / span_s
-    return None
-
-
-def _from_fio(row: Row, fio: dict[str, Any]) -> None:
-    # Not job_runtime: fio sums it over the jobs of a multi-stream replay (results.fio_summary).
-    runtime_s = (fio.get("span_ms") or 0) / 1e3
-    if runtime_s > 0:
-        ios = sum((fio.get(d) or {}).get("total_ios", 0) for d in ("read", "write", "trim", "sync"))
-        row.achieved_iops = ios / runtime_s
-        row.achieved_mbps = (
-            sum((fio.get(d) or {}).get("io_bytes", 0) for d in ("read", "write")) / runtime_s / 1e6
+def _baseline(trace_path: Path, first: rr.ReplayResult, notes: list[str]) -> Row:
+    """The original trace over the replays' selection: the same span, device and reads-only choice."""
+    trace = open_trace(trace_path)
+    sel = first.selection
+    device = (first.settings.get("selection") or {}).get("device")
+    m = measure.measure(trace, "trace", device=device, span_ns=(sel.get("t_lo_ns"), sel.get("t_hi_ns")))
+    if Path(first.trace["path"]).resolve() != trace.root.resolve():
+        notes.append(
+            f"the baseline {trace.root} is not the trace the results replayed ({first.trace['path']})"
         )
-        syncs = (fio.get("sync") or {}).get("total_ios", 0)
-        row.commits_per_s = syncs / runtime_s if syncs else None
+    return Row(
+        name="baseline",
+        source=str(trace.root),
+        role="baseline",
+        demanded_iops=m.achieved_iops,
+        demanded_mbps=m.achieved_mbps,
+        measured=m,
+        latency_from="trace",
+        fidelity="(the original)",
+        selection=sel.get("how", ""),
+    )
+
+
+def _from_fio(fio: dict[str, Any]) -> rr.Measured:
+    """fio's own report, for a result without a capture: labelled as fio's wherever it shows."""
+    m = rr.Measured(source="fio (its own report)")
+    m.span_s = (fio.get("span_ms") or 0) / 1e3
     for d in ("read", "write"):
-        pct = (fio.get(d) or {}).get("clat_percentile_ns") or {}
-        if (fio.get(d) or {}).get("total_ios"):
-            row.latency_ns[d] = {k: pct.get(v) for k, v in PCTS.items()}
+        s = fio.get(d) or {}
+        if s.get("total_ios"):
+            pct = s.get("clat_percentile_ns") or {}
+            vals = {k: pct.get(v) for k, v in PCTS_FIO.items()}
+            m.ops[d] = rr.Latency(
+                s["total_ios"], s.get("io_bytes", 0), vals["p50"], vals["p99"], vals["p99.9"]
+            )
+    sync = fio.get("sync") or {}
+    if sync.get("total_ios"):
+        pct = sync.get("lat_percentile_ns") or {}
+        m.syncs["all"] = rr.Latency(sync["total_ios"], 0, *(pct.get(v) for v in PCTS_FIO.values()))
+        m.commit_from = "sync calls"
+    if m.span_s > 0:
+        data = sum((fio.get(d) or {}).get("total_ios", 0) for d in ("read", "write", "trim"))
+        m.achieved_iops = data / m.span_s
+        m.achieved_mbps = (
+            sum((fio.get(d) or {}).get("io_bytes", 0) for d in ("read", "write")) / m.span_s / 1e6
+        )
+        m.commits_per_s = sync.get("total_ios", 0) / m.span_s or None
+    return m
 
 
-def _judge_slo(row: Row, slo: Slo) -> None:
-    if not slo:
-        return
-    row.slo_failures = slo.failures(row)
-    row.slo = "fail: " + "; ".join(row.slo_failures) if row.slo_failures else "pass"
-
-
-fmt_ns = format_ns
+# ------------------------------------------------------------------------------------------------
+# Rendering
+# ------------------------------------------------------------------------------------------------
 
 
 def _num(v: float | None, spec: str = ",.0f") -> str:
     return "-" if v is None else format(v, spec)
 
 
-HEADERS = [
-    "device", "IOPS demanded", "IOPS achieved", "MB/s demanded", "MB/s achieved",
-    "read p50/p99/p99.9", "write p50/p99/p99.9", "flush p50/p99", "fsync p99", "commits/s",
-    "latency from", "fidelity", "SLO",
-]  # fmt: skip
+def _commit_label(rows: list[Row]) -> str:
+    froms = {r.measured.commit_from for r in rows if r.measured and r.measured.commit_from != "none"}
+    return "commit" if froms <= {"sync calls"} else "commit*"
 
 
-def cells(r: Row) -> list[str]:
-    def lat(op: str, keys: tuple[str, ...]) -> str:
-        d = r.latency_ns.get(op)
-        return "-" if not d else " / ".join(fmt_ns(d.get(k)) for k in keys)
-
-    return [
-        r.device,
-        _num(r.demanded_iops),
-        _num(r.achieved_iops),
-        _num(r.demanded_mbps, ".1f"),
-        _num(r.achieved_mbps, ".1f"),
-        lat("read", ("p50", "p99", "p99.9")),
-        lat("write", ("p50", "p99", "p99.9")),
-        lat("flush", ("p50", "p99")),
-        fmt_ns(r.fsync_p99_ns),
-        _num(r.commits_per_s),
-        r.latency_source,
-        r.fidelity,
-        r.slo,
+def figures(rows: list[Row], slo: Slo) -> list[tuple[str, list[str]]]:
+    """(label, one cell per row) for every figure of the table, in order."""
+    c = _commit_label(rows)
+    out: list[tuple[str, list[str]]] = [
+        ("IOPS demanded", [_num(r.demanded_iops) for r in rows]),
+        ("IOPS achieved", [_num(r.achieved_iops) for r in rows]),
+        ("MB/s achieved", [_num(r.measured.achieved_mbps if r.measured else None, ",.1f") for r in rows]),
     ]
+    for op, pcts in (
+        ("read", ("p50", "p99", "p99.9")),
+        ("write", ("p50", "p99", "p99.9")),
+        ("flush", ("p50", "p99")),
+    ):
+        if any(r.latency(op, "p50") is not None for r in rows):
+            out += [(f"{op} {p}", [format_ns(r.latency(op, p)) for r in rows]) for p in pcts]
+    if any(r.latency("commit", "p50") is not None for r in rows):
+        out += [
+            (f"{c} {p}", [format_ns(r.latency("commit", p)) for r in rows]) for p in ("p50", "p99", "p99.9")
+        ]
+        out.append(("commits/s", [_num(r.commits_per_s) for r in rows]))
+    out.append(("fidelity", [r.fidelity for r in rows]))
+    out.append(("timing", [r.timing or "-" for r in rows]))
+    if any(r.status != "complete" for r in rows):
+        out.append(("run", [r.status for r in rows]))
+    if slo:
+        out.append(("SLO", [r.slo for r in rows]))
+    return out
 
 
-def render(rows: list[Row], fmt: str) -> str:
-    if fmt == "json":
-        return json.dumps([asdict(r) for r in rows], indent=2)
-    if fmt == "markdown":
-        lines = ["| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
-        lines += ["| " + " | ".join(cells(r)) + " |" for r in rows]
-        return "\n".join(lines)
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(*HEADERS, title="iofp compare: candidate devices")
+def footnotes(cmp: Comparison) -> list[str]:
+    rows = cmp.rows
+    lines = []
+    sel = next((r.selection for r in rows if r.role == "candidate"), "")
+    if sel:
+        lines.append(f"selection: {sel}")
+    froms = sorted({r.latency_from for r in rows})
+    lines.append(
+        "latency from: " + ", ".join(froms) + "; commit = a sync call from entry to return (its writeback "
+        "and flush)"
+    )
+    if _commit_label(rows) == "commit*":
+        flush = [r.name for r in rows if r.measured and r.measured.commit_from == "block flushes"]
+        lines.append(f"commit*: from block flushes for {', '.join(flush)} (no sync table in its capture)")
+    lines += [f"note: {n}" for n in cmp.notes]
     for r in rows:
-        table.add_row(*cells(r))
-    console = Console(width=240, record=True)
-    with console.capture() as cap:
-        console.print(table)
-    return cap.get()
+        if r.slo_failures:
+            who = "baseline (not judged)" if r.role == "baseline" else r.name
+            lines.append(f"{who} misses {cmp.slo.text!r}: {'; '.join(r.slo_failures)}")
+    return lines
+
+
+def render(cmp: Comparison, fmt: str, width: int | None = None) -> str:
+    if fmt == "json":
+        doc = {
+            "slo": cmp.slo.text or None,
+            "failed": [r.name for r in cmp.failed],
+            "notes": cmp.notes,
+            "rows": [
+                asdict(r) | {"achieved_iops": r.achieved_iops, "commits_per_s": r.commits_per_s}
+                for r in cmp.rows
+            ],
+        }
+        return json.dumps(doc, indent=2, default=str)
+    figs = figures(cmp.rows, cmp.slo)
+    names = [r.name for r in cmp.rows]
+    if fmt == "markdown":
+        lines = ["| | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+        lines += [f"| {label} | " + " | ".join(cells) + " |" for label, cells in figs]
+        return "\n".join([*lines, "", *footnotes(cmp)])
+    return _text(names, figs, footnotes(cmp), width or _terminal_width())
+
+
+def _terminal_width() -> int:
+    try:
+        return int(os.environ.get("COLUMNS", "")) or os.get_terminal_size().columns
+    except (ValueError, OSError):
+        return 80
+
+
+def _text(names: list[str], figs: list[tuple[str, list[str]]], notes: list[str], width: int) -> str:
+    """Plain columns, split into as many tables as the width needs; notes wrapped to the width."""
+    import textwrap
+
+    colw = max(COL_W, *(len(n) + 2 for n in names), *(len(c) + 2 for _, cells in figs for c in cells))
+    per = max(1, (width - LABEL_W) // colw)
+    blocks = []
+    for start in range(0, len(names), per):
+        idx = range(start, min(start + per, len(names)))
+        head = " " * LABEL_W + "".join(names[i].rjust(colw) for i in idx)
+        body = [
+            label.ljust(LABEL_W)[:LABEL_W] + "".join(cells[i].rjust(colw) for i in idx)
+            for label, cells in figs
+        ]
+        blocks.append("\n".join([head.rstrip(), *body]))
+    wrapped = [textwrap.fill(n, width, subsequent_indent="  ") for n in notes]
+    return "\n\n".join(blocks) + "\n" + "\n".join(wrapped)

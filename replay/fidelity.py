@@ -1,13 +1,16 @@
 """Replay fidelity: did the target see the I/Os the selection demands, when it demands them?
 
-The comparison takes two opened traces: the *expected* one (the converter's output: the selection's
-I/Os as the iolog demands them, with target offsets and scaled times) and the *replayed* one (iofp's
-own capture of the target while fio ran). Both are block-layer issue times, so the comparison is like
-for like. SQL lives in sql/fidelity_*.sql. Figures (the replay-fidelity metrics of the trace-replay
-literature: Thesios, hfplayer, Buttress):
+The comparison takes the *expected* I/Os (the converter's, in memory: the selection's data I/Os as the
+iolog demands them, with target offsets and scaled times, and one call per sync line) and the
+*replayed* trace (iofp's own capture of the target while fio ran). Both are block-layer issue times,
+so the comparison is like for like. SQL lives in sql/fidelity_*.sql. Figures (the replay-fidelity
+metrics of the trace-replay literature: Thesios, hfplayer, Buttress):
 
 - content: expected / replayed / matched counts per op, where matched means same (op, offset, size)
-  as a multiset (flushes match on op alone); `missing` = expected - matched, `extra` = replayed - matched;
+  as a multiset; a sync call is replayed when fio made it (the capture's sync table, per kind:
+  fsync, fdatasync), not counted by block flushes, which the kernel merges when calls overlap (a
+  capture without a sync table falls back to them, and the record says so); the block flushes the
+  target saw are reported (`flushes`); `missing` = expected - matched, `extra` = replayed - matched;
 - rate: per-window IOPS of both sides aligned at the first I/O; MAPE over windows with demand, the
   largest single-window error, and WAPE (sum |e - r| / sum e, robust at low rates). Windows are 1 s;
   a selection shorter than 10 s gets windows shrunk by tens while it has fewer than 10 and a window
@@ -49,8 +52,9 @@ from typing import Any
 import duckdb
 
 from iofp import duck
-from iofp.contract import Trace
+from iofp.contract import IO_TABLE, SYNC_TABLE, Trace
 from iofp.sqlfiles import load_sql
+from replay.iolog import Expected
 
 SQL = "replay.sql"
 
@@ -72,6 +76,8 @@ class Fidelity:
     missing: int = 0
     extra: int = 0
     per_op: dict[str, dict[str, int]] = field(default_factory=dict)
+    syncs_by: str = "calls"  # "calls" (the capture's sync table) | "block flushes" (it had none)
+    flushes: int = 0  # block flushes fio's syncs made on the target (reported, not judged)
     window_s: float = 1.0
     iops_mape: float | None = None
     iops_max_error: float | None = None
@@ -128,15 +134,22 @@ def thresholds() -> dict[str, float]:
 
 
 def compare(
-    expected: Trace, replayed: Trace, *, comm: str | None = "fio", window_s: float | None = None
+    expected: Expected, replayed: Trace, *, comm: str | None = "fio", window_s: float | None = None
 ) -> Fidelity:
     """Compare the demanded I/Os with a capture of their replay (see the module docstring)."""
     con = duck.connect()
     try:
-        expected.relation(con).create_view("exp_all")
-        replayed.relation(con).create_view("rep_all")
+        con.from_arrow(expected.io).create_view("exp_all")
+        con.from_arrow(expected.calls).create_view("exp_calls")
+        replayed.relation(con, IO_TABLE).create_view("rep_all")
+        replayed.relation(con, SYNC_TABLE).create_view("rep_sync")
         con.execute(load_sql(SQL, "fidelity_sides"), {"comm": comm})
-        return _measure(con, window_s)
+        by_flushes = not replayed.has(SYNC_TABLE) and expected.calls.num_rows > 0
+        fid = Fidelity(syncs_by="block flushes" if by_flushes else "calls")
+        for r in _rows(con, "fidelity_calls", {"comm": comm, "by_flushes": by_flushes}):
+            fid.per_op[r["op"]] = {k: int(r[k]) for k in ("expected", "replayed", "matched")}
+        fid.flushes = int(_rows(con, "fidelity_flushes", {"comm": comm})[0]["flushes"])
+        return _measure(con, fid, window_s)
     finally:
         con.close()
 
@@ -153,8 +166,7 @@ def rate_window(span_s: float, ios: int) -> float:
     return w
 
 
-def _measure(con: duckdb.DuckDBPyConnection, window_s: float | None) -> Fidelity:
-    fid = Fidelity()
+def _measure(con: duckdb.DuckDBPyConnection, fid: Fidelity, window_s: float | None) -> Fidelity:
     for r in _rows(con, "fidelity_content"):
         fid.per_op[r["op"]] = {k: int(r[k]) for k in ("expected", "replayed", "matched")}
     fid.expected = sum(v["expected"] for v in fid.per_op.values())
@@ -164,6 +176,7 @@ def _measure(con: duckdb.DuckDBPyConnection, window_s: float | None) -> Fidelity
     late = _rows(con, "fidelity_lateness", {"anchor_ns": ANCHOR_NS})[0]
     if not late["matched"]:
         fid.reasons.append("no replayed I/O matches a demanded one")
+        _judge(fid)
         return fid
     us = lambda ns: None if ns is None else ns / 1e3  # noqa: E731
     fid.late_p50_us, fid.late_p99_us = us(late["late_p50_ns"]), us(late["late_p99_ns"])

@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -49,18 +48,22 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from iofp.contract import OPS, Trace, TraceMeta, TraceWriter, check_output_file
+from iofp.contract import IO_TABLE, OPS, SYNC_TABLE, Trace, TraceMeta, TraceWriter, check_output_file
 from iofp.errors import BadInput
+from iofp.sqlfiles import load_sql
 from replay import pacing as pacemod
+from replay import plan as planmod
 from replay import selection as selmod
 from replay import streams as streammod
 
 HEADER = "fio version 3 iolog\n"
 HEADER_V2 = "fio version 2 iolog\n"  # --pace absolute (pacing.WaitClock)
-FIO_ACTIONS = ("read", "write", "trim", "sync")  # indexed like contract.OPS
-READ, WRITE, DISCARD, FLUSH = range(4)
+# fio's action per row code (sql/selected_io.sql's opc): contract.OPS, then the two replayed calls
+FIO_ACTIONS = ("read", "write", "trim", "sync", "sync", "datasync")
+READ, WRITE, DISCARD, FLUSH, SYNC, DATASYNC = range(6)  # FLUSH and up: a sync line
 MAX_NAME = 256  # fio parses names with %256s
 EXPECTED_ROWS_PER_FILE = 1 << 20
+SQL = "replay.sql"
 
 
 @dataclass(frozen=True)
@@ -91,7 +94,7 @@ class ConvertReport:
     target: str
     rows_in: int = 0  # rows in the selected span
     kept: int = 0
-    ops: dict[str, int] = field(default_factory=lambda: dict.fromkeys(FIO_ACTIONS, 0))
+    ops: dict[str, int] = field(default_factory=lambda: dict.fromkeys(FIO_ACTIONS, 0))  # per fio action
     dropped: dict[str, int] = field(default_factory=dict)
     folded: int = 0  # offsets moved by folding
     realigned: int = 0  # offsets rounded down to `align`
@@ -156,6 +159,21 @@ def _align_up(x: int, a: int) -> int:
     return -(-x // a) * a
 
 
+@dataclass
+class Expected:
+    """What the log demands, as the target should see it (target offsets, scaled times from 0): the
+    reference a replay's capture is compared with (fidelity.py), passed on in memory."""
+
+    io: pa.Table  # ts_ns, offset, size, op, inflight, lat_ns, forced: the data I/Os
+    calls: pa.Table  # ts_ns, call ('fsync' | 'fdatasync'): one per sync/datasync line
+
+
+@dataclass
+class Conversion:
+    report: ConvertReport
+    expected: Expected
+
+
 def convert(
     trace: Trace,
     out: Path,
@@ -163,91 +181,104 @@ def convert(
     mapping: Mapping,
     *,
     force: bool = False,
-    expected: Path | None = None,
     streams: str | None = "single",
-    engine: str = "libaio",
+    engine: str = "auto",
     pacing: pacemod.Pacing | None = None,
 ) -> ConvertReport:
-    """Write the selection of `trace` as a fio v3 iolog at `out` (atomically).
+    """Resolve `sel` on `trace` (plan.py) and write it as fio iologs (`write`); `iofp iolog`'s one call."""
+    plan = planmod.resolve(trace, sel, streams=streams, engine=engine)
+    try:
+        return write(plan, out, mapping, force=force, pacing=pacing).report
+    finally:
+        plan.close()
 
-    With `streams` "pid" (or None: "pid" when the selection has more than one pid) and more than one
-    stream, stream i goes to `stream_path(out, i)` instead (see streams.py); `report.streams` says which
-    file holds which pids. `pacing` compensates fio's per-I/O overhead per stream engine (pacing.py).
-    With `expected`, also write the I/Os exactly as the log demands them (target offsets, scaled
-    times from 0) as an iofp trace: the reference a replay's capture is compared with.
+
+def write(
+    plan: planmod.Plan,
+    out: Path,
+    mapping: Mapping,
+    *,
+    force: bool = False,
+    pacing: pacemod.Pacing | None = None,
+    expected_dir: Path | None = None,
+) -> Conversion:
+    """Write the plan's selection as a fio iolog at `out` (atomically), one per stream when there are
+    several (`stream_path(out, i)`; `report.streams` says which file holds what). `pacing` compensates
+    fio's per-I/O overhead per stream engine (pacing.py). With `expected_dir`, the demanded I/Os are
+    also kept there as an iofp trace, for a person to re-examine (the fidelity check gets them in memory).
     """
     out = Path(out)
-    con = selmod.connect(trace)
+    paths = [stream_path(out, s.index) for s in plan.streams.streams] if plan.streams.split else [out]
+    for p in paths:
+        check_output_file(p, force=force)
+    if not mapping.target:
+        mapping = replace(mapping, target=default_target(plan.stats))
+    mapping.check()
+    pacing = pacing or pacemod.Pacing()
+    tmps = [p.with_name(f".{p.name}.tmp") for p in paths]
     try:
-        stats = selmod.resolve(con, trace, sel)
-        plan = streammod.plan(con, sel, stats, streams, engine)
-        paths = [stream_path(out, s.index) for s in plan.streams] if plan.split else [out]
-        for p in paths:
-            check_output_file(p, force=force)
-        if not mapping.target:
-            mapping = replace(mapping, target=default_target(stats))
-        mapping.check()
-        pacing = pacing or pacemod.Pacing()
-        tmps = [p.with_name(f".{p.name}.tmp") for p in paths]
-
-        def attempt(batches: Iterator[pa.RecordBatch], force_expected: bool) -> ConvertReport:
-            report = ConvertReport(
-                target=mapping.target,
-                align=mapping.align,
-                time_scale=mapping.time_scale,
-                selection=stats.to_dict(),
-            )
-            report.fold_modulus = fold_modulus(stats, mapping)
-            report.pacing = pacing.to_dict()
-            writer = (
-                _expected_writer(expected, trace, sel, mapping, force=force_expected) if expected else None
-            )
-            with contextlib.ExitStack() as stack:
-                files = [stack.enter_context(open(t, "wb", buffering=1 << 22)) for t in tmps]
-                for f in files:
-                    if pacing.log_version == 2:
-                        f.write(f"{HEADER_V2}{mapping.target} add\n{mapping.target} open\n".encode())
-                    else:
-                        f.write(HEADER.encode())
-                        f.write(f"1 {mapping.target} add\n1 {mapping.target} open\n".encode())
-                pacers = [pacing.pacer(st.engine) for st in plan.streams]
-                conv = _BatchConverter(
-                    mapping, report, first_ns=stats.first_ns or 0, reads_only=sel.reads_only
-                )
-                for batch in batches:
-                    blobs, exp = conv.convert(batch, plan, pacers)
-                    for f, blob in zip(files, blobs, strict=True):
-                        if blob:
-                            f.write(blob)
-                    if writer is not None and exp is not None:
-                        writer.add(exp)
-            if writer is not None:
-                writer.close()
-            report.streams = [
-                st.to_dict()
-                | {"iolog": str(p), "kept": conv.kept.get(i, 0), "log_last_us": conv.last_us.get(i, 0)}
-                for i, (st, p) in enumerate(zip(plan.streams, paths, strict=True))
-            ]
-            report.stream_mode = plan.mode
-            return report
-
         try:
-            # Traces in issue order (imports) stream straight from their files in constant memory;
-            # a capture (rows in completion order) is sorted by DuckDB, which spills past 256 MB.
-            try:
-                report = attempt(selmod.file_order_batches(trace, sel, stats), force)
-            except selmod.NotInIssueOrder:
-                report = attempt(selmod.ordered_batches(con, sel, stats), True)
-                report.sorted_by = "duckdb"
-            for t, p in zip(tmps, paths, strict=True):
-                os.replace(t, p)
-        except BaseException:
-            for t in tmps:
-                t.unlink(missing_ok=True)
-            raise
-        return report
-    finally:
-        con.close()
+            conv = _attempt(plan, mapping, tmps, pacing, ordered=False)
+        except selmod.NotInIssueOrder:
+            conv = _attempt(plan, mapping, tmps, pacing, ordered=True)
+            conv.report.sorted_by = "duckdb"
+        for t, p in zip(tmps, paths, strict=True):
+            os.replace(t, p)
+    except BaseException:
+        for t in tmps:
+            t.unlink(missing_ok=True)
+        raise
+    for st, p in zip(conv.report.streams, paths, strict=True):
+        st["iolog"] = str(p)
+    if expected_dir is not None:
+        _write_expected(expected_dir, conv.expected, plan, mapping)
+    return conv
+
+
+def _attempt(
+    plan: planmod.Plan, mapping: Mapping, tmps: list[Path], pacing: pacemod.Pacing, *, ordered: bool
+) -> Conversion:
+    stats = plan.stats
+    report = ConvertReport(
+        target=mapping.target, align=mapping.align, time_scale=mapping.time_scale, selection=stats.to_dict()
+    )
+    report.fold_modulus = fold_modulus(stats, mapping)
+    report.pacing = pacing.to_dict()
+    report.sorted_by = "duckdb" if plan.trace.has(SYNC_TABLE) else report.sorted_by
+    exp_io: list[pa.Table] = []
+    exp_calls: list[pa.Table] = []
+    with contextlib.ExitStack() as stack:
+        files = [stack.enter_context(open(t, "wb", buffering=1 << 22)) for t in tmps]
+        for f in files:
+            f.write(_header(mapping.target, pacing.log_version))
+        pacers = [pacing.pacer(st.engine) for st in plan.streams.streams]
+        conv = _BatchConverter(
+            mapping, report, first_ns=stats.first_ns or 0, reads_only=plan.selection.reads_only
+        )
+        for batch in plan.batches(ordered=ordered):
+            blobs, exp = conv.convert(batch, plan.streams, pacers)
+            for f, blob in zip(files, blobs, strict=True):
+                if blob:
+                    f.write(blob)
+            if exp is not None:
+                exp_io.append(exp[0])
+                exp_calls.append(exp[1])
+    report.streams = [
+        st.to_dict() | {"kept": conv.kept.get(i, 0), "log_last_us": conv.last_us.get(i, 0)}
+        for i, st in enumerate(plan.streams.streams)
+    ]
+    report.stream_mode = plan.streams.mode
+    expected = Expected(
+        pa.concat_tables(exp_io) if exp_io else _EXPECTED_IO.empty_table(),
+        pa.concat_tables(exp_calls) if exp_calls else _EXPECTED_CALLS.empty_table(),
+    )
+    return Conversion(report, expected)
+
+
+def _header(target: str, version: int) -> bytes:
+    if version == 2:
+        return f"{HEADER_V2}{target} add\n{target} open\n".encode()
+    return f"{HEADER}1 {target} add\n1 {target} open\n".encode()
 
 
 class _BatchConverter:
@@ -270,90 +301,127 @@ class _BatchConverter:
             self.r.dropped[reason] = self.r.dropped.get(reason, 0) + n
             keep &= ~mask
 
-    def convert(
-        self,
-        batch: pa.RecordBatch,
-        plan: streammod.StreamPlan,
-        pacers: list[pacemod.Pacer | pacemod.WaitClock],
-    ) -> tuple[list[bytes], pa.Table | None]:
-        r, m = self.r, self.m
-        n = batch.num_rows
-        r.rows_in += n
+    def _filter(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """Drop (and count) what fio cannot replay or the selection leaves out."""
+        self.r.rows_in += batch.num_rows
         opc = batch.column("opc").to_numpy(zero_copy_only=False)
-        size = batch.column("size").to_numpy(zero_copy_only=False).astype(np.int64)
-        keep = np.ones(n, dtype=bool)
+        size = batch.column("size").to_numpy(zero_copy_only=False)
+        keep = np.ones(batch.num_rows, dtype=bool)
         self._drop("unknown_op", opc < 0, keep)
         if self.reads_only:
             self._drop("not_read", opc != READ, keep)
-        if not m.trim:
+        if not self.m.trim:
             self._drop("discard_unsupported", opc == DISCARD, keep)
-        self._drop("zero_size", (opc != FLUSH) & (size <= 0), keep)
-        if not keep.all():
-            idx = np.flatnonzero(keep)
-            batch = batch.take(pa.array(idx))
-            opc, size = opc[idx], size[idx]
-        if batch.num_rows == 0:
-            return [b""] * len(pacers), None
-        ts = batch.column("ts_ns").to_numpy(zero_copy_only=False)
-        off = batch.column("offset").to_numpy(zero_copy_only=False).astype(np.int64)
-        flush = opc == FLUSH
-        data = ~flush
-        a = m.align
+        self._drop("zero_size", (opc < FLUSH) & (size <= 0), keep)
+        return batch if keep.all() else batch.take(pa.array(np.flatnonzero(keep)))
+
+    def _map(self, opc: np.ndarray, off: np.ndarray, size: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Fold and align the data I/Os' offsets and sizes (syncs are 0 0), counting every change."""
+        r, a = self.r, self.m.align
+        data = opc < FLUSH
         if r.fold_modulus is not None:
             big = data & (off >= r.fold_modulus)
             r.folded += int(np.count_nonzero(big))
             off = np.where(big, off % r.fold_modulus, off)
         rem = off % a
         r.realigned += int(np.count_nonzero(data & (rem != 0)))
-        off = off - rem
         up = (-size) % a
         r.resized += int(np.count_nonzero(data & (up != 0)))
-        size = size + up
-        off = np.where(flush, 0, off)
-        size = np.where(flush, 0, size)
+        return np.where(data, off - rem, 0), np.where(data, size + up, 0)
 
-        rel = ts - self.first_ns
-        rel_sched = rel if m.time_scale == 1.0 else np.floor(rel / m.time_scale).astype(np.int64)
-
+    def convert(
+        self,
+        batch: pa.RecordBatch,
+        plan: streammod.StreamPlan,
+        pacers: list[pacemod.Pacer | pacemod.WaitClock],
+    ) -> tuple[list[bytes], tuple[pa.Table, pa.Table] | None]:
+        batch = self._filter(batch)
+        if batch.num_rows == 0:
+            return [b""] * len(pacers), None
+        r = self.r
+        opc = batch.column("opc").to_numpy(zero_copy_only=False)
+        off, size = self._map(
+            opc,
+            batch.column("offset").to_numpy(zero_copy_only=False).astype(np.int64),
+            batch.column("size").to_numpy(zero_copy_only=False).astype(np.int64),
+        )
+        rel = batch.column("ts_ns").to_numpy(zero_copy_only=False) - self.first_ns
+        sched = rel if self.m.time_scale == 1.0 else np.floor(rel / self.m.time_scale).astype(np.int64)
         r.kept += len(opc)
-        counts = np.bincount(opc, minlength=4)
+        counts = np.bincount(opc, minlength=len(FIO_ACTIONS))
         for i, name in enumerate(FIO_ACTIONS):
             r.ops[name] += int(counts[i])
-        r.bytes += int(size[(opc == READ) | (opc == WRITE)].sum())
-        if data.any():
-            r.max_end = max(r.max_end, int((off + size)[data].max()))
-        r.duration_us = int(rel_sched[-1]) // 1000
+        rw = (opc == READ) | (opc == WRITE)
+        r.bytes += int(size[rw].sum())
+        if (opc < FLUSH).any():
+            r.max_end = max(r.max_end, int((off + size)[opc < FLUSH].max()))
+        r.duration_us = int(sched[-1]) // 1000
+        commit = batch.column("commit").to_numpy(zero_copy_only=False)
+        route = plan.route(batch.column("pid"), commit)
+        blobs = [
+            self._stream(i, pacer, route, plan.split, sched, opc, off, size) for i, pacer in enumerate(pacers)
+        ]
+        return blobs, self._expected(batch, sched, opc, off, size, commit)
 
-        opc_arr = pa.array(opc)
-        route = plan.route(batch.column("pid"))
-        blobs: list[bytes] = []
-        for i, pacer in enumerate(pacers):
-            idx = np.flatnonzero(route == i) if plan.split else None
-            if idx is not None and len(idx) == 0:
-                blobs.append(b"")
-                continue
-            pick = (lambda x: x) if idx is None else (lambda x, ix=idx: x[ix])
-            if isinstance(pacer, pacemod.WaitClock):
-                ms, new = pacer.waits(pick(rel_sched))
-                self.kept[i] = self.kept.get(i, 0) + len(ms)
-                self.last_us[i] = int(ms[-1]) * 1000
-                blobs.append(self._format_v2(ms, new, pick(opc), pick(off), pick(size)))
-                continue
-            ts_us = pacer.log_us(pick(rel_sched), pick(flush))
-            self.kept[i] = self.kept.get(i, 0) + len(ts_us)
-            self.last_us[i] = int(ts_us[-1])
-            blobs.append(self._format(ts_us, pick(opc), pick(off), pick(size)))
-        expected = pa.table(
+    def _stream(
+        self,
+        i: int,
+        pacer: pacemod.Pacer | pacemod.WaitClock,
+        route: np.ndarray,
+        split: bool,
+        sched: np.ndarray,
+        opc: np.ndarray,
+        off: np.ndarray,
+        size: np.ndarray,
+    ) -> bytes:
+        """Stream i's lines of this batch."""
+        idx = np.flatnonzero(route == i) if split else None
+        if idx is not None and len(idx) == 0:
+            return b""
+
+        def pick(x: np.ndarray) -> np.ndarray:
+            return x if idx is None else x[idx]
+
+        if isinstance(pacer, pacemod.WaitClock):
+            ms, new = pacer.waits(pick(sched))
+            self.kept[i] = self.kept.get(i, 0) + len(ms)
+            self.last_us[i] = int(ms[-1]) * 1000
+            return self._format_v2(ms, new, pick(opc), pick(off), pick(size))
+        ts_us = pacer.log_us(pick(sched), pick(opc) >= FLUSH)
+        self.kept[i] = self.kept.get(i, 0) + len(ts_us)
+        self.last_us[i] = int(ts_us[-1])
+        return self._format(ts_us, pick(opc), pick(off), pick(size))
+
+    def _expected(
+        self,
+        batch: pa.RecordBatch,
+        sched: np.ndarray,
+        opc: np.ndarray,
+        off: np.ndarray,
+        size: np.ndarray,
+        commit: np.ndarray,
+    ) -> tuple[pa.Table, pa.Table]:
+        """The batch as the target should see it: its data I/Os, and a call per sync line."""
+        data = np.flatnonzero(opc < FLUSH)
+        io = pa.table(
             {
-                "ts_ns": pa.array(rel_sched),
-                "offset": pa.array(off),
-                "size": pa.array(size.astype(np.int32)),
-                "op": self.contract_ops.take(opc_arr),
-                "inflight": batch.column("inflight"),
-                "lat_ns": batch.column("lat_ns"),
+                "ts_ns": pa.array(sched[data]),
+                "offset": pa.array(off[data]),
+                "size": pa.array(size[data].astype(np.int32)),
+                "op": self.contract_ops.take(pa.array(opc[data])),
+                "inflight": batch.column("inflight").take(pa.array(data)),
+                "lat_ns": batch.column("lat_ns").take(pa.array(data)),
+                "forced": pa.array(commit[data] & (opc[data] == WRITE)),
             }
         )
-        return blobs, expected
+        syncs = np.flatnonzero(opc >= FLUSH)
+        calls = pa.table(
+            {
+                "ts_ns": pa.array(sched[syncs]),
+                "call": pa.array(np.where(opc[syncs] == DATASYNC, "fdatasync", "fsync")),
+            }
+        )
+        return io, calls
 
     def _format(self, ts_us: np.ndarray, opc: np.ndarray, off: np.ndarray, size: np.ndarray) -> bytes:
         sz_s = pc.cast(pa.array(size), pa.string())
@@ -397,42 +465,88 @@ def _joined(lines: pa.Array) -> bytes:
     return lines.buffers()[2].to_pybytes()[o[0] : o[-1]]
 
 
-class _ExpectedWriter:
-    """Buffers expected rows into large Parquet files through the contract's TraceWriter."""
-
-    def __init__(self, writer: TraceWriter, device: str) -> None:
-        self.w = writer
-        self.device = device
-        self.pending: list[pa.Table] = []
-        self.rows = 0
-
-    def add(self, tbl: pa.Table) -> None:
-        self.pending.append(tbl)
-        self.rows += tbl.num_rows
-        if self.rows >= EXPECTED_ROWS_PER_FILE:
-            self.flush()
-
-    def flush(self) -> None:
-        if not self.pending:
-            return
-        tbl = pa.concat_tables(self.pending)
-        dev = pa.DictionaryArray.from_arrays(pa.array(np.zeros(tbl.num_rows, dtype=np.int32)), [self.device])
-        self.w.write("io", tbl.append_column("device", dev))
-        self.pending, self.rows = [], 0
-
-    def close(self) -> None:
-        self.flush()
-        self.w.close()
+_EXPECTED_IO = pa.schema(
+    [("ts_ns", pa.int64()), ("offset", pa.int64()), ("size", pa.int32()), ("op", pa.string()),
+     ("inflight", pa.int32()), ("lat_ns", pa.int64()), ("forced", pa.bool_())]
+)  # fmt: skip
+_EXPECTED_CALLS = pa.schema([("ts_ns", pa.int64()), ("call", pa.string())])
 
 
-def _expected_writer(
-    root: Path, trace: Trace, sel: selmod.Selection, mapping: Mapping, *, force: bool
-) -> _ExpectedWriter:
+def _write_expected(root: Path, expected: Expected, plan: planmod.Plan, mapping: Mapping) -> None:
+    """Keep the demanded I/Os and calls as an iofp trace (an artifact of the run, not read back)."""
     meta = TraceMeta(
         source="replay-expected",
         devices={Path(mapping.target).name: {}},
-        filters={"selection": asdict(sel), "mapping": asdict(mapping)},
-        labels=dict(trace.meta.labels),
-        extra={"original": {"root": str(trace.root), "source": trace.meta.source, "host": trace.meta.host}},
+        filters={"selection": asdict(plan.selection), "mapping": asdict(mapping)},
+        labels=dict(plan.trace.meta.labels),
+        extra={
+            "original": {
+                "root": str(plan.trace.root), "source": plan.trace.meta.source, "host": plan.trace.meta.host
+            }
+        },
+    )  # fmt: skip
+    io = expected.io.drop_columns(["forced"])
+    dev = pa.DictionaryArray.from_arrays(
+        pa.array(np.zeros(io.num_rows, dtype=np.int32)), [Path(mapping.target).name]
     )
-    return _ExpectedWriter(TraceWriter(root, meta, force=force), Path(mapping.target).name)
+    with TraceWriter(root, meta, force=True) as w:
+        for chunk in io.append_column("device", dev).to_batches(EXPECTED_ROWS_PER_FILE):
+            w.write("io", chunk)
+        w.write("sync", expected.calls)
+
+
+def cli_mapping(
+    target: str | None,
+    target_size: int | None,
+    align: int | None,
+    time_scale: float,
+    streams: str,
+    pace: str,
+) -> tuple[Mapping, pacemod.Pacing]:
+    """`iofp iolog`'s options as a mapping and a pacing (no target to calibrate on: no --pace auto)."""
+    from replay import fiocaps
+
+    if streams not in streammod.MODES:
+        raise BadInput(f"--streams {streams}: choose one of {', '.join(streammod.MODES)}")
+    spec = pacemod.PaceSpec.parse(pace)
+    if spec.mode == "auto":
+        raise BadInput(
+            "--pace auto calibrates on the target and needs `iofp replay`; pass off, absolute or e.g. 20us"
+        )
+    mapping = Mapping(
+        target=target or "",
+        fold_size=target_size,
+        align=512 if align is None else align,  # 0 is rejected, not taken for the default
+        time_scale=time_scale,
+        trim=fiocaps.probe().iolog_trim,
+    )
+    engines = ("libaio", "psync", "io_uring", "pvsync2")
+    return mapping, pacemod.Pacing(mode=spec.mode, overhead_ns=dict.fromkeys(engines, spec.overhead_ns))
+
+
+def fio_command(report: ConvertReport) -> str:
+    """The fio command line that replays the written logs as iofp replay would (one job per log)."""
+    jobs = []
+    for i, s in enumerate(report.streams):
+        direct = "" if s["direct"] else " --direct=0"
+        jobs.append(
+            f"--name=s{i} --ioengine={s['engine']} --iodepth={s['iodepth']}{direct} --read_iolog={s['iolog']}"
+        )
+    return "fio --direct=1 " + " ".join(jobs)
+
+
+def expected_of(trace: Trace) -> Expected:
+    """A trace taken as the demand, for comparing two traces (e.g. an original with a capture of its
+    replay by another tool): its data I/Os, and its sync calls (fsync family from the sync table;
+    without one, each block flush as an fsync)."""
+    from iofp import duck
+
+    con = duck.connect()
+    try:
+        trace.relation(con, IO_TABLE).create_view("io")
+        trace.relation(con, SYNC_TABLE).create_view("sync")
+        io = con.sql(load_sql(SQL, "expected_io")).to_arrow_table()
+        calls = duck.query(con, SQL, "expected_calls", {"from_sync": trace.has(SYNC_TABLE)})
+    finally:
+        con.close()
+    return Expected(io.cast(_EXPECTED_IO), pa.Table.from_pylist(calls, schema=_EXPECTED_CALLS))

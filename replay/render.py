@@ -4,25 +4,61 @@ from __future__ import annotations
 
 from typing import Any
 
+from iofp.replay_result import Measured, ReplayResult
+from iofp.slo import format_ns
 
-def replay_summary(record: dict[str, Any]) -> str:
-    conv, fio, fid = record["conversion"], record["fio"], record["fidelity"]
+
+def replay_summary(res: ReplayResult) -> str:
+    """A replay's result as a few lines: what was demanded, how it was replayed, what iofp measured."""
+    fio, fid, dem = res.fio, res.fidelity, res.demanded
     summ = fio.get("summary") or {}
     done = {d: (summ.get(d) or {}).get("total_ios", 0) for d in ("read", "write", "trim")}
     done["sync"] = (summ.get("sync") or {}).get("total_ios", 0)
-    ios = ", ".join(f"{v} {k}" for k, v in done.items() if v) or "no I/O"
+    ios = ", ".join(f"{v:,} {k}" for k, v in done.items() if v) or "no I/O"
     lines = [
-        f"selection: {record['selection']['how']}; "
-        f"{conv['kept']} I/Os demanded over {conv['duration_us'] / 1e6:.3f} s",
-        # wall time, not fio's job_runtime: with one job per stream, group reporting sums the jobs'
-        f"fio ({fio['version']}, exit {fio['exit_code']}): {ios} "
-        f"in {record['timing']['wall_s']:.1f} s of wall time",
+        f"selection: {res.selection['how']}; {dem.data_ios:,} I/Os and {dem.syncs:,} sync calls demanded "
+        f"over {dem.span_s:.3f} s",
+        commits_line(res.plan.get("commits") or {}),
     ]
+    for s in res.conversion.get("streams") or []:
+        if s.get("kept"):
+            mode = "direct" if s["direct"] else "buffered"
+            lines.append(f"  job {s['name']}: {s['engine']} QD{s['iodepth']} {mode}: {s['why']}")
+    # wall time, not fio's job_runtime: with one job per stream, group reporting sums the jobs'
+    wall = res.timing.get("fio_s") or 0
+    lines.append(f"fio ({fio['version']}, exit {fio['exit_code']}): {ios} in {wall:.1f} s of wall time")
+    if res.measured is not None:
+        lines.append(f"measured (iofp's capture of the replay): {measured_line(res.measured)}")
     if fid.get("status") == "measured":
         lines.append(f"fidelity: {fidelity_line(fid)}")
     else:
         lines.append(f"fidelity: {fid.get('status')}: {fid.get('reason', '')}")
+    if res.status != "complete":
+        lines.append(f"PARTIAL: {res.interrupted}")
     return "\n".join(lines)
+
+
+def commits_line(c: dict[str, Any]) -> str:
+    if c.get("source") != "sync table":
+        return "commits: no sync table in the trace; block flushes replayed as fio's sync (an fsync each)"
+    kinds = ", ".join(f"{n:,} {k}" for k, n in sorted((c.get("by_call") or {}).items())) or "none"
+    jobs = sum(1 for x in c.get("callers") or [] if x["forced_writes"] > 0)
+    return (
+        f"commits: {c['replayed']:,} sync calls ({kinds}); {c['forced_writes']:,} writes they forced, "
+        f"replayed inside them ({jobs} commit job{'s' if jobs != 1 else ''}); "
+        f"{c['covered_flushes']:,} block flushes left to the calls"
+    )
+
+
+def measured_line(m: Measured) -> str:
+    parts = []
+    for op in ("read", "write", "flush"):
+        if op in m.ops:
+            parts.append(f"{op} p50 {format_ns(m.ops[op].p50)}, p99 {format_ns(m.ops[op].p99)}")
+    if m.commit_from == "sync calls":
+        a = m.syncs["all"]
+        parts.append(f"sync calls p50 {format_ns(a.p50)}, p99 {format_ns(a.p99)} ({a.count:,})")
+    return "; ".join(parts) or "nothing captured"
 
 
 def fidelity_line(fid: dict[str, Any]) -> str:

@@ -9,7 +9,7 @@ Layout of a results directory (all kept, so a run can be re-examined without re-
     capture/       iofp's capture of the target during the replay (block-device targets)
     replay.N.iolog one iolog per stream (--streams pid), instead of replay.iolog
     calibration/   the runs that measured fio's per-I/O overhead (--pace auto)
-    results.json   settings, target provenance, fio version, timing, labels, fidelity
+    results.json   the replay result (iofp/replay_result.py: the contract compare reads)
 """
 
 from __future__ import annotations
@@ -20,23 +20,13 @@ from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
 
-from iofp.contract import atomic_write_bytes
-from iofp.errors import BadInput
+from iofp.replay_result import RECORD
 
-KIND = "iofp-replay-result"
-VERSION = 1
-RECORD = "results.json"
 # Every name a replay writes into its directory (the iolog's temporary names, for a run that stopped).
 ARTIFACTS = (
     RECORD, "job.fio", "fio.cmd", "fio.stdout", "fio.stderr", "fio.json", "fio.rc",
     "replay.iolog", "replay.*.iolog", ".replay*.tmp", "expected", "capture", "calibration",
 )  # fmt: skip
-
-
-def write(root: Path, record: dict[str, Any]) -> Path:
-    path = root / RECORD
-    atomic_write_bytes(path, json.dumps(record, indent=2, sort_keys=True, default=str).encode())
-    return path
 
 
 def clear_artifacts(root: Path) -> set[str]:
@@ -51,23 +41,6 @@ def clear_artifacts(root: Path) -> set[str]:
         else:
             p.unlink()
     return kept
-
-
-def load(path: Path | str) -> tuple[Path, dict[str, Any]]:
-    """Load a results record from its directory or its results.json; BadInput if it is not one."""
-    p = Path(path)
-    f = p / RECORD if p.is_dir() else p
-    if not f.exists():
-        raise BadInput(f"{p}: no {RECORD}; pass a directory written by `iofp replay`")
-    try:
-        rec = json.loads(f.read_text())
-    except ValueError as e:
-        raise BadInput(f"{f}: not valid JSON ({e})") from None
-    if rec.get("kind") != KIND:
-        raise BadInput(f"{f}: not an iofp replay result")
-    if rec.get("version") != VERSION:
-        raise BadInput(f"{f}: result format v{rec.get('version')}; this iofp reads v{VERSION}")
-    return f.parent, rec
 
 
 def parse_fio_json(text: str) -> dict[str, Any] | None:

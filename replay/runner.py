@@ -1,25 +1,32 @@
-"""`iofp replay`: convert a selection, check the target, run fio on it, capture it, record everything.
+"""`iofp replay`: a sequence of small steps over one resolved plan (plan.py).
 
-Order matters for safety: the target is inspected and checked (safety.py) before anything is written,
-and fio is only started once the iolog exists and every check passed. While fio runs, iofp's own
-capture (the capture stage's public `bpf.start_capture`) records the target's block I/O, and the
-replay's fidelity is computed from that capture (fidelity.py). A regular-file target has no block
-device of its own, so its fidelity is not measured (the record says so).
+    check options -> probe fio -> inspect the target -> resolve the plan (selection, span and
+    stats, commit groups, streams: once) -> safety -> mapping -> results directory -> pacing ->
+    iologs and job file -> capture + fio -> iofp's figures and fidelity -> the result (replay_result)
 
-The job file (kept in the results directory): ioengine libaio (or --engine), direct=1, iodepth =
---iodepth, else the selection's peak in-flight count when the trace has one, else 32;
-read_iolog_chunked=1 for logs over 100,000 I/Os (fio then parses about a second ahead instead of all
-up front: ~34 MB instead of ~250 MB for 2 M I/Os, same timing, measured in BENCHMARKS.md). No
-replay_redirect: the log names the target itself.
+Order matters for safety: the target is inspected and checked (safety.py) before anything is
+written, and fio is only started once the iologs exist and every check passed. While fio runs, iofp's
+own capture (the capture stage's public `bpf.start_capture`) records the target's block I/O and sync
+calls; the run's figures (measure.py) and its fidelity (fidelity.py) come from that capture. A
+regular-file target has no block device of its own, so neither is measured (the record says so).
+
+The job file (kept in the results directory): one job per stream (streams.py says which engine,
+depth and direct mode each gets, and why); read_iolog_chunked=1 for logs over 100,000 I/Os (fio then
+parses about a second ahead instead of all up front: ~34 MB instead of ~250 MB for 2 M I/Os, same
+timing, measured in BENCHMARKS.md). No replay_redirect: the log names the target itself.
+
+A stop signal (SIGINT, SIGTERM, SIGHUP) at any step stops fio's whole process group first
+(fiorun.py), writes back what fio's buffered commit jobs had written so that nothing reaches the
+target after iofp exits, records the run as partial, and exits 128 + the signal number.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import platform
 import shlex
 import socket
-import subprocess
 import time
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -27,16 +34,17 @@ from pathlib import Path
 from typing import Any
 
 from iofp import __version__
+from iofp import replay_result as rr
 from iofp.contract import Trace, device_facts, open_trace
 from iofp.errors import BadInput, IofpError, MissingCapability
 from replay import fidelity as fidmod
-from replay import fiocaps, iolog, results, safety
+from replay import fiocaps, fiorun, interrupt, iolog, measure, results, safety
 from replay import pacing as pacemod
+from replay import plan as planmod
 from replay import selection as selmod
 from replay import streams as streammod
 
-ENGINES = ("libaio", "io_uring", "psync", "pvsync2", "auto")
-DEFAULT_IODEPTH = 32
+ENGINES = ("auto", "libaio", "io_uring", "psync", "pvsync2")
 CHUNKED_ABOVE = 100_000
 
 
@@ -50,7 +58,7 @@ class ReplayOptions:
     fold: bool = False  # fold into the whole target
     align: int | None = None  # default: the target's logical block size
     iodepth: int | None = None
-    engine: str = "libaio"  # "auto": psync for a stream that never had 2 I/Os in flight (streams.py)
+    engine: str = "auto"  # auto: psync for a stream that never had 2 I/Os in flight (streams.py)
     streams: str | None = None  # "pid" | "single"; None: "pid" when the selection has > 1 pid
     pace: str = "absolute"  # "absolute" | "auto" | "off" | "<N>us" (pacing.py)
     labels: dict[str, str] = field(default_factory=dict)
@@ -72,6 +80,275 @@ class ReplayOptions:
         self.selection.check()
 
 
+@dataclass
+class Run:
+    """What one replay has done so far: enough to record it whole, or as the partial run it became."""
+
+    opts: ReplayOptions
+    plan: planmod.Plan
+    target: safety.Target
+    out: Path
+    foreign: set[str]
+    fio: fiocaps.FioCaps
+    mapping: iolog.Mapping | None = None
+    created: bool = False
+    pacing: pacemod.Pacing | None = None
+    conv: iolog.Conversion | None = None
+    jobs: list[JobSpec] = field(default_factory=list)
+    cmd: list[str] = field(default_factory=list)
+    rc: int | None = None
+    started: datetime = field(default_factory=lambda: datetime.now(UTC))
+    t0: float = field(default_factory=time.monotonic)
+    fio_s: float | None = None  # how long fio ran
+    capture: dict[str, Any] | None = None  # the capture's summary
+    fidelity: dict[str, Any] = field(default_factory=dict)
+    measured: rr.Measured | None = None
+    interrupted: str | None = None
+
+
+def replay(trace: Trace, opts: ReplayOptions) -> tuple[Path, rr.ReplayResult]:
+    """Replay the selection of `trace` onto `opts.target`; returns (results.json path, result)."""
+    opts.check()
+    with interrupt.trap():
+        try:
+            return _replay(trace, opts)
+        except interrupt.Interrupted as e:  # before the results directory was made: nothing to record
+            raise interrupt.Stopped(
+                f"replay stopped by {e.name} before anything was written", e.signum
+            ) from None
+
+
+def _replay(trace: Trace, opts: ReplayOptions) -> tuple[Path, rr.ReplayResult]:
+    caps = fiocaps.probe()
+    target = safety.inspect(opts.target)
+    plan = planmod.resolve(
+        trace, opts.selection, streams=opts.streams, engine=opts.engine, iodepth=opts.iodepth
+    )
+    try:
+        safety.check(target, writes=plan.stats.writes_anything, allow_destructive=opts.allow_destructive)
+        mapping = _mapping(target, opts, plan.stats)
+        out = Path(opts.output).absolute()
+        run = Run(opts, plan, target, out, prepare_output(out, opts.force), caps, mapping)
+        try:
+            _execute(run)
+        except interrupt.Interrupted as e:
+            _stopped(run, e)
+        res = result(run)
+        path = rr.write(out, res)
+    finally:
+        plan.close()
+    if run.interrupted:
+        raise interrupt.Stopped(
+            f"replay stopped by {run.interrupted}; fio and its jobs were stopped first; "
+            f"the partial run is recorded in {path}",
+            _signum(run.interrupted),
+        )
+    if run.rc != 0:
+        raise IofpError(
+            f"fio exited with status {run.rc}; see {out / 'fio.stderr'} (all artifacts kept in {out})"
+        )
+    return path, res
+
+
+def _execute(run: Run) -> None:
+    """Every step that writes: the target file, the iologs and job file, then capture + fio."""
+    assert run.mapping is not None
+    if run.target.kind == "new-file":  # sized to what the selection touches, sparse
+        with open(run.target.path, "wb") as f:
+            f.truncate(
+                max(_footprint(run.plan.stats, run.mapping), run.mapping.fold_size or 0, run.mapping.align)
+            )
+        run.created = True
+    run.pacing = _pacing(run.opts, run.fio.path, run.target, run.plan.streams, run.out / "calibration")
+    run.conv = iolog.write(
+        run.plan,
+        run.out / "replay.iolog",
+        run.mapping,
+        force=True,
+        pacing=run.pacing,
+        expected_dir=run.out / "expected",
+    )
+    if run.created and run.target.path.stat().st_size < run.conv.report.max_end:
+        with open(run.target.path, "r+b") as f:
+            f.truncate(run.conv.report.max_end)
+    run.jobs = [
+        JobSpec(
+            s["name"], Path(s["iolog"]), s["engine"], s["iodepth"], s["direct"], s["kept"] > CHUNKED_ABOVE
+        )
+        for s in run.conv.report.streams
+        if s["kept"] > 0
+    ]
+    job_path = run.out / "job.fio"
+    job_path.write_text(job_file(run.plan.trace, run.jobs))
+    run.cmd = fiorun.command(run.fio.path, job_path)
+    _run_captured(run)
+    _judge(run)
+
+
+def _run_captured(run: Run) -> None:
+    """fio on the target while iofp's capture records it; the capture always stops, fio first."""
+    assert run.conv is not None
+    bg = _start_capture(run)
+    t0 = time.monotonic()
+    try:
+        report = run.conv.report
+        run.rc = fiorun.run(
+            run.cmd, run.out, report.kept, report.duration_us / 1e6, run.opts.progress, run.target.path
+        )
+    finally:
+        run.fio_s = time.monotonic() - t0
+        with interrupt.deferred():
+            if bg is not None:
+                summary = bg.stop()
+                run.capture = summary.to_dict() if hasattr(summary, "to_dict") else dict(summary)
+        doc = results.parse_fio_json((run.out / "fio.stdout").read_text(errors="replace"))
+        if doc is not None:
+            (run.out / "fio.json").write_text(json.dumps(doc, indent=2))
+
+
+def _judge(run: Run) -> None:
+    """iofp's figures of the run and its fidelity, from the capture."""
+    if run.capture is None:
+        return
+    capture = open_trace(run.out / "capture")
+    run.measured = measure.measure(capture, "replay capture", comm="fio")
+    assert run.conv is not None
+    try:
+        fid = fidmod.compare(run.conv.expected, capture)
+        run.fidelity = {"status": "measured", "capture": run.capture} | fid.to_dict()
+    except IofpError as e:
+        run.fidelity = {"status": "failed", "reason": str(e), "capture": run.capture}
+
+
+def _stopped(run: Run, e: interrupt.Interrupted) -> None:
+    """After a stop signal: fio is stopped (fiorun), the capture too (_run_captured's finally)."""
+    with interrupt.deferred():
+        ran = (
+            f" ({run.fio_s:.1f} s of {run.conv.report.duration_us / 1e6:.1f} s)"
+            if run.fio_s and run.conv
+            else ""
+        )
+        step = "while fio ran" if run.fio_s is not None else "before fio started"
+        run.interrupted = f"{e.name} {step}{ran}"
+        if run.fio_s is not None and any(not j.direct for j in run.jobs) and run.target.is_block:
+            _write_back(run.target.path)  # what the commit jobs had buffered: now, not after iofp exits
+        if run.capture is not None:
+            try:
+                run.measured = measure.measure(open_trace(run.out / "capture"), "replay capture", comm="fio")
+            except IofpError:  # a capture stopped before it wrote a file
+                run.measured = None
+        run.fidelity = {
+            "status": "not judged",
+            "reason": f"the run was stopped by {e.name}",
+            "capture": run.capture,
+        }
+
+
+def _write_back(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fdatasync(fd)
+    finally:
+        os.close(fd)
+
+
+def _signum(text: str) -> int:
+    import signal
+
+    return int(signal.Signals[text.split()[0]])
+
+
+def result(run: Run) -> rr.ReplayResult:
+    """The replay result contract's record of `run`, complete or partial."""
+    conv = run.conv.report if run.conv else None
+    opts, plan = run.opts, run.plan
+    ops = conv.ops if conv else {}
+    return rr.ReplayResult(
+        tool_version=__version__,
+        host=socket.gethostname(),
+        kernel=platform.release(),
+        trace=_trace_info(plan.trace),
+        labels=opts.labels,
+        settings=_settings(run),
+        selection=plan.stats.to_dict(),
+        plan=plan.to_dict(),
+        conversion=conv.to_dict() if conv else {},
+        target=_target_info(run),
+        fio={
+            "version": run.fio.version,
+            "command": shlex.join(run.cmd),
+            "exit_code": run.rc,
+            "summary": results.fio_summary(_fio_doc(run.out)),
+        },
+        timing={
+            "started": run.started.isoformat(),
+            "wall_s": round(time.monotonic() - run.t0, 3),
+            "fio_s": None if run.fio_s is None else round(run.fio_s, 3),
+            "demanded_s": conv.duration_us / 1e6 if conv else None,
+        },
+        demanded=rr.Demand(
+            data_ios=ops.get("read", 0) + ops.get("write", 0) + ops.get("trim", 0),
+            syncs=ops.get("sync", 0) + ops.get("datasync", 0),
+            bytes=conv.bytes if conv else 0,
+            span_s=conv.duration_us / 1e6 if conv else 0.0,
+        ),
+        measured=run.measured,
+        fidelity=run.fidelity,
+        artifacts=sorted(
+            p.name for p in run.out.iterdir() if p.name not in run.foreign and p.name != rr.RECORD
+        ),
+        status="partial" if run.interrupted else "complete",
+        interrupted=run.interrupted,
+    )
+
+
+def _fio_doc(out: Path) -> dict[str, Any] | None:
+    f = out / "fio.json"
+    return results.parse_fio_json(f.read_text()) if f.is_file() else None
+
+
+def _trace_info(trace: Trace) -> dict[str, Any]:
+    m = trace.meta
+    return {
+        "path": str(trace.root),
+        "source": m.source,
+        "host": m.host,
+        "capture_start_ns": m.capture_start_ns,
+        "labels": m.labels,
+    }
+
+
+def _settings(run: Run) -> dict[str, Any]:
+    opts, m = run.opts, run.mapping
+    return {
+        "selection": asdict(opts.selection),
+        "engine": opts.engine,
+        "iodepth": opts.iodepth,
+        "streams": run.plan.streams.mode,
+        "jobs": [asdict(j) | {"iolog": j.iolog.name} for j in run.jobs],
+        "pace": opts.pace,
+        "pacing": run.pacing.to_dict() if run.pacing else None,
+        "time_scale": opts.time_scale,
+        "align": m.align if m else None,
+        "fold_size": m.fold_size if m else None,
+        "allow_destructive": opts.allow_destructive,
+        "chunked": any(j.chunked for j in run.jobs),
+    }
+
+
+def _target_info(run: Run) -> dict[str, Any]:
+    t = run.target
+    return {
+        "path": str(t.path),
+        "kind": "file" if run.created else t.kind,
+        "created": run.created,
+        "size_bytes": t.path.stat().st_size if run.created else t.size,
+        "name": t.name,
+        "logical_block_size": t.logical_block_size,
+        "device_facts": device_facts(t.name) if t.name else {},
+    }
+
+
 def prepare_output(out: Path, force: bool) -> set[str]:
     """Make `out` ready for this run; returns the names in it that are not replay artifacts (kept as
     they are, and not listed as this run's). With --force a previous run's artifacts are removed first:
@@ -89,152 +366,20 @@ def prepare_output(out: Path, force: bool) -> set[str]:
     return set()
 
 
-def replay(trace: Trace, opts: ReplayOptions) -> tuple[Path, dict[str, Any]]:
-    """Replay the selection of `trace` onto `opts.target`; returns (results.json path, record)."""
-    opts.check()
-    caps = fiocaps.probe()
-    target = safety.inspect(opts.target)
-    con = selmod.connect(trace)
-    try:
-        stats = selmod.resolve(con, trace, opts.selection)
-        plan = streammod.plan(con, opts.selection, stats, opts.streams, opts.engine)
-    finally:
-        con.close()
-    safety.check(target, writes=stats.writes_anything, allow_destructive=opts.allow_destructive)
+def _mapping(target: safety.Target, opts: ReplayOptions, stats: selmod.SelectionStats) -> iolog.Mapping:
+    """How the selection lands on the target, checked against its size."""
     fold_size = _fold_size(target, opts)
     mapping = iolog.Mapping(
         target=str(target.path),
         fold_size=fold_size,
         align=target.logical_block_size if opts.align is None else opts.align,
         time_scale=opts.time_scale,
-        trim=caps.iolog_trim and target.is_block,
+        trim=fiocaps.probe().iolog_trim and target.is_block,
     )
     mapping.check()
     needed = stats.max_end if iolog.fold_modulus(stats, mapping) is None else 0
     safety.check_size(target, -(-needed // mapping.align) * mapping.align, folded=fold_size is not None)
-
-    out = Path(opts.output).absolute()
-    foreign = prepare_output(out, opts.force)
-    log_path, job_path = out / "replay.iolog", out / "job.fio"
-    created = False
-    if target.kind == "new-file":  # sized to what the selection touches, sparse
-        with open(target.path, "wb") as f:
-            f.truncate(max(_footprint(stats, mapping), fold_size or 0, mapping.align))
-        created = True
-    pacing = _pacing(opts, caps.path, target, plan, out / "calibration")
-    report = iolog.convert(
-        trace,
-        log_path,
-        opts.selection,
-        mapping,
-        force=True,
-        expected=out / "expected",
-        streams=plan.mode,
-        engine=opts.engine,
-        pacing=pacing,
-    )
-    if created and target.path.stat().st_size < report.max_end:
-        with open(target.path, "r+b") as f:
-            f.truncate(report.max_end)
-    peak = stats.peak_inflight or 0
-    iodepth = opts.iodepth or peak or DEFAULT_IODEPTH
-    jobs = [
-        JobSpec(
-            name=s["name"],
-            iolog=Path(s["iolog"]),
-            engine=s["engine"],
-            iodepth=opts.iodepth or s["peak_inflight"] or peak or DEFAULT_IODEPTH,
-            chunked=s["kept"] > CHUNKED_ABOVE,
-        )
-        for s in report.streams
-        if s["kept"] > 0
-    ]
-    job_path.write_text(job_file(trace, jobs))
-    cmd = [caps.path, "--output-format=json", str(job_path)]
-
-    capture_dir = out / "capture"
-    started = datetime.now(UTC)
-    t0 = time.monotonic()
-    bg, fid_status = _start_capture(opts, target, capture_dir)
-    try:
-        rc = _run_fio(cmd, out, report.kept, report.duration_us / 1e6, opts.progress, target)
-    finally:
-        capture_summary = _stop_capture(bg)
-    wall = time.monotonic() - t0
-    fio_doc = results.parse_fio_json((out / "fio.stdout").read_text(errors="replace"))
-    if fio_doc is not None:
-        (out / "fio.json").write_text(json.dumps(fio_doc, indent=2))
-
-    if capture_summary is not None:
-        fid_status = {"status": "measured", "capture": capture_summary}
-        try:
-            fid = fidmod.compare(open_trace(out / "expected"), open_trace(capture_dir))
-            fid_status.update(fid.to_dict())
-        except IofpError as e:
-            fid_status = {"status": "failed", "reason": str(e), "capture": capture_summary}
-
-    record = {
-        "kind": results.KIND,
-        "version": results.VERSION,
-        "tool_version": __version__,
-        "host": socket.gethostname(),
-        "kernel": platform.release(),
-        "trace": {
-            "path": str(trace.root),
-            "source": trace.meta.source,
-            "host": trace.meta.host,
-            "capture_start_ns": trace.meta.capture_start_ns,
-            "labels": trace.meta.labels,
-        },
-        "labels": opts.labels,
-        "settings": {
-            "selection": asdict(opts.selection),
-            "engine": opts.engine,
-            "streams": report.stream_mode,
-            "jobs": [asdict(j) | {"iolog": j.iolog.name} for j in jobs],
-            "pace": opts.pace,
-            "pacing": pacing.to_dict(),
-            "iodepth": iodepth,
-            "iodepth_from": "option"
-            if opts.iodepth
-            else ("peak inflight" if stats.peak_inflight else "default"),
-            "time_scale": opts.time_scale,
-            "align": mapping.align,
-            "fold_size": fold_size,
-            "allow_destructive": opts.allow_destructive,
-            "chunked": any(j.chunked for j in jobs),
-        },
-        "selection": stats.to_dict(),
-        "conversion": report.to_dict(),
-        "target": {
-            "path": str(target.path),
-            "kind": "file" if created else target.kind,
-            "created": created,
-            "size_bytes": target.size if not created else target.path.stat().st_size,
-            "name": target.name,
-            "logical_block_size": target.logical_block_size,
-            "device_facts": device_facts(target.name) if target.name else {},
-        },
-        "fio": {
-            "version": caps.version,
-            "command": shlex.join(cmd),
-            "exit_code": rc,
-            "summary": results.fio_summary(fio_doc),
-        },
-        "timing": {
-            "started": started.isoformat(),
-            "wall_s": round(wall, 3),
-            "demanded_s": report.duration_us / 1e6,
-        },
-        "fidelity": fid_status,
-        "artifacts": sorted(p.name for p in out.iterdir() if p.name not in foreign),
-    }
-    path = results.write(out, record)
-    if rc != 0:
-        raise IofpError(
-            f"fio exited with status {rc}; see {out / 'fio.stderr'} (all artifacts kept in {out})"
-        )
-    return path, record
+    return mapping
 
 
 def _fold_size(target: safety.Target, opts: ReplayOptions) -> int | None:
@@ -262,6 +407,7 @@ class JobSpec:
     iolog: Path
     engine: str
     iodepth: int
+    direct: bool = True
     chunked: bool = False
 
 
@@ -269,19 +415,15 @@ def job_file(trace: Trace, jobs: list[JobSpec]) -> str:
     """One job per stream, all in one fio run, all started together; group_reporting sums them."""
     lines = [
         f"; written by iofp {__version__} to replay {trace.root}",
-        "; the target is named inside each iolog; see results.json for the settings",
+        "; the target is named inside each iolog; see results.json for the settings and why each job",
         "[global]",
         "direct=1",
         "group_reporting=1",
     ]
     for j in jobs:
-        lines += [
-            "",
-            f"[{j.name}]",
-            f"ioengine={j.engine}",
-            f"iodepth={j.iodepth}",
-            f"read_iolog={j.iolog}",
-        ]
+        lines += ["", f"[{j.name}]", f"ioengine={j.engine}", f"iodepth={j.iodepth}", f"read_iolog={j.iolog}"]
+        if not j.direct:
+            lines.append("direct=0")  # a commit job: buffered writes its sync call writes back
         if j.chunked:
             lines.append("read_iolog_chunked=1")
     return "\n".join(lines) + "\n"
@@ -307,78 +449,34 @@ def _pacing(
     return pacemod.calibrate(fio, target.path, size, engines, gap, workdir)
 
 
-def _start_capture(
-    opts: ReplayOptions, target: safety.Target, capture_dir: Path
-) -> tuple[Any, dict[str, Any]]:
-    if not opts.fidelity:
-        return None, {"status": "not measured", "reason": "--no-fidelity"}
-    if not target.is_block:
-        return None, {
+def _start_capture(run: Run) -> Any:
+    """iofp's capture of the target (None, with the reason recorded, when it cannot be measured)."""
+    if not run.opts.fidelity:
+        run.fidelity = {"status": "not measured", "reason": "--no-fidelity"}
+        return None
+    if not run.target.is_block:
+        run.fidelity = {
             "status": "not measured",
             "reason": "the target is a regular file; fidelity is measured on block-device targets only",
         }
+        return None
     try:
         import bpf
-
-        start_capture, options = bpf.start_capture, bpf.CaptureOptions
-    except (ImportError, AttributeError):
-        return None, {"status": "not measured", "reason": "this iofp has no capture API (bpf.start_capture)"}
-    try:
-        bg = start_capture(
-            options(output=capture_dir, devices=[target.name], labels=dict(opts.labels), force=True)
-        )
-    except MissingCapability as e:
-        return None, {"status": "not measured", "reason": f"capture unavailable: {e}"}
-    return bg, {"status": "capturing"}
-
-
-def _stop_capture(bg: Any) -> dict[str, Any] | None:
-    if bg is None:
+    except ImportError:
+        run.fidelity = {
+            "status": "not measured",
+            "reason": "this iofp has no capture API (bpf.start_capture)",
+        }
         return None
-    summary = bg.stop()
-    return summary.to_dict() if hasattr(summary, "to_dict") else dict(summary)
-
-
-def _run_fio(
-    cmd: list[str], out: Path, n: int, demanded_s: float, progress: bool, target: safety.Target
-) -> int:
-    """Run fio with its raw outputs going straight to files, showing a progress bar meanwhile."""
-    (out / "fio.cmd").write_text(shlex.join(cmd) + "\n")
-    with open(out / "fio.stdout", "wb") as so, open(out / "fio.stderr", "wb") as se:
-        proc = subprocess.Popen(cmd, stdout=so, stderr=se, cwd=out)
-        try:
-            if progress:
-                _wait_with_progress(proc, n, demanded_s, target)
-            rc = proc.wait()
-        except BaseException:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-            raise
-    (out / "fio.rc").write_text(f"{rc}\n")
-    return rc
-
-
-def _wait_with_progress(proc: subprocess.Popen, n: int, demanded_s: float, target: safety.Target) -> None:
-    from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-    console = Console(stderr=True)
-    cols = (
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.percentage:>3.0f}%"),
-        TimeElapsedColumn(),
+    opts = bpf.CaptureOptions(
+        output=run.out / "capture", devices=[run.target.name], labels=dict(run.opts.labels), force=True
     )
-    with Progress(*cols, console=console, transient=True, disable=not console.is_terminal) as bar:
-        task = bar.add_task(f"replaying {n} I/Os onto {target.path}", total=max(demanded_s, 1e-3))
-        start = time.monotonic()
-        while proc.poll() is None:
-            bar.update(task, completed=min(time.monotonic() - start, demanded_s))
-            time.sleep(0.1)
-        bar.update(task, completed=demanded_s)
+    try:
+        with interrupt.deferred():  # a signal mid-start would leave the capture thread running
+            return bpf.start_capture(opts)
+    except MissingCapability as e:
+        run.fidelity = {"status": "not measured", "reason": f"capture unavailable: {e}"}
+        return None
 
 
 def default_output(target: Path) -> Path:
@@ -386,4 +484,4 @@ def default_output(target: Path) -> Path:
     return Path("results") / f"{Path(target).name}-{stamp}"
 
 
-__all__ = ["ReplayOptions", "default_output", "job_file", "prepare_output", "replay"]
+__all__ = ["ReplayOptions", "default_output", "job_file", "prepare_output", "replay", "result"]

@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 
 from iofp import duck, regimes
-from iofp.contract import IO_SCHEMA, IO_TABLE, OPS, Trace
+from iofp.contract import IO_SCHEMA, IO_TABLE, OPS, SYNC_TABLE, Trace
 from iofp.errors import BadInput
 from iofp.sqlfiles import load_sql
 from iofp.values import duration_text
@@ -92,7 +92,8 @@ class SelectionStats:
 
 
 def connect(trace: Trace) -> duckdb.DuckDBPyConnection:
-    """A DuckDB connection with the trace's io table as view `io` (plus file order, for stable ties)."""
+    """A DuckDB connection with the trace's io table as view `io` (plus file order, for stable ties)
+    and its sync table as view `sync` (empty when the trace has none)."""
     con = duck.connect()
     if trace.has(IO_TABLE):
         rel = con.read_parquet([str(p) for p in trace.files[IO_TABLE]], filename=True, file_row_number=True)
@@ -100,14 +101,29 @@ def connect(trace: Trace) -> duckdb.DuckDBPyConnection:
         empty = con.from_arrow(IO_SCHEMA.empty_table())
         rel = empty.project("*, '' AS filename, 0::BIGINT AS file_row_number")
     rel.create_view("io")
+    trace.relation(con, SYNC_TABLE).create_view("sync")
     return con
+
+
+def trace_devices(con: duckdb.DuckDBPyConnection) -> list[str]:
+    return [r["device"] for r in duck.query(con, SQL, "trace_devices")]
+
+
+def span_params(sel: Selection, stats: SelectionStats) -> dict[str, Any]:
+    """The resolved selection as the bound parameters of every replay query over it."""
+    return {
+        "device": sel.device,
+        "t_lo_ns": stats.t_lo_ns,
+        "t_hi_ns": stats.t_hi_ns,
+        "reads_only": sel.reads_only,
+    }
 
 
 def resolve(con: duckdb.DuckDBPyConnection, trace: Trace, sel: Selection) -> SelectionStats:
     """Turn the user's selection into a span of the trace clock and describe what it holds."""
     sel.check()
     if sel.device is not None:
-        devices = [r["device"] for r in duck.query(con, SQL, "trace_devices")]
+        devices = trace_devices(con)
         if sel.device not in devices:
             raise BadInput(
                 f"{trace.root}: no device {sel.device!r} in the trace "
@@ -191,6 +207,7 @@ def file_order_batches(trace: Trace, sel: Selection, stats: SelectionStats):
                 "inflight": b.column("inflight").take(idx),
                 "lat_ns": b.column("lat_ns").take(idx),
                 "pid": b.column("pid").take(idx),
+                "commit": pa.array(np.zeros(len(idx), dtype=bool)),
             }
         )
 
@@ -203,9 +220,6 @@ def _dict_codes(col: pa.Array, names: list[str]) -> np.ndarray:
     return lut[col.indices.to_numpy(zero_copy_only=False)]
 
 
-def ordered_batches(
-    con: duckdb.DuckDBPyConnection, sel: Selection, stats: SelectionStats, rows: int = 1 << 18
-):
-    """Stream the selection's rows in issue order as Arrow record batches."""
-    params = {"device": sel.device, "t_lo_ns": stats.t_lo_ns, "t_hi_ns": stats.t_hi_ns}
+def ordered_batches(con: duckdb.DuckDBPyConnection, params: dict[str, Any], rows: int = 1 << 18):
+    """Stream the selection's rows (sql/selected_io.sql) in replay order as Arrow record batches."""
     yield from con.sql(load_sql(SQL, "selected_io"), params=params).to_arrow_reader(rows)

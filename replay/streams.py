@@ -1,17 +1,26 @@
-"""Replay streams: one fio job per submitting process, so one process's fsync does not stall another's.
+"""Replay streams: one fio job per submitting process, so one process's fsync does not stall another's,
+and one commit job per process whose sync calls forced writes.
 
 The original application's threads and processes were independent: a WAL writer blocked in fdatasync
 did not stop the readers. One fio job replays its iolog in one thread, and fio 3.33's libaio runs each
 `sync` synchronously in that thread (fio's io_u.c, do_io_u_sync), so a single-log replay of a
-fsync-heavy trace stalls every other I/O behind each flush and falls behind for good (1.5). With
+fsync-heavy trace stalls every other I/O behind each flush and falls behind for good. With
 `--streams pid` the selection is split by the submitting pid (the capture attributes a flush to the
 process whose fsync caused it): the `TOP_N` pids with the most I/Os get a stream each, everything else
-(other pids, rows with no pid) one "rest" stream. Each stream gets its own iolog and its own fio job
-(iodepth = the stream's own peak in-flight count), all in one fio run, all on one clock: every log's
-timestamps count from the selection's first I/O, so the streams start together and stay aligned.
+(other pids, rows with no pid) one "rest" stream. Each stream gets its own iolog and its own fio job,
+all in one fio run, all on one clock: every log's timestamps count from the selection's first I/O, so
+the streams start together and stay aligned.
 
-A stream's engine: libaio, or with `--engine auto` psync for a stream that never had more than one I/O
-in flight (a synchronous writer such as a WAL: write, then fdatasync, as the app did).
+A data stream keeps its submitter's way of issuing: one that never had two I/Os in flight was a
+synchronous writer (write, wait, fdatasync, as a WAL writer does) and replays as one, psync at QD1;
+the others replay through libaio at their own peak in-flight count (`--engine` overrides: then every
+data stream uses that engine). Each stream says why (`Stream.why`).
+
+A commit job (commits.py) replays the sync calls of one process whose calls forced writes: the
+forced writes as buffered writes at the call's time, then the call, in a psync QD1 job with direct=0,
+so that fio's fdatasync writes those pages back and flushes inside the timed call, as the
+application's did. Everything else stays direct. Processes past the TOP_N with the most calls share
+one "commit-rest" job.
 """
 
 from __future__ import annotations
@@ -24,11 +33,11 @@ import numpy as np
 import pyarrow as pa
 
 from iofp import duck
-from replay import selection as selmod
 
 SQL = "replay.sql"
 TOP_N = 8
 MODES = ("pid", "single")
+DEFAULT_IODEPTH = 32
 
 
 @dataclass
@@ -38,15 +47,20 @@ class Stream:
     ios: int
     reads: int
     writes: int
-    flushes: int
+    flushes: int  # block flushes without a call, and sync calls replayed inline
     peak_inflight: int | None  # of this stream's own I/Os
     median_gap_ns: float | None
     engine: str = "libaio"
+    iodepth: int = DEFAULT_IODEPTH
+    direct: bool = True
+    kind: str = "data"  # "data" | "commit"
+    why: str = ""
     merged: list[int | None] = field(default_factory=list)  # flush-only groups folded in (None = rest)
 
     @property
     def name(self) -> str:
-        return f"pid-{self.pid}" if self.pid is not None else "rest"
+        who = f"pid-{self.pid}" if self.pid is not None else "rest"
+        return f"commit-{who}" if self.kind == "commit" else who
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self) | {"name": self.name}
@@ -61,18 +75,16 @@ class StreamPlan:
     def split(self) -> bool:
         return len(self.streams) > 1
 
-    def route(self, pid: pa.Array) -> np.ndarray:
-        """The stream index of each row, from its pid column."""
+    def route(self, pid: pa.Array, commit: np.ndarray | None = None) -> np.ndarray:
+        """The stream index of each row, from its pid column and whether it belongs to a commit group."""
         if not self.split:
             return np.zeros(len(pid), dtype=np.int32)
-        own = {s.pid: s.index for s in self.streams if s.pid is not None}
-        own |= {m: s.index for s in self.streams for m in s.merged if m is not None}
-        rest = next((s.index for s in self.streams if s.pid is None or None in s.merged), -1)
         pids = np.asarray(pid.fill_null(-1).to_numpy(zero_copy_only=False), dtype=np.int64)
-        keys = np.array(sorted(own), dtype=np.int64)
-        vals = np.array([own[k] for k in sorted(own)], dtype=np.int32)
-        pos = np.clip(np.searchsorted(keys, pids), 0, len(keys) - 1)
-        out = np.where(keys[pos] == pids, vals[pos], rest).astype(np.int32)
+        data = [s for s in self.streams if s.kind == "data"]
+        out = _lookup(pids, data)
+        if commit is not None and commit.any():
+            com = _lookup(pids, [s for s in self.streams if s.kind == "commit"])
+            out = np.where(commit, com, out)
         if (out < 0).any():  # cannot happen: the plan covers every pid of the selection
             raise AssertionError("a row matched no replay stream")
         return out
@@ -81,79 +93,108 @@ class StreamPlan:
         return {"mode": self.mode, "streams": [s.to_dict() for s in self.streams]}
 
 
+def _lookup(pids: np.ndarray, streams: list[Stream]) -> np.ndarray:
+    """Each pid's stream index among `streams` (their own pid, a merged one, else their rest stream)."""
+    own = {s.pid: s.index for s in streams if s.pid is not None}
+    own |= {m: s.index for s in streams for m in s.merged if m is not None}
+    rest = next((s.index for s in streams if s.pid is None or None in s.merged), -1)
+    if len(streams) == 1 and not own:
+        return np.full(len(pids), streams[0].index, dtype=np.int32)
+    keys = np.array(sorted(own), dtype=np.int64)
+    vals = np.array([own[k] for k in sorted(own)], dtype=np.int32)
+    if not len(keys):
+        return np.full(len(pids), rest, dtype=np.int32)
+    pos = np.clip(np.searchsorted(keys, pids), 0, len(keys) - 1)
+    return np.where(keys[pos] == pids, vals[pos], rest).astype(np.int32)
+
+
 def plan(
     con: duckdb.DuckDBPyConnection,
-    sel: selmod.Selection,
-    stats: selmod.SelectionStats,
+    params: dict[str, Any],
+    commit_callers: list[dict[str, Any]],
+    *,
     mode: str | None = None,
-    engine: str = "libaio",
+    engine: str = "auto",
+    iodepth: int | None = None,
     top_n: int = TOP_N,
 ) -> StreamPlan:
-    """Group the selection into streams (`mode` None: "pid" when the selection has more than one pid)."""
-    params = {
-        "device": sel.device,
-        "t_lo_ns": stats.t_lo_ns,
-        "t_hi_ns": stats.t_hi_ns,
-        "reads_only": sel.reads_only,
-        "top_n": top_n if mode != "single" else 0,
-    }
-    rows = duck.query(con, SQL, "stream_stats", params)
+    """Group the selection into data streams (`mode` None: "pid" when the selection has more than one
+    pid), then add a commit job per caller in `commit_callers` (commits.CommitPlan.callers)."""
+    commit_pids = [c["pid"] for c in commit_callers]
+    rows = duck.query(
+        con,
+        SQL,
+        "stream_stats",
+        params | {"top_n": top_n if mode != "single" else 0, "commit_pids": commit_pids},
+    )
     pids = [r for r in rows if r["stream_pid"] is not None]
     if mode is None:
         mode = "pid" if len(pids) > 1 else "single"
-    if mode == "single" or len(rows) <= 1:
-        whole = Stream(
-            0,
-            None,
-            stats.rows,
-            stats.reads,
-            stats.writes,
-            stats.flushes,
-            stats.peak_inflight,
-            _median_gap(rows),
-            _engine(engine, stats.peak_inflight),
-        )
-        return StreamPlan("single", [whole])
+    data = _data_rows(rows) if mode == "pid" else rows
+    if mode == "pid" and len(data) <= 1:  # one process after all: its peak is the whole selection's
+        return plan(con, params, commit_callers, mode="single", engine=engine, iodepth=iodepth, top_n=top_n)
+    streams = [_data_stream(i, r, engine, iodepth) for i, r in enumerate(data)]
+    streams += _commit_streams(len(streams), commit_callers, top_n)
+    return StreamPlan(mode, streams)
+
+
+def _data_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     # fio 3.33 refuses an iolog with no read or write ("failed initializing iolog"), so a stream of
-    # flushes alone (typically flushes the capture could not attribute) joins the stream with the
-    # most flushes: the writer whose cache they most likely flushed.
-    data = [r for r in rows if r["reads"] + r["writes"] > 0]
+    # flushes alone (flushes the capture could not attribute, a process's calls whose writes a
+    # kworker made) joins the stream with the most flushes: the writer whose cache they most likely
+    # flushed.
+    data = [dict(r) for r in rows if r["reads"] + r["writes"] > 0]
     if not data:
-        return plan(con, sel, stats, "single", engine, top_n)
-    flush_only = [r for r in rows if r["reads"] + r["writes"] == 0]
-    if flush_only:
-        host = max(data, key=lambda r: (r["flushes"], r["ios"]))
-        for r in flush_only:
+        return []
+    host = max(data, key=lambda r: (r["flushes"], r["ios"]))
+    for r in rows:
+        if r["reads"] + r["writes"] == 0:
             for k in ("ios", "flushes"):
                 host[k] += r[k]
             host.setdefault("merged", []).append(r["stream_pid"])
-        rows = data
-    if len(rows) == 1:
-        return plan(con, sel, stats, "single", engine, top_n)
-    streams = [
-        Stream(
-            i,
-            r["stream_pid"],
-            r["ios"],
-            r["reads"],
-            r["writes"],
-            r["flushes"],
-            r["peak_inflight"],
-            r["median_gap_ns"],
-            _engine(engine, r["peak_inflight"]),
-            merged=r.get("merged", []),
-        )
-        for i, r in enumerate(rows)
-    ]
-    return StreamPlan("pid", streams)
+    return data
 
 
-def _median_gap(rows: list[dict[str, Any]]) -> float | None:
-    gaps = [r["median_gap_ns"] for r in rows if r["median_gap_ns"] is not None]
-    return float(np.median(gaps)) if gaps else None
+def _data_stream(i: int, r: dict[str, Any], engine: str, iodepth: int | None) -> Stream:
+    peak = r["peak_inflight"]
+    eng, depth, why = _engine(engine, peak, iodepth)
+    return Stream(
+        i, r["stream_pid"], r["ios"], r["reads"], r["writes"], r["flushes"], peak,
+        None if r["median_gap_ns"] is None else float(r["median_gap_ns"]),
+        engine=eng, iodepth=depth, why=why, merged=r.get("merged", []),
+    )  # fmt: skip
 
 
-def _engine(engine: str, peak: int | None) -> str:
+def _engine(engine: str, peak: int | None, iodepth: int | None) -> tuple[str, int, str]:
+    """(engine, iodepth, why) of a data stream."""
     if engine != "auto":
-        return engine
-    return "psync" if peak == 1 else "libaio"
+        depth = iodepth or peak or DEFAULT_IODEPTH
+        return engine, depth, f"--engine {engine}" + (f", --iodepth {iodepth}" if iodepth else "")
+    if peak == 1 and not iodepth:
+        return "psync", 1, "never had two I/Os in flight: a synchronous submitter, replayed as one"
+    if iodepth:
+        return "libaio", iodepth, f"--iodepth {iodepth}"
+    if peak is None:
+        return "libaio", DEFAULT_IODEPTH, f"no latencies to count in-flight I/Os: QD{DEFAULT_IODEPTH}"
+    return "libaio", peak, f"up to {peak} I/Os in flight"
+
+
+def _commit_streams(first: int, callers: list[dict[str, Any]], top_n: int) -> list[Stream]:
+    own, rest = callers[:top_n], callers[top_n:]
+    groups = [(c["pid"], [c]) for c in own] + ([(None, rest)] if rest else [])
+    out = []
+    for k, (pid, members) in enumerate(groups):
+        calls = sum(c["calls"] for c in members)
+        forced = sum(c["forced_writes"] for c in members)
+        why = (
+            f"{calls:,} sync calls that forced {forced:,} writes: the writes buffered (direct=0) and the "
+            "call after them, so the call does their writeback and flush as the application's did"
+        )
+        merged = [c["pid"] for c in members] if pid is None else []
+        out.append(
+            Stream(
+                first + k, pid, calls + forced, 0, forced, calls, 1, None, engine="psync", iodepth=1,
+                direct=False, kind="commit", why=why, merged=merged,
+            )
+        )  # fmt: skip
+    return out

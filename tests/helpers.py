@@ -103,3 +103,10 @@ def synthetic_steady_with_spike(
             "lat_ns": rng.integers(50_000, 150_000, n),
         }))  # fmt: skip
     return tmp_path / "syn"
+
+
+def load_result(out: Path) -> dict:
+    """A replay's results.json, read through the replay result contract, as the dict it writes."""
+    from iofp.replay_result import load
+
+    return load(out)[1].to_dict()

@@ -1,120 +1,137 @@
-"""`iofp compare` over real replay results on two lab candidates (RAM loop, direct-io loop on disk)."""
+"""`iofp compare` over real replay results of the commit-heavy sample on two lab candidates (a RAM loop
+and a direct-io loop on the VM disk): every figure is the replay capture's own, the fsync ladder shows,
+an SLO miss exits 1, and the table fits 80 and 120 columns."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import duckdb
 import pytest
-from conftest import destroy_loop_device, make_loop_device, needs_fio, needs_root
-from helpers import run_iofp, write_trace
+from conftest import REPO, destroy_loop_device, make_loop_device, needs_fio, needs_root
+from helpers import load_result, run_iofp, write_trace
 
 from iofp import slo
 from replay import compare
 
 pytestmark = [needs_root, needs_fio]
 
-
-@pytest.fixture(scope="module")
-def commit_trace(tmp_path_factory) -> Path:
-    """An OLTP-like 0.5 s: 4 KiB reads and writes at 2,000 IOPS with a flush after every 8th write."""
-    ts, off, size, op = [], [], [], []
-    for i in range(1000):
-        ts.append(i * 500_000)
-        off.append((i * 7919 % 4000) * 4096)
-        size.append(4096)
-        op.append("write" if i % 3 == 0 else "read")
-        if i % 24 == 0:
-            ts.append(i * 500_000 + 50_000)
-            off.append(0)
-            size.append(0)
-            op.append("flush")
-    return write_trace(
-        tmp_path_factory.mktemp("c") / "commit", {"ts_ns": ts, "offset": off, "size": size, "op": op}
-    )
+SAMPLE = REPO / "samples" / "traces" / "commit-heavy"
+BETWEEN = ("2", "8")  # 6 s: 1,500 fdatasync'd WAL appends/s and 300 checkpoint writes/s
 
 
 @pytest.fixture(scope="module")
-def results(commit_trace, tmp_path_factory) -> dict[str, Path]:
+def results(tmp_path_factory) -> dict[str, Path]:
     base = tmp_path_factory.mktemp("results")
     out = {}
     for name, where, direct in (("ram-loop", "/dev/shm", False), ("disk-loop", "/tmp", True)):
-        dev, backing = make_loop_device(32, direct_io=direct, where=where)
+        dev, backing = make_loop_device(256, direct_io=direct, where=where)
         try:
             code, _, err = run_iofp(
-                "replay", commit_trace, "--target", dev, "--label", f"device={name}", "--output", base / name
-            )
+                "replay", SAMPLE, "--between", *BETWEEN, "--target", dev, "--label", f"device={name}",
+                "--output", base / name,
+            )  # fmt: skip
             assert code == 0, err
         finally:
             destroy_loop_device(dev, backing)
         out[name] = base / name
-    dev, backing = make_loop_device(32)
-    try:
-        code, _, err = run_iofp(
-            "replay", commit_trace, "--target", dev, "--no-fidelity", "--output", base / "nocap"
-        )
-        assert code == 0, err
-    finally:
-        destroy_loop_device(dev, backing)
-    out["nocap"] = base / "nocap"
     return out
 
 
-def test_rows_come_from_the_capture_of_each_replay(results):
-    rows = compare.compare([results["ram-loop"], results["disk-loop"]], slo.parse([]))
-    assert [r.device for r in rows] == ["ram-loop", "disk-loop"]
-    for r in rows:
-        assert r.latency_source == "capture"
-        assert r.demanded_iops == pytest.approx(1042 / 0.49955, rel=1e-3)  # 1000 I/Os + 42 flushes
-        assert set(r.latency_ns) == {"read", "write", "flush"}
-        for op in ("read", "write"):
-            lat = r.latency_ns[op]
-            assert 0 < lat["p50"] <= lat["p99"] <= lat["p99.9"]
-        # 42 of the 1,042 captured requests are flushes; the rate is over the replay's own span
-        assert r.commits_per_s == pytest.approx(r.achieved_iops * 42 / 1042)
-        assert r.fsync_p99_ns is not None and r.fsync_p99_ns > 0
-        assert r.fidelity.split(",")[0] in ("faithful", "not faithful")
-    # The direct-io loop goes through the VM disk: its flushes are far slower than the RAM loop's.
-    assert rows[1].latency_ns["flush"]["p50"] > rows[0].latency_ns["flush"]["p50"]
+def quantiles(glob: str, where: str = "true") -> tuple[int, int, int]:
+    """Nearest-rank p50, p99, p99.9 of lat_ns, computed here from the Parquet files themselves."""
+    cols = ", ".join(f"quantile_disc(lat_ns, {p})" for p in (0.5, 0.99, 0.999))
+    q = f"SELECT {cols} FROM '{glob}' WHERE {where}"
+    return duckdb.sql(q).fetchall()[0]
 
 
-def test_without_a_capture_latency_comes_from_fio(results):
-    (row,) = compare.compare([results["nocap"]], slo.parse([]))
-    assert row.latency_source == "fio" and row.fidelity == "not measured"
-    assert set(row.latency_ns) == {"read", "write"} and row.latency_ns["read"]["p99"] > 0
+def test_commit_figures_are_each_replay_captures_own_and_show_the_ladder(results):
+    cmp = compare.compare([results["ram-loop"], results["disk-loop"]], slo.parse([]))
+    ram, disk = cmp.rows
+    assert [r.name for r in cmp.rows] == ["ram-loop", "disk-loop"]
+    for row, name in ((ram, "ram-loop"), (disk, "disk-loop")):
+        assert row.latency_from == "replay capture" and row.measured.commit_from == "sync calls"
+        # fio's fdatasync calls as the replay's own capture timed them, not fio's sync clat
+        want = quantiles(str(results[name] / "capture" / "sync" / "*.parquet"), "comm = 'fio'")
+        assert (
+            row.latency("commit", "p50"),
+            row.latency("fsync", "p99"),
+            row.latency("commit", "p99.9"),
+        ) == want
+        assert row.measured.syncs["fdatasync"].count == 9000  # every fdatasync of the 6 s, replayed as one
+        assert row.demanded_iops == pytest.approx(10800 / 6, rel=0.01)
+    # The fsync ladder: the direct-io disk loop's commits take several times the RAM loop's.
+    assert disk.latency("commit", "p50") >= 3 * ram.latency("commit", "p50")
 
 
-def test_slo_verdicts_per_device(results):
-    rows = compare.compare([results["ram-loop"], results["disk-loop"]], slo.parse("p99<=10s"))
-    assert [r.slo for r in rows] == ["pass", "pass"]
-    rows = compare.compare([results["ram-loop"]], slo.parse("p99<=10s,read.p99<=1ns"))
-    v = rows[0].latency_ns["read"]["p99"]
-    assert rows[0].slo == f"fail: read p99 {slo.format_ns(v)} > 1 ns"
+def test_the_synchronous_wal_writer_stays_one_and_fdatasync_stays_datasync(results):
+    rec = load_result(results["ram-loop"])
+    jobs = {s["name"]: s for s in rec["conversion"]["streams"]}
+    wal = jobs["pid-28585"]  # the sample's WAL writer: psync, an fdatasync after each 4 KiB write
+    assert (wal["engine"], wal["iodepth"], wal["direct"]) == ("psync", 1, True)
+    assert wal["why"].startswith("never had two I/Os in flight")
+    log = (results["ram-loop"] / "replay.0.iolog").read_text().splitlines()
+    assert sum(line.endswith(" datasync 0 0") for line in log) == 9000
+    assert not any(line.endswith(" sync 0 0") for line in log)
+    # fidelity counts a call as replayed when fio made it, by the capture's sync table
+    assert rec["fidelity"]["per_op"]["fdatasync"] == {"expected": 9000, "replayed": 9000, "matched": 9000}
 
 
-def test_cli_formats(results):
+def test_baseline_is_the_trace_itself_over_the_same_selection(results):
+    cmp = compare.compare([results["ram-loop"]], slo.parse([]), baseline=SAMPLE)
+    base = cmp.rows[0]
+    assert (base.name, base.role, base.latency_from) == ("baseline", "baseline", "trace")
+    lo, hi = 2 * 10**9, 8 * 10**9
+    want = quantiles(str(SAMPLE / "sync" / "*.parquet"), f"ts_ns >= {lo} AND ts_ns < {hi}")
+    assert tuple(base.latency("commit", p) for p in ("p50", "p99", "p99.9")) == want
+    assert base.achieved_iops == pytest.approx(1800, rel=0.01) and cmp.notes == []
+
+
+def test_an_slo_miss_exits_1_and_says_which_term(results):
+    dirs = [results["ram-loop"], results["disk-loop"]]
+    code, out, err = run_iofp("compare", *dirs, "--slo", "p99<=10s,commit.p99<=10s")
+    assert (code, err) == (0, "")
+    assert [line.split() for line in out.splitlines() if line.startswith("SLO")] == [["SLO", "pass", "pass"]]
+    code, out, _ = run_iofp("compare", *dirs, "--slo", "p99<=10s", "--slo", "commit.p50<=1ns")
+    assert code == 1
+    p50 = compare.compare([dirs[1]], slo.parse([])).rows[0].latency("commit", "p50")
+    assert f"disk-loop misses 'p99<=10s,commit.p50<=1ns': commit p50 {slo.format_ns(p50)} > 1 ns" in out
+
+
+@pytest.mark.parametrize("width", [80, 120])
+def test_the_table_fits_the_terminal(results, width, monkeypatch):
+    monkeypatch.setenv("COLUMNS", str(width))
+    dirs = [results["ram-loop"], results["disk-loop"]] * 3  # six candidates: split into several tables
+    code, out, _ = run_iofp("compare", *dirs, "--baseline", SAMPLE, "--slo", "p99<=2ms")
+    assert code in (0, 1)
+    assert max(len(line) for line in out.splitlines()) <= width
+    heads = [line for line in out.splitlines() if line.startswith(" " * 18) and line.strip()]
+    assert len(heads) == {80: 3, 120: 2}[width]  # 7 columns: 3 + 3 + 1 at 80, 6 + 1 at 120
+
+
+def test_markdown_and_json(results):
     dirs = [results["ram-loop"], results["disk-loop"]]
     code, out, err = run_iofp("compare", *dirs, "--format", "json", "--slo", "p99<=10s")
     assert code == 0, err
     doc = json.loads(out)
-    assert [d["device"] for d in doc] == ["ram-loop", "disk-loop"] and {d["slo"] for d in doc} == {"pass"}
+    assert [r["name"] for r in doc["rows"]] == ["ram-loop", "disk-loop"] and doc["failed"] == []
+    assert {r["slo"] for r in doc["rows"]} == {"pass"}
     code, out, _ = run_iofp("compare", *dirs, "--format", "markdown")
-    lines = out.splitlines()
-    assert code == 0 and lines[0].startswith("| device | IOPS demanded |") and len(lines) == 4
-    code, out, _ = run_iofp("compare", *dirs)
-    assert code == 0 and "ram-loop" in out and "disk-loop" in out
+    assert code == 0 and out.splitlines()[0] == "| | ram-loop | disk-loop |"
 
 
 @pytest.mark.parametrize(
-    ("args", "message"),
+    ("content", "why"),
     [
-        (["--slo", "p98<=2ms"], f"--slo term 'p98<=2ms': {slo.GRAMMAR}"),
-        (["--format", "csv"], "--format csv: choose table, markdown or json"),
+        ("[]", "not an iofp replay result"),
+        ('{"kind": "iofp-replay-result", "version": 1}', "replay result v1"),
     ],
 )
-def test_bad_options_exit_2(results, args, message):
-    code, _, err = run_iofp("compare", results["ram-loop"], *args)
-    assert (code, err) == (2, f"iofp: {message}\n")
+def test_a_results_json_that_is_not_a_result_is_one_line(tmp_path, content, why):
+    (tmp_path / "results.json").write_text(content)
+    code, out, err = run_iofp("compare", tmp_path)
+    assert code == 2 and out == "" and len(err.splitlines()) == 1 and why in err, err
 
 
 def test_not_a_result_exits_2(tmp_path):
@@ -123,6 +140,11 @@ def test_not_a_result_exits_2(tmp_path):
         2,
         f"iofp: {tmp_path}: no results.json; pass a directory written by `iofp replay`\n",
     )
+
+
+def test_bad_format_exits_2(results):
+    code, _, err = run_iofp("compare", results["ram-loop"], "--format", "csv")
+    assert (code, err) == (2, "iofp: --format csv: choose table, markdown or json\n")
 
 
 @pytest.fixture(scope="module")
@@ -163,16 +185,19 @@ def two_stream_results(tmp_path_factory) -> dict[str, Path]:
     return out
 
 
-def test_achieved_iops_of_a_multi_stream_replay_is_over_its_wall_clock_span(two_stream_results):
-    from replay.results import load
-
-    _, rec = load(two_stream_results["pid"])
-    assert len(rec["settings"]["jobs"]) == 2
-    wall_s = rec["timing"]["wall_s"]
+def test_without_a_capture_the_figures_are_fios_and_say_so(two_stream_results):
+    rec = load_result(two_stream_results["pid"])
+    assert len(rec["settings"]["jobs"]) == 2 and rec["measured"] is None
+    wall_s = rec["timing"]["fio_s"]
     # fio 3.33 sums job_runtime over the jobs group_reporting merges: more than the run's wall time
     assert rec["fio"]["summary"]["job_runtime_ms"] / 1e3 > wall_s
-    pid, single = compare.compare([two_stream_results["pid"], two_stream_results["single"]], slo.parse([]))
-    assert pid.latency_source == "fio"
+    pid, single = compare.compare(
+        [two_stream_results["pid"], two_stream_results["single"]], slo.parse([])
+    ).rows
+    assert pid.latency_from == "fio" and pid.measured.source == "fio (its own report)"
     assert pid.achieved_iops >= 1000 / wall_s  # a rate over no more time than fio ran
     # the same I/Os on the same schedule: two jobs or one, about the same rate (405 vs 804 before)
     assert pid.achieved_iops == pytest.approx(single.achieved_iops, rel=0.2)
+    assert "latency from: fio" in compare.render(
+        compare.compare([two_stream_results["pid"]], slo.parse([])), "table"
+    )

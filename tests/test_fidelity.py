@@ -7,6 +7,7 @@ from helpers import write_trace
 
 from iofp.contract import open_trace
 from replay import fidelity
+from replay.iolog import expected_of
 
 N = 2000  # 100 IOPS for 20 s
 
@@ -30,6 +31,15 @@ def _trace(tmp_path, name, rows, comm="fio"):
     return open_trace(write_trace(tmp_path / name, {"comm": [comm] * n, **rows}))
 
 
+def _demand(tmp_path, rows):
+    """The rows as a replay's demand: their data I/Os, and an fsync per flush (no sync table)."""
+    return expected_of(_trace(tmp_path, "e", rows))
+
+
+def _data(rows, key="ts_ns"):
+    return [v for v, op in zip(rows[key], rows["op"], strict=True) if op != "flush"]
+
+
 def _shifted(rows, scale=1.0, offset_ns=123_456_789):
     """The same I/Os on another clock (a capture starts at its own zero), optionally stretched."""
     return {**rows, "ts_ns": [offset_ns + round(t * scale) for t in rows["ts_ns"]]}
@@ -37,7 +47,7 @@ def _shifted(rows, scale=1.0, offset_ns=123_456_789):
 
 def test_identical_replay_is_faithful_and_precise(tmp_path):
     rows = _expected(tmp_path)
-    f = fidelity.compare(_trace(tmp_path, "e", rows), _trace(tmp_path, "r", _shifted(rows)))
+    f = fidelity.compare(_demand(tmp_path, rows), _trace(tmp_path, "r", _shifted(rows)))
     assert (f.expected, f.replayed, f.matched, f.missing, f.extra) == (N, N, N, 0, 0)
     assert f.per_op["flush"] == {"expected": 40, "replayed": 40, "matched": 40}
     assert (f.late_p50_us, f.late_p99_us, f.final_drift_us, f.stretch) == (0, 0, 0, 0)
@@ -47,15 +57,16 @@ def test_identical_replay_is_faithful_and_precise(tmp_path):
 
 def test_accumulating_drift_is_measured_exactly(tmp_path):
     rows = _expected(tmp_path)
-    f = fidelity.compare(_trace(tmp_path, "e", rows), _trace(tmp_path, "r", _shifted(rows, scale=1.03)))
-    last = rows["ts_ns"][-1]
+    f = fidelity.compare(_demand(tmp_path, rows), _trace(tmp_path, "r", _shifted(rows, scale=1.03)))
+    last = _data(rows)[-1]  # the last data I/O: the last row is a flush, judged as a call
     assert f.stretch == pytest.approx(0.03)
     assert f.final_drift_us == pytest.approx(0.03 * last / 1e3, abs=1)
     assert f.late_max_us == f.final_drift_us and f.late_min_us == 0
-    # nearest-rank median of 0.03 * t over t = 0, 10 ms, ...: the 1000th of 2000 values
-    assert f.late_p50_us == pytest.approx(0.03 * 999 * 10_000, abs=1)
+    # nearest-rank median of 0.03 * t over the data I/Os' t (flushes are judged as calls, not timed)
+    data = _data(rows)
+    assert f.late_p50_us == pytest.approx(0.03 * data[(len(data) + 1) // 2 - 1] / 1e3, abs=1)
     assert f.iat_err_p50_us == pytest.approx(300, abs=1)  # every 10 ms gap became 10.3 ms
-    assert f.late_over_1ms == sum(1 for t in rows["ts_ns"] if 0.03 * t > 1_000_000)
+    assert f.late_over_1ms == sum(1 for t in data if 0.03 * t > 1_000_000)
     # 3% slower: each 1 s window holds ~3% fewer I/Os, the tail spills into a 21st window
     assert 0.02 < f.iops_mape < 0.04 and len(f.iops_series) == 21
     assert f.faithful and f.timing == "drifting"  # 3% stretch: not on schedule either
@@ -63,9 +74,9 @@ def test_accumulating_drift_is_measured_exactly(tmp_path):
 
 def test_too_slow_replay_is_not_faithful_and_says_why(tmp_path):
     rows = _expected(tmp_path)
-    f = fidelity.compare(_trace(tmp_path, "e", rows), _trace(tmp_path, "r", _shifted(rows, scale=1.10)))
+    f = fidelity.compare(_demand(tmp_path, rows), _trace(tmp_path, "r", _shifted(rows, scale=1.10)))
     assert not f.faithful
-    assert f.reasons == ["IOPS MAPE 9.1% > 5%", "duration stretch +10.0% beyond ±5%"]
+    assert f.reasons == ["IOPS MAPE 9.0% > 5%", "duration stretch +10.0% beyond ±5%"]
 
 
 def test_missing_changed_and_foreign_ios_are_counted(tmp_path):
@@ -73,15 +84,14 @@ def test_missing_changed_and_foreign_ios_are_counted(tmp_path):
     rep = _shifted(rows)
     rep = {k: v[1:] for k, v in rep.items()}  # the first I/O never happened
     rep["offset"][10] += 4096  # one landed elsewhere
-    e = _trace(tmp_path, "e", rows)
-    f = fidelity.compare(e, _trace(tmp_path, "r", rep))
+    f = fidelity.compare(_demand(tmp_path, rows), _trace(tmp_path, "r", rep))
     assert (f.matched, f.missing, f.extra) == (N - 2, 2, 1)
     assert f.reasons[0] == "2 demanded I/Os missing, 1 extra" and not f.faithful
 
 
 def test_other_processes_on_the_target_are_not_extras(tmp_path):
     rows = _expected(tmp_path, n=200)
-    e = _trace(tmp_path, "e", rows)
+    e = _demand(tmp_path, rows)
     rep = _shifted(rows)
     n = len(rep["ts_ns"])
     rep = {k: [*v, v[-1]] for k, v in rep.items()}  # udev's blkid reading after fio closed the device
@@ -95,8 +105,14 @@ def test_inflight_is_reported_per_side(tmp_path):
     rows = _expected(tmp_path, n=400)
     rep = _shifted(rows)
     rep["inflight"] = [1] * 400
-    f = fidelity.compare(_trace(tmp_path, "e", rows), _trace(tmp_path, "r", rep))
-    assert f.inflight["expected"] == {"inflight_mean": 2.5, "inflight_p99": 4, "inflight_max": 4}
+    f = fidelity.compare(_demand(tmp_path, rows), _trace(tmp_path, "r", rep))
+    inflight = _data(rows, "inflight")
+    mean = sum(inflight) / len(inflight)
+    assert f.inflight["expected"] == {
+        "inflight_mean": pytest.approx(mean),
+        "inflight_p99": 4,
+        "inflight_max": 4,
+    }
     assert f.inflight["replayed"] == {"inflight_mean": 1.0, "inflight_p99": 1, "inflight_max": 1}
 
 
@@ -114,7 +130,7 @@ def test_one_late_first_io_does_not_shift_every_other_io(tmp_path):
     rows = _expected(tmp_path, n=2000, gap_ns=1_000_000)
     rep = _shifted(rows)
     rep["ts_ns"][0] += 2_000_000
-    f = fidelity.compare(_trace(tmp_path, "e", rows), _trace(tmp_path, "r", rep))
+    f = fidelity.compare(_demand(tmp_path, rows), _trace(tmp_path, "r", rep))
     assert (f.late_p50_us, f.abs_late_p50_us, f.late_max_us, f.late_min_us) == (0, 0, 2000, 0)
 
 
@@ -124,7 +140,7 @@ def test_precise_timing_is_judged_on_absolute_lateness(tmp_path):
     rows = _expected(tmp_path, n=2000, gap_ns=1_000_000)
     rep = _shifted(rows)
     rep["ts_ns"] = [t + (0 if i < 20 else (i % 3 - 1) * 300_000) for i, t in enumerate(rep["ts_ns"])]
-    f = fidelity.compare(_trace(tmp_path, "e", rows), _trace(tmp_path, "r", rep))
+    f = fidelity.compare(_demand(tmp_path, rows), _trace(tmp_path, "r", rep))
     assert (f.late_p50_us, f.late_p99_us) == (0, 300)
     assert (f.abs_late_p50_us, f.abs_late_p99_us) == (300, 300)
     assert f.faithful and f.timing == "on schedule"  # nothing accumulated, but not within 50 µs
@@ -136,6 +152,6 @@ def test_late_bursts_that_catch_up_are_jittery_not_drifting(tmp_path):
     rows = _expected(tmp_path, n=2000, gap_ns=1_000_000)
     rep = _shifted(rows)
     rep["ts_ns"] = [t + (3_000_000 if i >= 20 and i % 20 == 0 else 0) for i, t in enumerate(rep["ts_ns"])]
-    f = fidelity.compare(_trace(tmp_path, "e", rows), _trace(tmp_path, "r", rep))
+    f = fidelity.compare(_demand(tmp_path, rows), _trace(tmp_path, "r", rep))
     assert f.abs_late_p99_us == 3000 and abs(f.stretch) < 0.01
     assert f.faithful and f.timing == "jittery"

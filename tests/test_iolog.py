@@ -52,7 +52,7 @@ def test_log_is_v3_with_add_open_first_sorted_and_timestamps_from_1(mixed_trace,
     # the discard (fio 3.33 cannot read trim from an iolog) and the zero-size write are counted
     assert rep.dropped == {"discard_unsupported": 1, "zero_size": 1}
     assert rep.kept == 4 and rep.rows_in == 6
-    assert rep.ops == {"read": 1, "write": 2, "trim": 0, "sync": 1}
+    assert rep.ops == {"read": 1, "write": 2, "trim": 0, "sync": 1, "datasync": 0}
     assert rep.duration_us == 3000
     assert rep.sorted_by == "duckdb"  # rows were in completion order
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from conftest import needs_fio
-from helpers import run_iofp
+from helpers import load_result, run_iofp
 
 from fingerprint.api import fingerprint_trace
 from fingerprint.compute import Options
@@ -20,7 +20,6 @@ from iofp import regimes
 from iofp.contract import TraceMeta, TraceWriter, open_trace
 from iofp.errors import BadInput
 from replay import selection
-from replay.results import load
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 S = 10**9
@@ -230,7 +229,7 @@ def test_replay_window_replays_the_windows_of_the_fingerprint_with_that_window(b
         assert code == 0, err
     finally:
         target.unlink(missing_ok=True)
-    _, rec = load(out)
+    rec = load_result(out)
     sel = rec["selection"]
     assert (sel["t_lo_ns"], sel["t_hi_ns"]) == _fingerprint_span(fp, regime)
     assert sel["rows"] == rec["conversion"]["kept"] == {"spike": 2 * 1000, "steady": 18 * 250}[regime]

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 from conftest import assert_tracer_lost_nothing, destroy_loop_device, make_loop_device, needs_fio, needs_root
-from helpers import blkreplay_records, mysql_load, run_iofp, write_trace
+from helpers import blkreplay_records, load_result, mysql_load, run_iofp, write_trace
 
 from iofp.contract import open_trace
 from replay import fiocaps
-from replay.results import load, parse_fio_json
+from replay.results import parse_fio_json
 
 pytestmark = [needs_root, needs_fio]
 
@@ -54,7 +54,7 @@ def test_mysql_spike_replayed_exactly_with_measured_fidelity(mysql_trace, loop_d
     assert stdout.splitlines()[-1] == f"Wrote {out / 'results.json'}. Next: iofp compare {out}"
     assert_fio_accepted(out)
     assert_artifacts(out)
-    _, rec = load(out)
+    rec = load_result(out)
 
     # The demanded I/Os, counted independently from the raw .load file in the resolved span.
     lo, hi = rec["selection"]["t_lo_ns"], rec["selection"]["t_hi_ns"]
@@ -76,7 +76,7 @@ def test_mysql_spike_replayed_exactly_with_measured_fidelity(mysql_trace, loop_d
     assert fid["late_p50_us"] <= fid["late_p99_us"] <= fid["late_max_us"]
     assert fid["final_drift_us"] == pytest.approx(fid["stretch"] * fid["expected_span_s"] * 1e6, abs=2000)
     assert fid["window_s"] == 1.0 and len(fid["iops_series"]) == 2  # 570 I/Os: too few for 0.1 s windows
-    assert fid["inflight"]["replayed"]["inflight_max"] <= rec["settings"]["iodepth"]
+    assert fid["inflight"]["replayed"]["inflight_max"] <= sum(j["iodepth"] for j in rec["settings"]["jobs"])
     assert fid["verdict"] in ("faithful", "not faithful") and fid["timing"] in (
         "precise",
         "on schedule",
@@ -93,9 +93,12 @@ def test_tpcc_folded_onto_a_loop_device(tpcc_trace, loop_device, tmp_path):
     code, _, err = run_iofp("replay", tpcc_trace, "--target", loop_device, "--fold", "--output", out)
     assert code == 0, err
     assert_fio_accepted(out)
-    _, rec = load(out)
+    rec = load_result(out)
     assert rec["conversion"]["kept"] == 6999 and rec["conversion"]["folded"] > 0
-    assert rec["settings"]["iodepth"] == 32 and rec["settings"]["iodepth_from"] == "default"
+    # a disksim trace has no latencies to count in-flight I/Os by: libaio at the default depth, and why
+    [job] = rec["conversion"]["streams"]
+    assert (job["engine"], job["iodepth"], job["direct"]) == ("libaio", 32, True)
+    assert job["why"] == "no latencies to count in-flight I/Os: QD32"
     assert fio_totals(out) == {"read": 4381, "write": 2618, "trim": 0, "sync": 0}  # shared/traces/README
     fid = rec["fidelity"]
     assert_tracer_lost_nothing(fid["capture"]["loss"], fid["capture"]["io_events"])
@@ -139,15 +142,25 @@ def test_live_captured_trace_replays_onto_another_device(loop_device, tmp_path):
     code, _, err = run_iofp("replay", tmp_path / "orig", "--target", loop_device, "--output", out)
     assert code == 0, err
     assert_fio_accepted(out)
-    _, rec = load(out)
-    # iodepth defaults to the captured peak in-flight count
-    assert rec["settings"]["iodepth_from"] == "peak inflight"
-    assert rec["settings"]["iodepth"] == rec["selection"]["peak_inflight"] >= 1
+    rec = load_result(out)
+    # one job at the stream's own peak in-flight count (libaio: fio's randrw at iodepth 4 overlapped)
+    [job] = rec["conversion"]["streams"]
+    assert job["iodepth"] == job["peak_inflight"] >= 1
+    assert job["engine"] == ("psync" if job["peak_inflight"] == 1 else "libaio")
     assert sel_ops["flush"] == orig["sync"]["total_ios"]  # each fsync of the block device is one flush
+    # every fsync fio made is replayed as an fsync (fio's `sync`), its flush left to the call
+    calls = rec["plan"]["commits"]
+    assert (
+        calls["replayed"]
+        == calls["by_call"]["fsync"]
+        == orig["sync"]["total_ios"]
+        == calls["covered_flushes"]
+    )
     tot = fio_totals(out)
     assert tot == {"read": sel_ops["read"], "write": sel_ops["write"], "trim": 0, "sync": sel_ops["flush"]}
     fid = rec["fidelity"]
-    assert fid["per_op"] == {op: {"expected": n, "replayed": n, "matched": n} for op, n in sel_ops.items()}
+    want = {"read": sel_ops["read"], "write": sel_ops["write"], "fsync": sel_ops["flush"]}
+    assert fid["per_op"] == {op: {"expected": n, "replayed": n, "matched": n} for op, n in want.items()}
     assert (fid["missing"], fid["extra"]) == (0, 0)
     assert fid["inflight"]["expected"]["inflight_max"] == rec["selection"]["peak_inflight"]
     # Measured, not assumed: fio 3.33 runs each fsync synchronously after draining libaio, and its pacing
@@ -165,7 +178,7 @@ def test_regular_file_target_records_why_fidelity_is_not_measured(tpcc_trace, tm
             "replay", tpcc_trace, "--target", target, "--target-size", 64 << 20, "--output", out
         )
         assert code == 0, err
-        _, rec = load(out)
+        rec = load_result(out)
         assert rec["target"]["kind"] == "file" and rec["target"]["created"]
         assert rec["fidelity"] == {
             "status": "not measured",
@@ -209,7 +222,7 @@ def test_force_replaces_the_previous_runs_artifacts(tmp_path):
             "replay", trace, "--target", targets[0], "--streams", "pid", "--no-fidelity", "--output", out
         )
         assert code == 0, err
-        assert {"replay.0.iolog", "replay.1.iolog"} <= set(load(out)[1]["artifacts"])
+        assert {"replay.0.iolog", "replay.1.iolog"} <= set(load_result(out)["artifacts"])
         (out / "notes.txt").write_text("mine\n")  # not an artifact: kept, and not listed
         code, _, err = run_iofp(
             "replay", trace, "--target", targets[1], "--streams", "single", "--no-fidelity",
@@ -221,7 +234,7 @@ def test_force_replaces_the_previous_runs_artifacts(tmp_path):
             t.unlink(missing_ok=True)
     artifacts = ["expected", "fio.cmd", "fio.json", "fio.rc", "fio.stderr", "fio.stdout", "job.fio"]
     artifacts += ["replay.iolog"]
-    assert load(out)[1]["artifacts"] == artifacts  # listed before results.json itself is written
+    assert load_result(out)["artifacts"] == artifacts  # listed before results.json itself is written
     assert sorted(p.name for p in out.iterdir()) == sorted([*artifacts, "notes.txt", "results.json"])
     assert (out / "notes.txt").read_text() == "mine\n"
 

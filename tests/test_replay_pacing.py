@@ -10,9 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import needs_fio, needs_root
-from helpers import run_iofp, write_trace
-
-from replay.results import load
+from helpers import load_result, run_iofp, write_trace
 
 pytestmark = [needs_root, needs_fio]
 
@@ -38,7 +36,7 @@ def test_absolute_pacing_replays_on_schedule(loop_device, tmp_path):
     )
     assert code == 0, err
     assert "|lateness| p50" in stdout
-    _, rec = load(out)
+    rec = load_result(out)
     assert rec["settings"]["pacing"]["mode"] == "absolute"
     assert (out / "replay.iolog").read_text().startswith("fio version 2 iolog\n")
     fid = rec["fidelity"]

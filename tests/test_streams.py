@@ -8,11 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import destroy_loop_device, make_loop_device, needs_fio, needs_root
-from helpers import io_lines, run_iofp
+from helpers import io_lines, load_result, run_iofp
 
 from iofp.contract import open_trace
 from replay import fiocaps, pacing
-from replay.results import load
 
 WAL_JOB = """
 [global]
@@ -104,7 +103,7 @@ def wal_trace(tmp_path_factory) -> Path:
 def replay(trace: Path, dev: str, out: Path, *args: str) -> dict:
     code, _, err = run_iofp("replay", trace, "--target", dev, "--output", out, "--allow-destructive", *args)
     assert code == 0, err
-    return load(out)[1]
+    return load_result(out)
 
 
 @needs_root
