@@ -18,6 +18,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from replay import interrupt
+
 STOP_GRACE_S = 5.0
 GONE_WAIT_S = 10.0
 
@@ -31,15 +33,18 @@ def command(fio: str, job_path: Path) -> list[str]:
 def run(cmd: list[str], out: Path, n: int, demanded_s: float, progress: bool, target: Path) -> int:
     """Run fio with its raw outputs going straight to files, showing a progress bar meanwhile."""
     (out / "fio.cmd").write_text(shlex.join(cmd) + "\n")
+    proc: subprocess.Popen | None = None
     with open(out / "fio.stdout", "wb") as so, open(out / "fio.stderr", "wb") as se:
-        proc = subprocess.Popen(cmd, stdout=so, stderr=se, cwd=out, start_new_session=True)
         try:
+            with interrupt.deferred():  # a stop signal finds `proc` set, never a fio it cannot name
+                proc = subprocess.Popen(cmd, stdout=so, stderr=se, cwd=out, start_new_session=True)
             if progress:
                 _wait_with_progress(proc, n, demanded_s, target)
             rc = proc.wait()
         except BaseException:
-            stop(proc)
-            (out / "fio.rc").write_text(f"{proc.returncode}\n")
+            if proc is not None:
+                stop(proc)
+                (out / "fio.rc").write_text(f"{proc.returncode}\n")
             raise
     (out / "fio.rc").write_text(f"{rc}\n")
     return rc

@@ -42,6 +42,9 @@ class Stopped(IofpError):
         self.exit_code = 128 + signum
 
 
+_state: dict[str, Any] = {"held": 0, "pending": None}
+
+
 @contextlib.contextmanager
 def trap() -> Iterator[None]:
     """Within: SIGINT, SIGTERM and SIGHUP raise Interrupted once (main thread only; elsewhere a no-op)."""
@@ -52,8 +55,12 @@ def trap() -> Iterator[None]:
 
     def handler(signum: int, _frame: Any) -> None:
         fired.append(signum)
-        if len(fired) == 1:
-            raise Interrupted(signum)
+        if len(fired) > 1:
+            return
+        if _state["held"]:
+            _state["pending"] = signum
+            return
+        raise Interrupted(signum)
 
     previous = {s: signal.signal(s, handler) for s in SIGNALS}
     try:
@@ -65,13 +72,14 @@ def trap() -> Iterator[None]:
 
 @contextlib.contextmanager
 def deferred() -> Iterator[None]:
-    """Within: the stop signals wait (blocked), and arrive as soon as it ends. For steps that must not
-    be cut in half, such as starting the capture thread (a signal mid-start would orphan it)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
+    """Within: a stop signal is held, and raised as soon as it ends. For steps that must not be cut in
+    half, such as starting the capture thread or fio (a signal mid-start would orphan either). Not a
+    signal mask: fio, started within, would inherit it and ignore SIGTERM."""
+    _state["held"] += 1
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        _state["held"] -= 1
+        if not _state["held"] and (signum := _state["pending"]) is not None:
+            _state["pending"] = None
+            raise Interrupted(signum)

@@ -100,6 +100,7 @@ class Run:
     started: datetime = field(default_factory=lambda: datetime.now(UTC))
     t0: float = field(default_factory=time.monotonic)
     fio_s: float | None = None  # how long fio ran
+    bg: Any = None  # the capture running in the background
     capture: dict[str, Any] | None = None  # the capture's summary
     fidelity: dict[str, Any] = field(default_factory=dict)
     measured: rr.Measured | None = None
@@ -188,22 +189,23 @@ def _execute(run: Run) -> None:
 def _run_captured(run: Run) -> None:
     """fio on the target while iofp's capture records it; the capture always stops, fio first."""
     assert run.conv is not None
-    bg = _start_capture(run)
-    t0 = time.monotonic()
+    report = run.conv.report
+    t0: float | None = None
     try:
-        report = run.conv.report
+        _start_capture(run)
+        t0 = time.monotonic()
         run.rc = fiorun.run(
             run.cmd, run.out, report.kept, report.duration_us / 1e6, run.opts.progress, run.target.path
         )
     finally:
-        run.fio_s = time.monotonic() - t0
         with interrupt.deferred():
-            if bg is not None:
-                summary = bg.stop()
+            run.fio_s = None if t0 is None else time.monotonic() - t0
+            if run.bg is not None:
+                summary = run.bg.stop()
                 run.capture = summary.to_dict() if hasattr(summary, "to_dict") else dict(summary)
-        doc = results.parse_fio_json((run.out / "fio.stdout").read_text(errors="replace"))
-        if doc is not None:
-            (run.out / "fio.json").write_text(json.dumps(doc, indent=2))
+            doc = results.parse_fio_json((run.out / "fio.stdout").read_text(errors="replace")) if t0 else None
+            if doc is not None:
+                (run.out / "fio.json").write_text(json.dumps(doc, indent=2))
 
 
 def _judge(run: Run) -> None:
@@ -230,6 +232,8 @@ def _stopped(run: Run, e: interrupt.Interrupted) -> None:
         )
         step = "while fio ran" if run.fio_s is not None else "before fio started"
         run.interrupted = f"{e.name} {step}{ran}"
+        if (rc := run.out / "fio.rc").is_file():
+            run.rc = int(rc.read_text())  # fio's own status once it was stopped
         if run.fio_s is not None and any(not j.direct for j in run.jobs) and run.target.is_block:
             _write_back(run.target.path)  # what the commit jobs had buffered: now, not after iofp exits
         if run.capture is not None:
@@ -473,10 +477,9 @@ def _start_capture(run: Run) -> Any:
     )
     try:
         with interrupt.deferred():  # a signal mid-start would leave the capture thread running
-            return bpf.start_capture(opts)
+            run.bg = bpf.start_capture(opts)
     except MissingCapability as e:
         run.fidelity = {"status": "not measured", "reason": f"capture unavailable: {e}"}
-        return None
 
 
 def default_output(target: Path) -> Path:
