@@ -346,3 +346,41 @@ def test_fio_parses_every_line_of_the_generated_logs(which, pace, mysql_trace, t
     job = parse_fio_json(res.stdout)["jobs"][0]
     assert (job["read"]["total_ios"], job["write"]["total_ios"]) == (rep.ops["read"], rep.ops["write"])
     assert rep.kept == open_trace(trace).num_rows()
+
+
+@needs_fio
+def test_a_replay_resolves_its_selection_once(tmp_path, monkeypatch):
+    """The regime rule and the stream plan run once per command (plan.resolve), not again in the
+    converter: counted on a real `iofp replay` of a spike onto a new file."""
+    from helpers import synthetic_steady_with_spike
+
+    from iofp import regimes
+    from replay import plan
+
+    trace = synthetic_steady_with_spike(tmp_path, seconds=8, spike=(4, 6))
+    calls = {"classify": 0}
+    real = regimes.classify
+
+    def counted(*a, **kw):
+        calls["classify"] += 1
+        return real(*a, **kw)
+
+    monkeypatch.setattr(regimes, "classify", counted)  # a counter around the real rule, not a stand-in
+    before = plan.RESOLVED
+    target = Path("/dev/shm") / f"iofp-once-{tmp_path.name}.dat"
+    try:
+        code, _, err = run_iofp(
+            "replay",
+            trace,
+            "--target",
+            target,
+            "--regime",
+            "spike",
+            "--no-fidelity",
+            "--output",
+            tmp_path / "r",
+        )
+    finally:
+        target.unlink(missing_ok=True)
+    assert code == 0, err
+    assert (plan.RESOLVED - before, calls["classify"]) == (1, 1)
