@@ -69,7 +69,14 @@ for pair in "prod:$PROD" "candidate-ram:$CAND" "candidate-disk:$DISK"; do
         --output "$OUT/replay-$name"
 done
 
-say "8. The comparison a procurement review needs"
-run "$IOFP" compare "$OUT/replay-prod" "$OUT/replay-candidate-ram" "$OUT/replay-candidate-disk" --slo 'p99<=2ms'
+say "8. The comparison a procurement review needs (production's own capture as the baseline; exit 1
+   when a candidate misses the SLO, which a review reads as its answer, not as the demo failing)"
+slo=0
+run "$IOFP" compare "$OUT/replay-prod" "$OUT/replay-candidate-ram" "$OUT/replay-candidate-disk" \
+    --baseline "$OUT/live" --slo 'p99<=2ms,commit.p99<=2ms' --format json > "$OUT/compare.json" || slo=$?
+[ "$slo" -le 1 ] || exit "$slo"
+COLUMNS=80 "$IOFP" compare "$OUT/replay-prod" "$OUT/replay-candidate-ram" "$OUT/replay-candidate-disk" \
+    --baseline "$OUT/live" --slo 'p99<=2ms,commit.p99<=2ms' || true
+echo "iofp compare exit status: $slo"
 
 say "Done. Artifacts in $OUT/"

@@ -66,7 +66,15 @@ def test_live_part_captures_replays_compares_and_cleans_up(tmp_path):
     for name in ("prod", "candidate-ram", "candidate-disk"):
         res = json.loads((out / f"replay-{name}" / "results.json").read_text())
         assert res["fidelity"]["matched"] > 0, res["fidelity"]
-    assert "fail: write p99" in log or "pass" in log  # the SLO verdict column is printed
+    # The SLO verdict: the JSON's failed list, the printed SLO row and the exit status agree.
+    cmp = json.loads((out / "compare.json").read_text())
+    verdicts = {r["name"]: r["slo"] for r in cmp["rows"]}
+    assert set(verdicts) == {"baseline", "prod", "candidate-ram", "candidate-disk"}
+    assert set(verdicts.values()) <= {"pass", "FAIL"}
+    assert cmp["failed"] == [n for n, v in verdicts.items() if v == "FAIL" and n != "baseline"]
+    [row] = [line.split() for line in log.splitlines() if line.startswith("SLO ")]
+    assert row[1:] == [verdicts[n] for n in ("baseline", "prod", "candidate-ram", "candidate-disk")]
+    assert f"iofp compare exit status: {1 if cmp['failed'] else 0}" in log
     assert _scratch_devices() == before
 
 
