@@ -72,10 +72,10 @@ done
 say "8. The comparison a procurement review needs (production's own capture as the baseline; exit 1
    when a candidate misses the SLO, which a review reads as its answer, not as the demo failing)"
 slo=0
-run "$IOFP" compare "$OUT/replay-prod" "$OUT/replay-candidate-ram" "$OUT/replay-candidate-disk" \
+"$IOFP" compare "$OUT/replay-prod" "$OUT/replay-candidate-ram" "$OUT/replay-candidate-disk" \
     --baseline "$OUT/live" --slo 'p99<=2ms,commit.p99<=2ms' --format json > "$OUT/compare.json" || slo=$?
 [ "$slo" -le 1 ] || exit "$slo"
-COLUMNS=80 "$IOFP" compare "$OUT/replay-prod" "$OUT/replay-candidate-ram" "$OUT/replay-candidate-disk" \
+COLUMNS=80 run "$IOFP" compare "$OUT/replay-prod" "$OUT/replay-candidate-ram" "$OUT/replay-candidate-disk" \
     --baseline "$OUT/live" --slo 'p99<=2ms,commit.p99<=2ms' || true
 echo "iofp compare exit status: $slo"
 

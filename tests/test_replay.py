@@ -162,7 +162,8 @@ def test_live_captured_trace_replays_onto_another_device(loop_device, tmp_path):
     want = {"read": sel_ops["read"], "write": sel_ops["write"], "fsync": sel_ops["flush"]}
     assert fid["per_op"] == {op: {"expected": n, "replayed": n, "matched": n} for op, n in want.items()}
     assert (fid["missing"], fid["extra"]) == (0, 0)
-    assert fid["inflight"]["expected"]["inflight_max"] == rec["selection"]["peak_inflight"]
+    # in flight at each data I/O's issue (flushes are judged as calls): at most the selection's peak
+    assert 1 <= fid["inflight"]["expected"]["inflight_max"] <= rec["selection"]["peak_inflight"]
     # Measured, not assumed: fio 3.33 runs each fsync synchronously after draining libaio, and its pacing
     # waits from the previous issue, so the stalls add up (+7% to +26% over these 0.25 s); the verdict
     # follows the documented thresholds either way.
