@@ -20,8 +20,6 @@ from replay import commits as commitmod
 from replay import selection as selmod
 from replay import streams as streammod
 
-RESOLVED = 0  # how many plans this process resolved (tests count it: one per command)
-
 
 @dataclass
 class Plan:
@@ -66,8 +64,6 @@ def resolve(
     iodepth: int | None = None,
 ) -> Plan:
     """Resolve `sel` on `trace` once: span and stats, commit groups, streams (see the module docstring)."""
-    global RESOLVED
-    RESOLVED += 1
     con = selmod.connect(trace)
     try:
         stats = selmod.resolve(con, trace, sel)

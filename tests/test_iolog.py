@@ -358,15 +358,18 @@ def test_a_replay_resolves_its_selection_once(tmp_path, monkeypatch):
     from replay import plan
 
     trace = synthetic_steady_with_spike(tmp_path, seconds=8, spike=(4, 6))
-    calls = {"classify": 0}
-    real = regimes.classify
+    calls = {"classify": 0, "resolve": 0}
 
-    def counted(*a, **kw):
-        calls["classify"] += 1
-        return real(*a, **kw)
+    def counted(name, real):
+        def call(*a, **kw):
+            calls[name] += 1
+            return real(*a, **kw)
 
-    monkeypatch.setattr(regimes, "classify", counted)  # a counter around the real rule, not a stand-in
-    before = plan.RESOLVED
+        return call
+
+    # counters around the real plan and the real rule, not stand-ins
+    monkeypatch.setattr(regimes, "classify", counted("classify", regimes.classify))
+    monkeypatch.setattr(plan, "resolve", counted("resolve", plan.resolve))
     target = Path("/dev/shm") / f"iofp-once-{tmp_path.name}.dat"
     try:
         code, _, err = run_iofp(
@@ -383,4 +386,4 @@ def test_a_replay_resolves_its_selection_once(tmp_path, monkeypatch):
     finally:
         target.unlink(missing_ok=True)
     assert code == 0, err
-    assert (plan.RESOLVED - before, calls["classify"]) == (1, 1)
+    assert calls == {"classify": 1, "resolve": 1}
