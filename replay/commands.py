@@ -1,4 +1,4 @@
-"""CLI commands of the replay stage: `iofp iolog`, `iofp replay`, `iofp compare`.
+"""CLI commands of the replay stage: `iofp iolog`, `iofp replay`, `iofp compare` (and `iofp probe`).
 
 `iolog` and `replay` take the same selection and mapping options (`selection_options`: one list,
 declared once); each command body validates, makes one library call and renders.
@@ -280,3 +280,6 @@ def register(app: typer.Typer) -> None:
     app.command("iolog", epilog=EXAMPLES["iolog"])(iolog_cmd)
     app.command("replay", epilog=EXAMPLES["replay"])(replay_cmd)
     app.command("compare", epilog=EXAMPLES["compare"])(compare_cmd)
+    from replay import probe_commands  # `iofp probe` (replay/probe*.py)
+
+    probe_commands.register(app)

@@ -1,0 +1,240 @@
+"""`iofp probe`: the four-cell table and the queue-depth sweep of one target, every fio run kept.
+
+Order matters for safety, as in replay: the options, the fingerprint (--like), the target and the
+output directory are all checked before the first I/O; a probe that writes (seq writes, commits,
+preconditioning) passes replay's safety checks (replay/safety.py) or is refused whole. The runs
+(replay/probe_plan.py) then go one after the other; after each, the record (iofp/probe_result.py)
+is written whole, so a probe stopped by Ctrl-C or SIGTERM (fio stopped first, replay/probe_fio.py)
+or by a failing run keeps every run done so far as a valid partial result that says it is one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import platform
+import shutil
+import signal
+import socket
+import time
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+from iofp import __version__
+from iofp import probe_result as pr
+from iofp.contract import atomic_write_bytes, check_output_file, device_facts
+from iofp.errors import BadInput, Refused
+from replay import fiocaps, probe_fio, probe_knee, probe_like, probe_steady, safety
+from replay.probe_capture import CommitCapture
+from replay.probe_plan import MIN_PROBED, SEQ_BS, TAIL_LOAD, ProbeOptions, RunSpec, plan, size_text
+
+Note = Callable[[str], None]
+OVERRIDE = "pass --allow-destructive to probe it with writes"
+TAIL_SHORTFALL = 0.95  # a tail run below this share of its rate did not load the device as asked
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread like KeyboardInterrupt for SIGINT."""
+
+
+def probe(
+    opts: ProbeOptions, like: Path | None = None, note: Note | None = None
+) -> tuple[Path, pr.ProbeResult]:
+    """Run the probe; returns (probe.json path, result). An interrupted probe returns its partial
+    result with `interrupted` set; a failing fio run raises after the partial result is written."""
+    opts.check()
+    work = probe_like.from_fingerprint(probe_like.load(like), str(like)) if like else probe_like.defaults()
+    caps = fiocaps.probe()
+    target = safety.inspect(opts.target)
+    probed = _check_target(target, opts)
+    probe_like.fit_to_block(work, target.logical_block_size)
+    specs = plan(opts, work)
+    out = prepare_output(Path(opts.output).absolute(), opts.force)
+    result = pr.ProbeResult(
+        kind=pr.KIND, version=pr.VERSION, tool_version=__version__, fio_version=caps.version,
+        host=socket.gethostname(), kernel=platform.release(), started=datetime.now(UTC).isoformat(),
+        target=_target_record(target, probed), labels=dict(opts.labels), settings=_settings(opts),
+        workload=work, runs_planned=len(specs),
+    )  # fmt: skip
+    capture = CommitCapture(out / pr.CAPTURE_DIR, target, opts.labels)
+    t0 = time.monotonic()
+    try:
+        with _sigterm_raises():
+            _run_all(
+                specs, result, caps.path, str(target.path), probed, out, capture, note or (lambda s: None)
+            )
+    except KeyboardInterrupt:
+        result.interrupted = "SIGINT"
+    except Terminated:
+        result.interrupted = "SIGTERM"
+    finally:
+        capture.stop()
+        capture.fill(result.runs)
+        result.capture = capture.status
+        result.wall_s = round(time.monotonic() - t0, 3)
+        _finish(result)
+        path = pr.write(out, result)
+    return path, result
+
+
+def _run_all(
+    specs: list[RunSpec], result: pr.ProbeResult, fio: str, target: str, probed: int, out: Path,
+    capture: CommitCapture, note: Note,
+) -> None:  # fmt: skip
+    for i, spec in enumerate(specs, 1):
+        if spec.kind == "tail":
+            _aim_tail(spec, result)
+        if spec.kind == "commit" and capture.status["status"] == "not started":
+            capture.start()
+        note(f"[{i}/{len(specs)}] {spec.label}")
+        run = probe_fio.run(
+            fio, spec, target, probed, out / pr.RUNS_DIR / spec.name, f"{pr.RUNS_DIR}/{spec.name}"
+        )
+        if spec.runtime_s is not None:
+            series = probe_steady.iops_series(out / run.dir, probe_fio.log_window_ms(spec))
+            run.steady = probe_steady.judge(series, probe_fio.log_window_ms(spec) / 1000)
+        result.runs.append(run)
+        if spec.cell is not None:
+            result.cells.append(pr.Cell(spec.cell, spec.label, run.name))
+        if spec.sweep and run.fio is not None:
+            f = run.fio
+            result.sweep = probe_knee.sweep(
+                spec.block_size,
+                [*(result.sweep.points if result.sweep else []),
+                 pr.SweepPoint(spec.iodepth, run.name, f.iops, f.p50_us, f.p99_us, f.p99_9_us)],
+            )  # fmt: skip
+        pr.write(out, result)
+        if spec.kind == "commit" and not any(s.kind == "commit" for s in specs[i:]):
+            capture.stop()
+
+
+def _aim_tail(spec: RunSpec, result: pr.ProbeResult) -> None:
+    """Cell 4's rate: TAIL_LOAD of the most IOPS the random-read runs reached, at their depth."""
+    best = max((r for r in result.runs if r.kind == "randread" and r.fio), key=lambda r: r.fio.iops)  # type: ignore[union-attr]
+    assert best.fio is not None
+    spec.rate_iops = max(1, round(TAIL_LOAD * best.fio.iops))
+    spec.iodepth = best.iodepth
+    spec.label += f" QD{best.iodepth}"
+    result.tail = pr.Tail(best.fio.iops, best.name, TAIL_LOAD, spec.rate_iops)
+
+
+def _finish(result: pr.ProbeResult) -> None:
+    result.complete = result.interrupted is None and len(result.runs) == result.runs_planned
+    unsteady = [r for r in result.runs if r.steady is not None and r.steady.verdict != "steady"]
+    if unsteady:
+        listed = ", ".join(f"{r.name} ({_unsteady(r.steady)})" for r in unsteady if r.steady)
+        result.warnings.append(
+            f"not steady by the SNIA rule on fio's IOPS log (last {probe_steady.STEADY_WINDOWS} windows: "
+            f"range <= 20% and slope <= 10% of the mean): {listed}; their figures average a changing "
+            "rate: run longer (--runtime) or precondition (--precondition fill)"
+        )
+    for run in result.runs:
+        if run.kind == "tail" and run.fio and run.rate_iops and run.fio.iops < TAIL_SHORTFALL * run.rate_iops:
+            result.warnings.append(
+                f"{run.name}: reached {run.fio.iops:,.0f} of the {run.rate_iops:,} IOPS asked "
+                f"({run.fio.iops / run.rate_iops:.0%}): the load was lighter than {TAIL_LOAD:.0%} of max"
+            )
+    if any(r.kind == "commit" for r in result.runs) and result.capture.get("status") != "measured":
+        result.warnings.append(f"commit figures not measured: {result.capture.get('reason', 'no capture')}")
+
+
+def _unsteady(st: pr.Steadiness) -> str:
+    if st.last_range_share is None:
+        return f"{st.verdict}: {st.reason}"
+    return f"range {st.last_range_share:.0%}, slope {st.last_slope_share or 0:.0%}"
+
+
+@contextlib.contextmanager
+def _sigterm_raises() -> Iterator[None]:
+    def on_term(signum: int, frame: object) -> None:
+        raise Terminated()
+
+    try:
+        old = signal.signal(signal.SIGTERM, on_term)
+    except ValueError:  # not the main thread: SIGTERM keeps its disposition
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def _check_target(target: safety.Target, opts: ProbeOptions) -> int:
+    """The bytes the probe will use (a whole number of MiB from offset 0); refuses unsafe writes."""
+    if opts.writes:
+        try:
+            safety.check(target, writes=True, allow_destructive=opts.allow_destructive)
+        except Refused as e:
+            msg = str(e).replace(safety.OVERRIDE, OVERRIDE)
+            raise Refused(msg if "--reads-only" in msg else f"{msg}, or pass --reads-only") from None
+    size = target.size or 0
+    if not size:
+        if not opts.writes:
+            raise BadInput(f"{target.path} is empty or does not exist; a reads-only probe needs data to read")
+        if opts.size is None:
+            raise BadInput(f"{target.path} is empty or does not exist; pass --size to make it that large")
+    elif opts.size is not None and opts.size > size:
+        raise BadInput(f"--size {opts.size}: {target.path} has only {size} bytes; pass at most that")
+    probed = (opts.size or size) // SEQ_BS * SEQ_BS
+    if probed < MIN_PROBED:
+        raise BadInput(
+            f"{target.path}: {size_text(probed)} usable; the probe needs at least {size_text(MIN_PROBED)}"
+        )
+    return probed
+
+
+def prepare_output(out: Path, force: bool) -> Path:
+    """Make `out` ready: refused when it holds anything unless --force, which removes a previous
+    probe's artifacts (and only those)."""
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        if not force or not out.is_dir():
+            raise BadInput(f"{out} already exists and is not empty; pass --force or choose another --output")
+        for name in (pr.RECORD, pr.RUNS_DIR, pr.CAPTURE_DIR):
+            p = out / name
+            if p.is_dir() and not p.is_symlink():
+                shutil.rmtree(p)
+            else:
+                p.unlink(missing_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise BadInput(f"cannot write the probe's results to {out}: {e.strerror}") from None
+    return out
+
+
+def _target_record(target: safety.Target, probed: int) -> pr.Target:
+    return pr.Target(
+        path=str(target.path), kind=target.kind, name=target.name, size_bytes=target.size,
+        probed_bytes=probed, logical_block_size=target.logical_block_size,
+        device_facts=device_facts(target.name) if target.name else {},
+    )  # fmt: skip
+
+
+def _settings(opts: ProbeOptions) -> dict[str, object]:
+    return {
+        "cells": list(opts.cells), "qd": opts.depths, "runtime_s": opts.runtime_s, "quick": opts.quick,
+        "reads_only": opts.reads_only, "precondition": opts.precondition, "tail_load": TAIL_LOAD,
+        "allow_destructive": opts.allow_destructive,
+    }  # fmt: skip
+
+
+def check_json_output(arg: str | None, force: bool) -> Path | None:
+    """The --json file, checked before any run (None for none or stdout)."""
+    if arg is None or arg == "-":
+        return None
+    check_output_file(Path(arg), force=force)
+    return Path(arg)
+
+
+def write_json(result: pr.ProbeResult, path: Path) -> None:
+    atomic_write_bytes(path, json.dumps(result.to_dict(), indent=2).encode())
+
+
+def default_output(target: Path) -> Path:
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    return Path("results") / f"probe-{Path(target).name}-{stamp}"
+
+
+__all__ = ["ProbeOptions", "check_json_output", "default_output", "prepare_output", "probe", "write_json"]

@@ -1,0 +1,97 @@
+"""One probe run: its job file and fio, with every raw artifact kept in the run's directory.
+
+    job.fio  fio.cmd  fio.stdout  fio.stderr  fio.json (the JSON, non-JSON lines trimmed)  fio.rc
+    iops_iops.N.log   fio's IOPS per interval, one file per job (time-based runs)
+
+fio runs in the run's directory (its logs land there). If the probe is interrupted while fio runs,
+fio is stopped (SIGTERM, then SIGKILL after STOP_WAIT_S) and waited for before the interrupt goes
+on: no fio is left writing to the target.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from iofp.errors import IofpError
+from iofp.probe_result import FioFigures, Run
+from replay.probe_plan import LOG_WINDOWS, RunSpec
+from replay.results import parse_fio_json
+
+STOP_WAIT_S = 10
+
+
+def run(fio: str, spec: RunSpec, target: str, probed: int, run_dir: Path, rel: str) -> Run:
+    """Run `spec` on `target`; its artifacts go to `run_dir` (`rel` from the result directory)."""
+    run_dir.mkdir(parents=True)
+    (run_dir / "job.fio").write_text(spec.job_file(target, probed))
+    cmd = [fio, "--output-format=json", "job.fio"]
+    (run_dir / "fio.cmd").write_text(f"cd {shlex.quote(str(run_dir))} && {shlex.join(cmd)}\n")
+    started = time.time_ns()
+    with open(run_dir / "fio.stdout", "wb") as so, open(run_dir / "fio.stderr", "wb") as se:
+        proc = subprocess.Popen(cmd, stdout=so, stderr=se, cwd=run_dir)
+        try:
+            rc = proc.wait()
+        except BaseException:
+            rc = _stop(proc)
+            (run_dir / "fio.rc").write_text(f"{rc}\n")
+            raise
+    ended = time.time_ns()
+    (run_dir / "fio.rc").write_text(f"{rc}\n")
+    doc = parse_fio_json((run_dir / "fio.stdout").read_text(errors="replace"))
+    if doc is not None:
+        (run_dir / "fio.json").write_text(_dumps(doc))
+    if rc != 0 or doc is None:
+        raise IofpError(f"fio exited with status {rc} in run {spec.name}; see {run_dir / 'fio.stderr'}")
+    return Run(
+        name=spec.name,
+        dir=rel,
+        kind=spec.kind,
+        rw=spec.rw,
+        block_size=spec.block_size,
+        iodepth=spec.iodepth,
+        jobs=spec.jobs,
+        rate_iops=spec.rate_iops,
+        runtime_s=spec.runtime_s,
+        exit_code=rc,
+        started_ns=started,
+        ended_ns=ended,
+        fio=figures(doc, "read" if spec.rw in ("read", "randread") else "write"),
+    )
+
+
+def _stop(proc: subprocess.Popen) -> int:
+    proc.terminate()
+    try:
+        return proc.wait(timeout=STOP_WAIT_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        return proc.wait()
+
+
+def _dumps(doc: dict[str, Any]) -> str:
+    return json.dumps(doc, indent=2)
+
+
+def figures(doc: dict[str, Any], ddir: str) -> FioFigures:
+    """fio's figures for `ddir` (one group: group_reporting): IOPS, MB/s and clat percentiles."""
+    s = doc["jobs"][0][ddir]
+    pct = (s.get("clat_ns") or {}).get("percentile") or {}
+    us = lambda key: pct[key] / 1e3 if s.get("total_ios") and key in pct else None  # noqa: E731
+    return FioFigures(
+        ios=int(s.get("total_ios", 0)),
+        iops=float(s.get("iops", 0.0)),
+        mb_per_s=s.get("bw_bytes", 0) / 1e6,
+        p50_us=us("50.000000"),
+        p99_us=us("99.000000"),
+        p99_9_us=us("99.900000"),
+        runtime_ms=int(s.get("runtime", 0)),
+    )
+
+
+def log_window_ms(spec: RunSpec) -> int:
+    return round((spec.runtime_s or 0) * 1000) // LOG_WINDOWS
