@@ -92,7 +92,7 @@ def _run_all(
             fio, spec, target, probed, out / pr.RUNS_DIR / spec.name, f"{pr.RUNS_DIR}/{spec.name}"
         )
         if spec.runtime_s is not None:
-            series = probe_steady.iops_series(out / run.dir, probe_fio.log_window_ms(spec))
+            series = probe_steady.iops_series(out / run.dir)
             run.steady = probe_steady.judge(series, probe_fio.log_window_ms(spec) / 1000)
         result.runs.append(run)
         if spec.cell is not None:

@@ -83,9 +83,7 @@ def probe_cmd(
     if result.interrupted:
         typer.echo(probe_render.stopped_line(result), err=True)
         raise typer.Exit(EXIT_ON[result.interrupted])
-    typer.echo(
-        f"Wrote {path}; every fio run's raw artifacts are in {path.parent / 'runs'}", err=json_out == "-"
-    )
+    typer.echo(f"Wrote {path}; every fio run's raw artifacts are in runs/ beside it.", err=json_out == "-")
 
 
 def register(app: typer.Typer) -> None:

@@ -2,7 +2,7 @@
 
 The series is fio's IOPS log (write_iops_log, one value per tenth of the runtime, summed over the
 run's jobs): it is only judged here, never shown as a figure. fio logs the intervals that ended
-before the run did, so a run has nine. A run is steady when its last STEADY_WINDOWS windows (one
+by the end of the run, so a run has nine or ten. A run is steady when its last STEADY_WINDOWS windows (one
 SNIA measurement window) are all steady by the shared rule; with fewer windows it is too short to
 judge. A run that is not steady measured a device still changing (warming up, filling a cache,
 collecting garbage): its figures are an average over that change.
@@ -20,17 +20,19 @@ from iofp.probe_result import Steadiness
 STEADY_WINDOWS = 5
 
 
-def iops_series(run_dir: Path, window_ms: int) -> list[float]:
-    """fio's per-interval IOPS of every job of the run (iops_iops.N.log), summed per interval."""
-    per_window: dict[int, float] = {}
-    for log in sorted(run_dir.glob("iops_iops.*.log")):
-        for line in log.read_text().splitlines():
-            parts = line.split(",")
-            if len(parts) < 2 or not parts[0].strip().isdigit():
-                continue
-            k = round(int(parts[0]) / window_ms) - 1  # fio stamps an interval at its end
-            per_window[k] = per_window.get(k, 0.0) + float(parts[1])
-    return [per_window.get(k, 0.0) for k in range(max(per_window, default=-1) + 1)]
+def iops_series(run_dir: Path) -> list[float]:
+    """fio's per-interval IOPS of every job of the run (iops_iops.N.log), summed per interval, over
+    the intervals every job logged. The n-th line of a job's log is its n-th interval: fio stamps
+    each when it logs it, some ms after the interval's end and drifting (141, 242, ..., 966 ms for
+    100 ms intervals), so the stamps would put two intervals in one window and leave another empty;
+    and one job logs the interval that ends with the run while another does not (9 or 10 lines),
+    which summed would be a drop in the last window that no job saw."""
+    logs = [
+        [float(p[1]) for p in (ln.split(",") for ln in log.read_text().splitlines()) if len(p) > 1]
+        for log in sorted(run_dir.glob("iops_iops.*.log"))
+    ]
+    n = min((len(v) for v in logs), default=0)
+    return [sum(v[k] for v in logs) for k in range(n)]
 
 
 def judge(series: list[float], window_s: float) -> Steadiness:

@@ -1,0 +1,245 @@
+"""`iofp probe` end to end: real fio 3.33 on loop devices made for the test, commits from a real capture."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from contextlib import ExitStack
+from pathlib import Path
+
+import pytest
+from conftest import REPO, destroy_loop_device, make_loop_device, needs_fio, needs_root
+from helpers import run_iofp
+from test_safety import make_loop, mkfs, mount
+
+from iofp import probe_result as pr
+
+pytestmark = [needs_root, needs_fio]
+
+IOFP = [sys.executable, "-c", "from cli.app import main; main()"]
+COMMIT_HEAVY = REPO / "samples/fingerprints/commit-heavy.fp.json"  # one committer: fdatasync 1,206/s x 50 µs
+RAW = ("job.fio", "fio.cmd", "fio.stdout", "fio.stderr", "fio.json", "fio.rc")
+
+
+def fio_doc(out: Path, run: pr.Run) -> dict:
+    return json.loads((out / run.dir / "fio.json").read_text())["jobs"][0]
+
+
+def test_quick_probe_measures_every_cell_and_keeps_every_run(loop_device, tmp_path):
+    out = tmp_path / "p"
+    code, stdout, err = run_iofp(
+        "probe", loop_device, "--runtime", "1s", "--qd", "1,8", "--label", "device=ram-loop", "-o", out
+    )
+    assert code == 0, err
+    root, res = pr.load(out)
+    assert res.complete and res.interrupted is None and res.labels == {"device": "ram-loop"}
+    # cell 1 at the default production depths (1, 32) and the sweep (1, 8): each depth run once
+    kinds = [(r.kind, r.iodepth, r.jobs) for r in res.runs]
+    assert kinds == [
+        ("randread", 1, 1), ("randread", 8, 1), ("randread", 32, 1), ("tail", kinds[3][1], 1),
+        ("seq-read", 8, 1), ("seq-write", 8, 1), ("commit", 1, 1), ("commit", 1, 8),
+    ]  # fmt: skip
+    assert [(c.cell, c.run) for c in res.cells] == [
+        (1, "01-randread-qd1"), (1, "03-randread-qd32"), (4, "04-tail"), (2, "05-seq-read"),
+        (2, "06-seq-write"), (3, "07-commit-x1"), (3, "08-commit-x8"),
+    ]  # fmt: skip
+    for run in res.runs:
+        for name in RAW:
+            assert (root / run.dir / name).is_file(), (run.name, name)
+        assert (root / run.dir / "fio.rc").read_text() == "0\n"
+        assert list((root / run.dir).glob("iops_iops.*.log")), run.name
+        # the table's data figures are fio's, exactly as its JSON has them
+        job, f = fio_doc(root, run), run.fio
+        ddir = "read" if run.rw in ("read", "randread") else "write"
+        assert f is not None and f.ios == job[ddir]["total_ios"] > 0 and f.iops == job[ddir]["iops"]
+        assert f.p99_us == job[ddir]["clat_ns"]["percentile"]["99.000000"] / 1e3
+        assert run.steady is not None and run.steady.windows in (9, 10)  # the intervals that ended
+    # the sweep is cell 1 at 1 and 8; the tail ran at 80% of the most IOPS, at that run's depth
+    assert [p.iodepth for p in res.sweep.points] == [1, 8]
+    best = max((r for r in res.runs if r.kind == "randread"), key=lambda r: r.fio.iops)
+    assert res.tail.max_run == best.name and res.tail.rate_iops == round(0.8 * best.fio.iops)
+    assert res.run("04-tail").iodepth == best.iodepth
+    assert f"rate_iops={res.tail.rate_iops}" in (root / "runs/04-tail/job.fio").read_text()
+    # commits from iofp's capture: one fdatasync per write (a job stopped at the deadline may not
+    # have synced its last write), each with its flush request at QD1
+    assert res.capture["status"] == "measured" and res.capture["summary"]["lost_events"] == 0
+    for run in (res.run("07-commit-x1"), res.run("08-commit-x8")):
+        writes = fio_doc(root, run)["write"]["total_ios"]
+        assert 0 <= writes - run.capture.commits <= run.jobs
+        assert run.capture.fsync_p50_us <= run.capture.fsync_p99_us <= run.capture.fsync_p99_9_us
+    assert res.run("07-commit-x1").capture.flushes == res.run("07-commit-x1").capture.commits
+    lines = stdout.splitlines()
+    assert max(len(line) for line in lines[:-1]) <= 80  # the last names the result, however long its path
+    assert lines[-1] == f"Wrote {out / 'probe.json'}; every fio run's raw artifacts are in runs/ beside it."
+    assert any(line.startswith("    QD ") for line in lines) and any("knee rule:" in line for line in lines)
+
+
+def test_like_shapes_the_cells_from_the_fingerprint(loop_device, tmp_path):
+    like = REPO / "samples/fingerprints/market-open.fp.json"
+    out = tmp_path / "p"
+    code, _, err = run_iofp(
+        "probe", loop_device, "--like", like, "--cells", "randread,commit", "--runtime", "1s", "-o", out
+    )
+    assert code == 0, err
+    _, res = pr.load(out)
+    # market-open: 8 KiB reads, 1 (p50) and 2 (p99) reads in flight, fdatasync 687/s x 50 µs = 0.03
+    # commits in progress -> one committer; 4 KiB writes
+    assert (res.workload.read_size, res.workload.read_iodepths, res.workload.commit_jobs) == (
+        8192,
+        [1, 2],
+        [1],
+    )
+    assert [(r.kind, r.block_size, r.iodepth, r.jobs) for r in res.runs] == [
+        ("randread", 8192, 1, 1), ("randread", 8192, 2, 1), ("commit", 4096, 1, 1),
+    ]  # fmt: skip
+
+
+def test_write_cells_refused_on_a_mounted_device_read_cells_allowed(tmp_path):
+    with ExitStack() as stack:
+        dev = make_loop(stack, 32, prepare=mkfs)
+        mnt = mount(stack, dev, tmp_path)
+        code, _, err = run_iofp("probe", dev, "--quick", "-o", tmp_path / "w")
+        assert (code, err) == (
+            2, f"iofp: {dev} is mounted on {mnt}; pass --allow-destructive to probe it with writes, "
+            "or pass --reads-only\n",
+        )  # fmt: skip
+        assert not (tmp_path / "w").exists()
+        code, _, err = run_iofp(
+            "probe", dev, "--reads-only", "--cells", "randread,seq", "--runtime", "1s", "-o", tmp_path / "r"
+        )
+        assert code == 0, err
+        _, res = pr.load(tmp_path / "r")
+        assert [r.kind for r in res.runs] == ["randread", "randread", "seq-read"]
+
+
+def test_write_cells_refused_on_a_signed_device(tmp_path):
+    with ExitStack() as stack:
+        dev = make_loop(stack, 32, prepare=mkfs)
+        code, _, err = run_iofp("probe", dev, "--cells", "commit", "-o", tmp_path / "w")
+        assert (code, err) == (
+            2, f"iofp: {dev} carries a filesystem signature (ext4); pass --allow-destructive to probe it "
+            f"with writes (or erase it first: wipefs -a {dev}), or pass --reads-only\n",
+        )  # fmt: skip
+        code, _, err = run_iofp("probe", dev, "--cells", "randread", "--reads-only", "--runtime", "1s",
+                                "-o", tmp_path / "r")  # fmt: skip
+        assert code == 0, err
+
+
+def test_an_existing_file_is_not_written(tmp_path):
+    f = tmp_path / "data.img"
+    f.write_bytes(b"x" * (32 << 20))
+    code, _, err = run_iofp("probe", f, "--cells", "seq", "-o", tmp_path / "w")
+    assert code == 2 and "is an existing file (32 MiB); pass --allow-destructive" in err
+    assert f.read_bytes() == b"x" * (32 << 20)
+
+
+def _fio_in(out: Path) -> list[int]:
+    """Live processes working in a run directory of `out` (fio runs there)."""
+    found = []
+    for p in Path("/proc").iterdir():
+        try:
+            if p.name.isdigit() and Path(os.readlink(p / "cwd")).is_relative_to(out):
+                found.append(int(p.name))
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_an_interrupt_stops_fio_and_keeps_a_valid_partial_result(sig, code, loop_device, tmp_path):
+    out = tmp_path / "p"
+    cmd = [*IOFP, "probe", loop_device, "--cells", "randread,sweep", "--qd", "1,2,4", "--runtime", "3s",
+           "-o", str(out)]  # fmt: skip
+    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not (out / "runs" / "03-randread-qd4").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)  # run 3 has started: runs 1 and 2 are done
+        time.sleep(0.5)
+        assert _fio_in(out), "fio is running run 3"
+        proc.send_signal(sig)
+        stdout, stderr = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == code, stderr
+    assert _fio_in(out) == []  # no fio left writing
+    _, res = pr.load(out)
+    assert res.interrupted == sig.name and not res.complete
+    assert [r.name for r in res.runs] == ["01-randread-qd1", "02-randread-qd2"]
+    assert [p.iodepth for p in res.sweep.points] == [1, 2]
+    assert (out / "runs/03-randread-qd4/fio.rc").exists()  # the stopped run's artifacts are kept
+    assert stderr.splitlines()[-1] == (
+        f"interrupted ({sig.name}) after 2 of 4 runs; fio was stopped, and the runs done so far are kept "
+        "as a partial result"
+    )
+    assert "rand read 4KiB QD1" in stdout
+
+
+# ---- lab devices: the throttled device, and the fsync ladder ---------------------------------
+
+THROTTLE_IOPS = 3000
+# Measured (BENCHMARKS.md, probe): 5 repeats at 2 s per run gave 0.998-1.010 x N at QD 1-64; the
+# throttle lets a slice's budget through at the start. 3% is three times the widest deviation.
+THROTTLE_TOLERANCE = 0.03
+
+
+@pytest.fixture
+def throttled(loop_device):
+    """A blkio cgroup (v1) capping reads of `loop_device` at THROTTLE_IOPS; yields (device, cgroup dir)."""
+    base = Path("/sys/fs/cgroup/blkio")
+    if not (base / "blkio.throttle.read_iops_device").exists():
+        pytest.skip("needs the cgroup v1 blkio controller at /sys/fs/cgroup/blkio")
+    group = base / f"iofp-test-{uuid.uuid4().hex[:8]}"
+    group.mkdir()
+    majmin = Path(f"/sys/class/block/{Path(loop_device).name}/dev").read_text().strip()
+    (group / "blkio.throttle.read_iops_device").write_text(f"{majmin} {THROTTLE_IOPS}\n")
+    try:
+        yield loop_device, group
+    finally:
+        group.rmdir()  # refused while a process is still in it: the probe has exited
+
+
+def test_a_throttled_device_probes_at_its_cap(throttled, tmp_path):
+    dev, group = throttled
+    out = tmp_path / "p"
+
+    def join_group() -> None:  # the probe, and the fio it starts, run under the throttle
+        (group / "cgroup.procs").write_text(str(os.getpid()))
+
+    cmd = [*IOFP, "probe", dev, "--cells", "sweep", "--qd", "1,16,64", "--runtime", "2s", "--reads-only",
+           "-o", str(out)]  # fmt: skip
+    res_proc = subprocess.run(
+        cmd, cwd=REPO, capture_output=True, text=True, preexec_fn=join_group, timeout=120
+    )
+    assert res_proc.returncode == 0, res_proc.stderr
+    _, res = pr.load(out)
+    for p in res.sweep.points:
+        assert abs(p.iops / THROTTLE_IOPS - 1) <= THROTTLE_TOLERANCE, p
+    # IOPS flat from QD1 while the throttle queues the rest: the knee is QD1
+    assert res.sweep.knee is not None and (res.sweep.knee.iodepth, res.sweep.knee.next_iodepth) == (1, 16)
+
+
+def test_the_ram_loop_commits_far_faster_than_the_disk_loop(tmp_path):
+    """The fsync ladder of ../shared/notes/lab-devices.md: RAM loop vs direct-io disk loop, alternated."""
+    ram, ram_file = make_loop_device(64)
+    disk, disk_file = make_loop_device(64, direct_io=True, where="/tmp")
+    try:
+        p50 = {"ram": [], "disk": []}
+        for i in range(3):
+            for name, dev in (("ram", ram), ("disk", disk)):
+                out = tmp_path / f"{name}-{i}"
+                code, _, err = run_iofp("probe", dev, "--like", COMMIT_HEAVY, "--cells", "commit",
+                                        "--runtime", "1s", "-o", out)  # fmt: skip
+                assert code == 0, err
+                p50[name].append(pr.load(out)[1].run("01-commit-x1").capture.fsync_p50_us)
+    finally:
+        destroy_loop_device(ram, ram_file)
+        destroy_loop_device(disk, disk_file)
+    print("fsync p50 us", p50)
+    for r, d in zip(p50["ram"], p50["disk"], strict=True):
+        assert d >= 4 * r, p50  # each repeat, not just on average
