@@ -6,8 +6,9 @@ job file, the command line, stdout, stderr, the JSON, the exit code and fio's pe
 and iofp's capture of the commit cells (capture/).
 
 Sources, as everywhere in iofp: a run's IOPS, MB/s and latency percentiles are **fio's** (`fio`:
-completion latency, nearest rank on fio's histogram); commits per second, fsync and flush latency
-are **iofp's**, from its capture of the run (`capture`). A figure the run could not give is null.
+total latency, submission to completion, nearest rank on fio's histogram); commits per second,
+fsync and flush latency are **iofp's**, from its capture of the run (`capture`). A figure the run
+could not give is null.
 
 Readers: `iofp compare` shows a candidate's cells beside its replay by the same `labels`
 (`--label device=...`); a report draws `sweep.points` with `sweep.knee` marked. This module imports
@@ -44,7 +45,7 @@ class FioFigures:
     ios: int
     iops: float
     mb_per_s: float  # 10^6 bytes per second
-    p50_us: float | None  # completion latency (clat), fio's percentiles
+    p50_us: float | None  # total latency (lat: submission to completion), fio's percentiles
     p99_us: float | None
     p99_9_us: float | None
     runtime_ms: int

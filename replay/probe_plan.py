@@ -139,6 +139,7 @@ class RunSpec:
             f"filename={target}",
             "direct=1",
             "group_reporting=1",
+            "lat_percentiles=1",
             f"[{self.name}]",
             f"ioengine={self.engine}",
             f"rw={self.rw}",
@@ -190,7 +191,7 @@ def plan(opts: ProbeOptions, w: Workload) -> list[RunSpec]:
                             cell=1 if qd in prod else None, label=f"rand read {rs} QD{qd}"))  # fmt: skip
     if "tail" in opts.cells:
         runs.append(RunSpec("tail", "randread", w.read_size, 1, runtime_s=t, cell=4,
-                            label=f"rand read {rs} {TAIL_LOAD:.0%} load"))  # fmt: skip
+                            label=f"rand read {rs} {TAIL_LOAD:.0%}"))  # fmt: skip
     if "seq" in opts.cells:
         sq = f"{size_text(SEQ_BS)} QD{SEQ_QD}"
         runs.append(RunSpec("seq-read", "read", SEQ_BS, SEQ_QD, runtime_s=t, cell=2, label=f"seq read {sq}"))

@@ -24,8 +24,8 @@ def summary(result: ProbeResult) -> str:
     lines = [
         f"iofp probe {t.path}: {size_text(t.probed_bytes)} probed, "
         f"{duration_text(round(result.settings['runtime_s'] * 1e9))} per run, {result.fio_version}",
-        "IOPS, MB/s and latency are fio's (completion latency); on commit rows (*)",
-        "IOPS is commits/s and latency the fsync's, from iofp's capture.",
+        "IOPS, MB/s and latency are fio's (submission to completion); on commit rows",
+        "(*) IOPS is commits/s and latency the fsync's, from iofp's capture.",
         "",
         HEAD,
     ]

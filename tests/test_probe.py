@@ -57,7 +57,7 @@ def test_quick_probe_measures_every_cell_and_keeps_every_run(loop_device, tmp_pa
         job, f = fio_doc(root, run), run.fio
         ddir = "read" if run.rw in ("read", "randread") else "write"
         assert f is not None and f.ios == job[ddir]["total_ios"] > 0 and f.iops == job[ddir]["iops"]
-        assert f.p99_us == job[ddir]["clat_ns"]["percentile"]["99.000000"] / 1e3
+        assert f.p99_us == job[ddir]["lat_ns"]["percentile"]["99.000000"] / 1e3
         assert run.steady is not None and run.steady.windows in (9, 10)  # the intervals that ended
     # the sweep is cell 1 at 1 and 8; the tail ran at 80% of the most IOPS, at that run's depth
     assert [p.iodepth for p in res.sweep.points] == [1, 8]
