@@ -24,6 +24,12 @@ def test_both_conditions_must_hold():
     assert knee is None and finding == "no knee within QD2-QD8"
 
 
+def test_a_dip_that_the_deeper_depths_climb_out_of_is_no_knee():
+    # 2 -> 4: +5% IOPS, p99 +78%, but QD16 has twice QD2's IOPS: the knee is where IOPS stop for good
+    knee, _ = find_knee(sweep((2, 59_392, 100), (4, 62_583, 178), (16, 117_033, 300), (64, 120_000, 900)))
+    assert knee is not None and (knee.iodepth, knee.next_iodepth) == (16, 64)
+
+
 def test_a_flat_device_has_its_knee_at_the_first_depth():
     knee, _ = find_knee(sweep((1, 3000, 40), (16, 3002, 97_000), (64, 3024, 101_000)))
     assert knee is not None and knee.iodepth == 1
