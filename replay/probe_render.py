@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 
 from iofp.probe_result import ProbeResult, Run
 from iofp.values import duration_text
@@ -26,6 +27,7 @@ def summary(result: ProbeResult) -> str:
         f"{duration_text(round(result.settings['runtime_s'] * 1e9))} per run, {result.fio_version}",
         "IOPS, MB/s and latency are fio's (submission to completion); on commit rows",
         "(*) IOPS is commits/s and latency the fsync's, from iofp's capture.",
+        _workload_line(result),
         "",
         HEAD,
     ]
@@ -35,8 +37,7 @@ def summary(result: ProbeResult) -> str:
     if result.tail is not None:
         tl = result.tail
         lines.append(
-            f"cell 4: {tl.rate_iops:,} IOPS asked, {tl.load:.0%} of the {tl.max_iops:,.0f} max "
-            f"({tl.max_run}), Poisson"
+            f"cell 4: {tl.rate_iops:,} IOPS asked, {tl.load:.0%} of the {tl.max_iops:,.0f} max ({tl.max_run})"
         )
     if result.sweep is not None:
         lines += ["", f"queue-depth sweep, rand read {result.sweep.block_size >> 10}KiB (fio's)", SWEEP_HEAD]
@@ -51,6 +52,16 @@ def summary(result: ProbeResult) -> str:
     for w in result.warnings:
         lines += _wrap(f"warning: {w}")
     return "\n".join(lines)
+
+
+def _workload_line(result: ProbeResult) -> str:
+    w = result.workload
+    like = "defaults" if w.source == "defaults" else f"like {Path(w.source).name}"
+    qd = "/".join(map(str, w.read_iodepths))
+    jobs = "/".join(map(str, w.commit_jobs))
+    return (
+        f"cells ({like}): reads {size_text(w.read_size)} at QD{qd}; {size_text(w.write_size)} commits x{jobs}"
+    )
 
 
 def _row(cell: int, label: str, run: Run) -> str:
