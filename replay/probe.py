@@ -123,11 +123,14 @@ def _finish(result: pr.ProbeResult) -> None:
     result.complete = result.interrupted is None and len(result.runs) == result.runs_planned
     unsteady = [r for r in result.runs if r.steady is not None and r.steady.verdict != "steady"]
     if unsteady:
+        fix = (
+            " or precondition (--precondition fill)" if result.settings.get("precondition") == "none" else ""
+        )
         listed = ", ".join(f"{r.name} ({_unsteady(r.steady)})" for r in unsteady if r.steady)
         result.warnings.append(
             f"not steady by the SNIA rule on fio's IOPS log (last {probe_steady.STEADY_WINDOWS} windows: "
             f"range <= 20% and slope <= 10% of the mean): {listed}; their figures average a changing "
-            "rate: run longer (--runtime) or precondition (--precondition fill)"
+            f"rate: run longer (--runtime){fix}"
         )
     for run in result.runs:
         if (
