@@ -75,6 +75,7 @@ def row(device: str, rep: int, res: pr.ProbeResult) -> str:
             cells.append(f"{c.label}: {run.fio.iops:,.0f} IOPS p99 {run.fio.p99_us:,.0f} µs")
     sweep = " / ".join(f"{p.iodepth}:{p.iops:,.0f}" for p in res.sweep.points) if res.sweep else ""
     k = f"QD{knee.iodepth} ({knee.iops_gain:+.0%} IOPS, p99 {knee.p99_growth:+.0%})" if knee else "none"
+    k = k if res.sweep else "(no sweep)"
     return f"| {device} | {rep} | {k} | {sweep} | {'; '.join(cells)} | {res.wall_s:.0f} s |"
 
 
