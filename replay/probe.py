@@ -4,20 +4,18 @@ Order matters for safety, as in replay: the options, the fingerprint (--like), t
 output directory are all checked before the first I/O; a probe that writes (seq writes, commits,
 preconditioning) passes replay's safety checks (replay/safety.py) or is refused whole. The runs
 (replay/probe_plan.py) then go one after the other; after each, the record (iofp/probe_result.py)
-is written whole, so a probe stopped by Ctrl-C or SIGTERM (fio stopped first, replay/probe_fio.py)
+is written whole, so a probe stopped by SIGINT, SIGTERM or SIGHUP (replay/interrupt.py; fio stopped first)
 or by a failing run keeps every run done so far as a valid partial result that says it is one.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import platform
 import shutil
-import signal
 import socket
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -25,17 +23,13 @@ from iofp import __version__
 from iofp import probe_result as pr
 from iofp.contract import atomic_write_bytes, check_output_file, device_facts
 from iofp.errors import BadInput, Refused
-from replay import fiocaps, probe_fio, probe_knee, probe_like, probe_steady, safety
+from replay import fiocaps, interrupt, probe_fio, probe_knee, probe_like, probe_steady, safety
 from replay.probe_capture import CommitCapture
 from replay.probe_plan import MIN_PROBED, SEQ_BS, TAIL_LOAD, ProbeOptions, RunSpec, plan, size_text
 
 Note = Callable[[str], None]
 OVERRIDE = "pass --allow-destructive to probe it with writes"
 TAIL_MISS = 0.05  # a tail run off its rate by more than this did not load the device as asked
-
-
-class Terminated(BaseException):
-    """SIGTERM, raised in the main thread like KeyboardInterrupt for SIGINT."""
 
 
 def probe(
@@ -60,14 +54,14 @@ def probe(
     capture = CommitCapture(out / pr.CAPTURE_DIR, target, opts.labels)
     t0 = time.monotonic()
     try:
-        with _sigterm_raises():
+        with interrupt.trap():
             _run_all(
                 specs, result, caps.path, str(target.path), probed, out, capture, note or (lambda s: None)
             )
-    except KeyboardInterrupt:
+    except interrupt.Interrupted as e:
+        result.interrupted = e.name
+    except KeyboardInterrupt:  # outside the main thread, where trap() cannot install its handlers
         result.interrupted = "SIGINT"
-    except Terminated:
-        result.interrupted = "SIGTERM"
     finally:
         capture.stop()
         capture.fill(result.runs)
@@ -86,7 +80,8 @@ def _run_all(
         if spec.kind == "tail":
             _aim_tail(spec, result)
         if spec.kind == "commit" and capture.status["status"] == "not started":
-            capture.start()
+            with interrupt.deferred():  # a signal mid-start would leave the capture thread unstopped
+                capture.start()
         note(f"[{i}/{len(specs)}] {spec.label}")
         run = probe_fio.run(
             fio, spec, target, probed, out / pr.RUNS_DIR / spec.name, f"{pr.RUNS_DIR}/{spec.name}"
@@ -151,22 +146,6 @@ def _unsteady(st: pr.Steadiness) -> str:
     if st.last_range_share is None:
         return f"{st.verdict}: {st.reason}"
     return f"range {st.last_range_share:.0%}, slope {st.last_slope_share or 0:.0%}"
-
-
-@contextlib.contextmanager
-def _sigterm_raises() -> Iterator[None]:
-    def on_term(signum: int, frame: object) -> None:
-        raise Terminated()
-
-    try:
-        old = signal.signal(signal.SIGTERM, on_term)
-    except ValueError:  # not the main thread: SIGTERM keeps its disposition
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, old)
 
 
 def _check_target(target: safety.Target, opts: ProbeOptions) -> int:

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
 
 import typer
 
 from iofp.values import parse_labels, parse_size_bytes
 from replay import probe_plan
-
-EXIT_ON = {"SIGINT": 130, "SIGTERM": 143}
 
 
 def probe_cmd(
@@ -63,7 +62,7 @@ def probe_cmd(
 
     Example: iofp probe /dev/loop3 --like samples/fingerprints/market-open.fp.json --label device=ram-loop
     """
-    from replay import probe, probe_render
+    from replay import interrupt, probe, probe_render
 
     opts = probe_plan.ProbeOptions(
         target=target, output=output or probe.default_output(target), cells=probe_plan.parse_cells(cells),
@@ -81,8 +80,7 @@ def probe_cmd(
     elif json_path is not None:
         probe.write_json(result, json_path)
     if result.interrupted:
-        typer.echo(probe_render.stopped_line(result), err=True)
-        raise typer.Exit(EXIT_ON[result.interrupted])
+        raise interrupt.Stopped(probe_render.stopped_line(result), signal.Signals[result.interrupted])
     typer.echo(f"Wrote {path}; every fio run's raw artifacts are in runs/ beside it.", err=json_out == "-")
 
 

@@ -3,45 +3,35 @@
     job.fio  fio.cmd  fio.stdout  fio.stderr  fio.json (the JSON, non-JSON lines trimmed)  fio.rc
     iops_iops.N.log   fio's IOPS per interval, one file per job (time-based runs)
 
-fio runs in the run's directory (its logs land there). If the probe is interrupted while fio runs,
-fio is stopped (SIGTERM, then SIGKILL after STOP_WAIT_S) and waited for before the interrupt goes
-on: no fio is left writing to the target.
+fio runs in the run's directory (its logs land there), through replay's fio runner (fiorun.py): in
+a session of its own, so that an interrupt stops its whole process group (SIGTERM, then SIGKILL) and
+waits for it before going on, and under `setpriv --pdeathsig` so that even a killed iofp stops it.
+No fio is left writing to the target.
 """
 
 from __future__ import annotations
 
 import json
-import shlex
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
 from iofp.errors import IofpError
 from iofp.probe_result import FioFigures, Run
+from replay import fiorun
 from replay.probe_plan import LOG_WINDOWS, RunSpec
 from replay.results import parse_fio_json
-
-STOP_WAIT_S = 10
 
 
 def run(fio: str, spec: RunSpec, target: str, probed: int, run_dir: Path, rel: str) -> Run:
     """Run `spec` on `target`; its artifacts go to `run_dir` (`rel` from the result directory)."""
     run_dir.mkdir(parents=True)
     (run_dir / "job.fio").write_text(spec.job_file(target, probed))
-    cmd = [fio, "--output-format=json", "job.fio"]
-    (run_dir / "fio.cmd").write_text(f"cd {shlex.quote(str(run_dir))} && {shlex.join(cmd)}\n")
     started = time.time_ns()
-    with open(run_dir / "fio.stdout", "wb") as so, open(run_dir / "fio.stderr", "wb") as se:
-        proc = subprocess.Popen(cmd, stdout=so, stderr=se, cwd=run_dir)
-        try:
-            rc = proc.wait()
-        except BaseException:
-            rc = _stop(proc)
-            (run_dir / "fio.rc").write_text(f"{rc}\n")
-            raise
+    rc = fiorun.run(
+        fiorun.command(fio, run_dir / "job.fio"), run_dir, 0, spec.runtime_s or 0, False, Path(target)
+    )
     ended = time.time_ns()
-    (run_dir / "fio.rc").write_text(f"{rc}\n")
     doc = parse_fio_json((run_dir / "fio.stdout").read_text(errors="replace"))
     if doc is not None:
         (run_dir / "fio.json").write_text(_dumps(doc))
@@ -62,15 +52,6 @@ def run(fio: str, spec: RunSpec, target: str, probed: int, run_dir: Path, rel: s
         ended_ns=ended,
         fio=figures(doc, "read" if spec.rw in ("read", "randread") else "write"),
     )
-
-
-def _stop(proc: subprocess.Popen) -> int:
-    proc.terminate()
-    try:
-        return proc.wait(timeout=STOP_WAIT_S)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        return proc.wait()
 
 
 def _dumps(doc: dict[str, Any]) -> str:

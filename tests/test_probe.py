@@ -150,7 +150,7 @@ def _fio_in(out: Path) -> list[int]:
     return found
 
 
-@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)])
 def test_an_interrupt_stops_fio_and_keeps_a_valid_partial_result(sig, code, loop_device, tmp_path):
     out = tmp_path / "p"
     cmd = [*IOFP, "probe", loop_device, "--cells", "randread,sweep", "--qd", "1,2,4", "--runtime", "3s",
@@ -174,8 +174,8 @@ def test_an_interrupt_stops_fio_and_keeps_a_valid_partial_result(sig, code, loop
     assert [p.iodepth for p in res.sweep.points] == [1, 2]
     assert (out / "runs/03-randread-qd4/fio.rc").exists()  # the stopped run's artifacts are kept
     assert stderr.splitlines()[-1] == (
-        f"interrupted ({sig.name}) after 2 of 4 runs; fio was stopped, and the runs done so far are kept "
-        "as a partial result"
+        f"iofp: interrupted ({sig.name}) after 2 of 4 runs; fio was stopped, and the runs done so far are "
+        "kept as a partial result"
     )
     assert "rand read 4KiB QD1" in stdout
 
