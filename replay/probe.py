@@ -4,8 +4,9 @@ Order matters for safety, as in replay: the options, the fingerprint (--like), t
 output directory are all checked before the first I/O; a probe that writes (seq writes, commits,
 preconditioning) passes replay's safety checks (replay/safety.py) or is refused whole. The runs
 (replay/probe_plan.py) then go one after the other; after each, the record (iofp/probe_result.py)
-is written whole, so a probe stopped by SIGINT, SIGTERM or SIGHUP (replay/interrupt.py; fio stopped first)
-or by a failing run keeps every run done so far as a valid partial result that says it is one.
+is written whole, so a probe stopped by SIGINT, SIGTERM or SIGHUP (replay/interrupt.py; fio
+stopped first) or by a failing run keeps every run done so far as a valid partial result that says
+it is one.
 """
 
 from __future__ import annotations
@@ -53,22 +54,22 @@ def probe(
     )  # fmt: skip
     capture = CommitCapture(out / pr.CAPTURE_DIR, target, opts.labels)
     t0 = time.monotonic()
-    try:
-        with interrupt.trap():
+    with interrupt.trap():  # also over the cleanup: a second signal is remembered, not obeyed
+        try:
             _run_all(
                 specs, result, caps.path, str(target.path), probed, out, capture, note or (lambda s: None)
             )
-    except interrupt.Interrupted as e:
-        result.interrupted = e.name
-    except KeyboardInterrupt:  # outside the main thread, where trap() cannot install its handlers
-        result.interrupted = "SIGINT"
-    finally:
-        capture.stop()
-        capture.fill(result.runs)
-        result.capture = capture.status
-        result.wall_s = round(time.monotonic() - t0, 3)
-        _finish(result)
-        path = pr.write(out, result)
+        except interrupt.Interrupted as e:
+            result.interrupted = e.name
+        except KeyboardInterrupt:  # outside the main thread, where trap() cannot install its handlers
+            result.interrupted = "SIGINT"
+        finally:
+            capture.stop()
+            capture.fill(result.runs)
+            result.capture = capture.status
+            result.wall_s = round(time.monotonic() - t0, 3)
+            _finish(result)
+            path = pr.write(out, result)
     return path, result
 
 
