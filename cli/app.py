@@ -6,6 +6,7 @@ this module only assembles them and maps errors to exit codes, in one place.
 
 from __future__ import annotations
 
+import errno
 import inspect
 import sys
 
@@ -14,7 +15,7 @@ import typer.models
 from typer.core import TyperGroup
 
 from iofp import __version__
-from iofp.errors import IofpError
+from iofp.errors import IofpError, OutputFailed
 
 
 class IofpGroup(TyperGroup):
@@ -30,6 +31,25 @@ class IofpGroup(TyperGroup):
         except IofpError as e:
             typer.echo(f"iofp: {e}", err=True)
             raise typer.Exit(e.exit_code) from None
+        except Exception as e:
+            known = _known_failure(e)
+            if known is None:
+                raise  # a bug: its traceback is what a report needs
+            typer.echo(f"iofp: {known}", err=True)
+            raise typer.Exit(known.exit_code) from None
+
+
+def _known_failure(e: Exception) -> IofpError | None:
+    """The nets under every stage, for failures that are the input's or the machine's, met where no
+    stage could name them: a damaged trace file that DuckDB or Arrow fails to decode deep in a query
+    (named by the contract, which re-reads the traces it opened), and a disk that fills while an
+    artifact is written."""
+    if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EIO):
+        where = f" {e.filename}" if e.filename else ""
+        return OutputFailed(f"cannot write{where}: {e.strerror}; the files written before it are whole")
+    from iofp.contract import read_failure
+
+    return read_failure(e)
 
 
 app = typer.Typer(

@@ -21,6 +21,7 @@ import platform
 import shutil
 import socket
 import tempfile
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +31,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from iofp import __version__
-from iofp.errors import BadInput, OutputFailed, SchemaMismatch
+from iofp.errors import BadInput, OutputFailed, SchemaMismatch, warn
+from iofp.filecheck import RowRules, check_columns, check_rows, damage_in, read_schema
 
 SCHEMA_VERSION = 1
 META_KEY = b"iofp"  # Parquet key-value metadata key holding the JSON metadata
@@ -79,6 +81,20 @@ SYNC_SCHEMA = pa.schema(
 
 SCHEMAS = {IO_TABLE: IO_SCHEMA, SYNC_TABLE: SYNC_SCHEMA}
 
+# What no row can hold, checked in every file when a trace is opened (iofp/filecheck.py): a
+# request has a time, a device, an offset, a size and an op; times, latencies, offsets and sizes are
+# never negative (queue_ns may be: a request queued before the capture began).
+ROW_RULES = {
+    IO_TABLE: RowRules(
+        not_null=("ts_ns", "device", "offset", "size", "op"),
+        not_negative=("ts_ns", "lat_ns", "offset", "size"),
+        closed="op",
+        allowed=OPS,
+    ),
+    SYNC_TABLE: RowRules(not_null=("ts_ns", "call"), not_negative=("ts_ns", "lat_ns"), closed="call",
+                         allowed=SYNC_CALLS),
+}  # fmt: skip
+
 
 # --------------------------------------------------------------------------------------------
 # Metadata
@@ -120,8 +136,13 @@ class TraceMeta:
             raw = json.loads(text)
         except ValueError as e:
             raise BadInput(f"{where}: metadata is not valid JSON ({e})") from None
+        if not isinstance(raw, dict):
+            what = type(raw).__name__
+            raise BadInput(f"{where}: metadata is a JSON {what}, not an object; not an iofp trace")
         check_schema_version(raw.get("schema_version"), where)
         known = {k: v for k, v in raw.items() if k in cls.__dataclass_fields__}
+        for key, value in known.items():
+            _check_meta_value(key, value, where)
         return cls(**known)
 
     @property
@@ -132,8 +153,44 @@ class TraceMeta:
 def check_schema_version(version: Any, where: str) -> None:
     if version is None:
         raise SchemaMismatch(f"{where}: no iofp schema version; not an iofp trace")
-    if int(version) != SCHEMA_VERSION:
+    if not _is_int(version):
+        raise SchemaMismatch(f"{where}: schema_version is {version!r}, not a number; not an iofp trace")
+    if version != SCHEMA_VERSION:
         raise SchemaMismatch(f"{where}: schema v{version}; this iofp ({__version__}) reads v{SCHEMA_VERSION}")
+
+
+# The JSON type of each metadata field (None: may be null); a trace.json edited by hand or written by
+# another tool is refused naming the field, not met later as a TypeError deep in a fingerprint.
+_META_TYPES: dict[str, tuple[type, ...]] = {
+    "source": (str,), "host": (str,), "kernel": (str,), "tool_version": (str,), "schema_version": (int,),
+    "capture_start_ns": (int, type(None)), "duration_ns": (int, type(None)), "devices": (dict,),
+    "filters": (dict,), "labels": (dict,), "loss": (dict,), "counts": (dict,), "extra": (dict,),
+}  # fmt: skip
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _check_meta_value(key: str, value: Any, where: str) -> None:
+    types = _META_TYPES[key]
+    ok = isinstance(value, types) and not (isinstance(value, bool) and int in types)
+    if key in ("loss", "counts") and ok:
+        bad = next((k for k, v in value.items() if not _is_int(v)), None)
+        if bad is not None:
+            shown = _short(value[bad])
+            raise BadInput(f"{where}: {key}.{bad} is {shown}, not a count; not a valid iofp trace")
+    if not ok:
+        want = " or ".join("null" if t is type(None) else _JSON_NAMES[t] for t in types)
+        raise BadInput(f"{where}: {key} is {_short(value)}, not {want}; not a valid iofp trace")
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+_JSON_NAMES = {str: "a string", int: "an integer", dict: "an object"}
 
 
 def device_facts(name: str) -> dict[str, Any]:
@@ -241,10 +298,13 @@ PARQUET_DEFAULTS: dict[str, Any] = {"compression": "zstd", "row_group_size": 1 <
 
 # inside a trace being overwritten: the previous trace, kept until the new one is whole
 REPLACED = ".iofp-replaced"
+# in REPLACED: who set it aside (pid, time), so that no later run mistakes it for its own
+OWNER = ".iofp-owner"
 
 
 def check_output_dir(root: Path, *, force: bool) -> None:
     """Refuse, before anything is written (or waited for), an output that cannot become a trace."""
+    check_utf8_path(root)
     if root.exists() and not root.is_dir():
         raise BadInput(f"{root} is a file, not a trace directory; pass a new or empty directory")
     try:
@@ -253,10 +313,52 @@ def check_output_dir(root: Path, *, force: bool) -> None:
         raise BadInput(f"cannot write the trace to {root}: {e.strerror}") from None
     if occupied and not force:
         raise BadInput(f"{root} already exists and is not empty; pass --force to overwrite it")
+    if (root / REPLACED).exists():
+        raise BadInput(_left_aside(root))
     try:
         _try_writing_in(root)
     except OSError as e:
         raise BadInput(f"cannot write the trace to {root}: {e.strerror}") from None
+
+
+def check_utf8_path(path: Path) -> None:
+    """DuckDB and Arrow take paths as UTF-8 text: refuse a trace path that is not, before any work
+    (a capture would otherwise record and then fail to write its first file)."""
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        shown = os.fsencode(path).decode("utf-8", "backslashreplace")
+        raise BadInput(
+            f"{shown}: a trace path must be UTF-8 text; rename it, or link it to a UTF-8 name"
+        ) from None
+
+
+def _left_aside(root: Path) -> str:
+    """Why a trace set aside by another run blocks this one, and how to settle it."""
+    aside = root / REPLACED
+    owner: dict[str, Any] = {}
+    with contextlib.suppress(OSError, ValueError):
+        owner = json.loads((aside / OWNER).read_text())
+    pid = owner.get("pid") if isinstance(owner, dict) else None
+    by = f" by iofp (pid {pid}, {owner.get('started', 'start unknown')})" if pid else ""
+    if isinstance(pid, int) and _alive(pid):
+        return f"{root} is being written{by}; wait for it to finish, or stop it, then run again"
+    return (
+        f"{aside} holds the trace an unfinished run{by} was replacing; keep it "
+        f"(rm -r {root}/io {root}/sync; mv {aside}/* {root}/) or delete it (rm -r {aside}), then run again"
+    )
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return False  # not another run: this process set nothing aside yet
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # exists, owned by someone else
+    return True
 
 
 class TraceWriter:
@@ -290,10 +392,15 @@ class TraceWriter:
 
     def _set_aside(self) -> None:
         aside = self.root / REPLACED
-        # one left by a run that was killed: the user has asked to overwrite twice since
-        shutil.rmtree(aside, ignore_errors=True)
-        aside.mkdir()
+        # Never remove one found there: it is the only copy of a trace that a killed run was
+        # replacing (check_output_dir refused it; this is the same check, now, atomically).
+        try:
+            aside.mkdir()
+        except FileExistsError:
+            raise BadInput(_left_aside(self.root)) from None
         self._aside = aside
+        stamp = {"pid": os.getpid(), "started": time.strftime("%Y-%m-%d %H:%M:%S")}
+        (aside / OWNER).write_text(json.dumps(stamp))
         for name in (*SCHEMAS, MANIFEST):
             if (self.root / name).exists():
                 os.replace(self.root / name, aside / name)
@@ -361,11 +468,14 @@ class TraceWriter:
         self._made.clear()
         if self._aside is not None:
             for p in self._aside.iterdir():
+                if p.name == OWNER:
+                    continue
                 target = self.root / p.name
                 if target.is_dir():
                     with contextlib.suppress(OSError):
                         target.rmdir()  # left empty by this writer
                 os.replace(p, target)
+            (self._aside / OWNER).unlink(missing_ok=True)  # last: until now it was not all back
             self._aside.rmdir()
             self._aside = None
 
@@ -428,51 +538,99 @@ class Trace:
 
 
 def open_trace(path: Path | str) -> Trace:
-    """Open a trace directory (or a single io Parquet file) and check its schema version."""
+    """Open a trace directory (or a single io Parquet file) and check it: its schema version, every
+    file's footer and columns, and every row for values no request can have (a negative offset, a
+    null time, an unknown op). A trace without trace.json is read, with a warning that it may be
+    incomplete (its writer did not finish)."""
     root = Path(path)
+    check_utf8_path(root)
     if not root.exists():
         raise BadInput(f"{root}: no such trace")
     if root.is_file():
         files = {IO_TABLE: [root], SYNC_TABLE: []}
-        meta = _footer_meta(root)
-        return Trace(root, meta, files)
+        _check_files(files)
+        return _opened(Trace(root, _footer_meta(root), files))
     files = {t: sorted((root / t).glob("part-*.parquet")) for t in SCHEMAS}
-    if not any(files.values()) and not (root / MANIFEST).exists():
+    manifest = root / MANIFEST
+    if not any(files.values()) and not manifest.exists():
         raise BadInput(f"{root}: not an iofp trace (no {IO_TABLE}/*.parquet, no {MANIFEST})")
-    # The manifest is written last; a capture that was killed has none, so the newest file's
-    # footer (which carries the counters up to that file) stands in for it.
-    if (root / MANIFEST).exists():
-        meta = TraceMeta.from_json((root / MANIFEST).read_text(), where=str(root / MANIFEST))
+    _check_files(files)
+    if manifest.exists():
+        meta = TraceMeta.from_json(_read_manifest(manifest), where=str(manifest))
     else:
+        # The manifest is written last; a capture that was killed has none, so the newest file's
+        # footer (which carries the counters up to that file) stands in for it.
         newest = max((p for fs in files.values() for p in fs), key=lambda p: p.name)
         meta = _footer_meta(newest)
-    for t, fs in files.items():
-        for i, p in enumerate(fs):
-            # every footer (a few KB each): a truncated or empty file is named here, not deep in a query
-            got = _read_schema(p)
-            if i == 0:
-                _check_file_schema(p, got, SCHEMAS[t])
-    return Trace(root, meta, files)
+        meta.extra = {**meta.extra, "incomplete": _incomplete(root)}
+    return _opened(Trace(root, meta, files))
 
 
-def _read_schema(path: Path) -> pa.Schema:
+def _read_manifest(path: Path) -> bytes:
     try:
-        return pq.read_schema(path)
-    except (OSError, pa.ArrowInvalid) as e:
-        raise BadInput(f"{path}: not a readable Parquet file ({e})") from None
+        return path.read_bytes()
+    except OSError as e:
+        raise BadInput(f"{path}: cannot read it ({e.strerror}); not an iofp trace") from None
+
+
+_warned: set[Path] = set()
+
+
+def _incomplete(root: Path) -> str:
+    """Say once per process that a trace's writer did not finish; the note also goes into the
+    trace's metadata, so a fingerprint of it says so too."""
+    why = (
+        f"{root} has no {MANIFEST}: the capture or import that wrote it did not finish; it may be incomplete"
+    )
+    if (root / REPLACED).exists():
+        why += f" (the trace it was replacing is kept in {root / REPLACED})"
+    if root.absolute() not in _warned:
+        _warned.add(root.absolute())
+        warn(why)
+    return why
+
+
+def _check_files(files: dict[str, list[Path]]) -> None:
+    for t, fs in files.items():
+        for p in fs:
+            # every footer (a few KB each): a truncated or foreign file is named here, not deep in a query
+            got = read_schema(p)
+            if META_KEY in (got.metadata or {}):  # another version's columns differ: say that first
+                TraceMeta.from_json(got.metadata[META_KEY], where=str(p))
+            check_columns(p, got, SCHEMAS[t], SCHEMA_VERSION)
+            check_rows(p, ROW_RULES[t])
 
 
 def _footer_meta(path: Path) -> TraceMeta:
-    md = _read_schema(path).metadata or {}
+    md = read_schema(path).metadata or {}
     if META_KEY not in md:
         raise SchemaMismatch(f"{path}: no iofp metadata; not an iofp trace")
     return TraceMeta.from_json(md[META_KEY], where=str(path))
 
 
-def _check_file_schema(path: Path, got: pa.Schema, schema: pa.Schema) -> None:
-    missing = [n for n in schema.names if n not in got.names]
-    if missing:
-        raise SchemaMismatch(f"{path}: missing columns {missing}; not a v{SCHEMA_VERSION} iofp trace")
+# The traces this process opened (the newest few): a read that fails later, deep in a query, is
+# explained by the damaged file behind it (cli/app.py asks read_failure()).
+_opened_traces: list[Trace] = []
+
+
+def _opened(trace: Trace) -> Trace:
+    _opened_traces.append(trace)
+    del _opened_traces[:-8]
+    return trace
+
+
+def read_failure(error: BaseException) -> BadInput | None:
+    """The one-line error for a DuckDB or Arrow failure while reading one of the traces this process
+    opened, naming the damaged file; None when the failure is not a damaged trace."""
+    import duckdb  # loaded by whatever read the trace; not needed to open one
+
+    if not isinstance(error, (duckdb.Error, pa.ArrowException)):
+        return None
+    for trace in reversed(_opened_traces):
+        found = damage_in([p for fs in trace.files.values() for p in fs], error)
+        if found is not None:
+            return found
+    return None
 
 
 def read_meta(path: Path | str) -> TraceMeta:
