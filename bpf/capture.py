@@ -16,7 +16,6 @@ import contextlib
 import ctypes
 import gc
 import queue
-import signal
 import sys
 import threading
 import time
@@ -42,7 +41,8 @@ from iofp.contract import (
     check_output_dir,
     device_facts,
 )
-from iofp.errors import BadInput, IofpError, OutputFailed
+from iofp.errors import BadInput, Interrupted, IofpError, OutputFailed, warn
+from iofp.signals import StopRequest, stop_on_signals
 
 FLUSH_TICK_S = 0.1
 MAX_PENDING_BYTES = 64 << 20  # default: write a file early rather than hold more than this in memory
@@ -146,6 +146,21 @@ def _warm_up(bits: ReqBits, nbytes: int) -> None:
     pq.write_table(tbl, pa.BufferOutputStream(), **{**PARQUET_DEFAULTS, **PARQUET_OPTIONS[IO_TABLE]})
 
 
+# A capture holds two record buffers (one filling, one being written) and converts one of them into
+# Arrow columns and a Parquet file, each about a buffer's size again: about four buffers' worth.
+BUFFERS_HELD = 4
+
+
+def max_buffer_bytes() -> int:
+    """The largest --buffer whose BUFFERS_HELD copies fit in this machine's memory (MemTotal)."""
+    try:
+        info = Path("/proc/meminfo").read_text()
+        total = int(next(x for x in info.splitlines() if x.startswith("MemTotal:")).split()[1]) << 10
+    except (OSError, StopIteration, ValueError, IndexError):
+        total = 4 << 30  # an unknown machine: a modest one
+    return max(MIN_BUFFER_BYTES, total // BUFFERS_HELD >> 20 << 20)
+
+
 def validate(opts: CaptureOptions) -> dict[str, int]:
     """Check the options before anything is loaded or written; returns {device name: dev_t}."""
     from bpf.probe import require_capture
@@ -156,6 +171,11 @@ def validate(opts: CaptureOptions) -> dict[str, int]:
         raise BadInput(f"--rotate must be positive, got {opts.rotate_s:g}s")
     if opts.buffer_bytes < MIN_BUFFER_BYTES:
         raise BadInput(f"--buffer must be at least 1MiB, got {opts.buffer_bytes} bytes")
+    if opts.buffer_bytes > (most := max_buffer_bytes()):
+        raise BadInput(
+            f"--buffer {opts.buffer_bytes / (1 << 30):g}GiB: a capture holds about {BUFFERS_HELD} such "
+            f"buffers, more than this machine's memory allows; use at most --buffer {most >> 20}MiB"
+        )
     if opts.pid is not None and opts.pid <= 0:
         raise BadInput(f"--pid must be a positive process id, got {opts.pid}")
     if opts.comm is not None and not opts.comm:
@@ -244,78 +264,138 @@ def capture(
     progress: ProgressFn | None = None,
     kernel: KernelOptions | None = None,
 ) -> CaptureSummary:
-    """Capture until `duration_s`, `stop.set()`, SIGINT or SIGTERM; returns the summary.
+    """Capture until `duration_s`, `stop.set()`, SIGINT, SIGTERM or SIGHUP; returns the summary.
 
     `ready` is set once the probes are attached and recording. `kernel` tunes the in-kernel side
     (batch and ring buffer sizes; its filters are taken from `opts`). Raises BadInput for bad options
     and MissingCapability when the machine cannot capture (before anything is written).
+
+    The signal handlers are installed first and removed last, and a trace in the way (`force`) is
+    set aside only once the probes are loaded, just before they attach: a signal before recording
+    began leaves it where it was (Interrupted, exit 128 + the signal), one after ends the capture
+    with every file whole and the new trace in its place.
     """
+    with stop_on_signals(stop) as request:
+        devs = validate(opts)
+        _keep_freed_memory()
+        kc, no_syscalls_why = _load(opts, devs, kernel)
+        try:
+            return _record(opts, devs, kc, request, no_syscalls_why, ready, progress)
+        finally:
+            kc.close()
+
+
+def _not_started(opts: CaptureOptions) -> str:
+    there = opts.force and Path(opts.output).exists() and any(Path(opts.output).iterdir())
+    kept = f"; the trace in {opts.output} is as it was" if there else ""
+    return f"the capture had not begun recording; nothing was written{kept}"
+
+
+def _load(opts: CaptureOptions, devs: dict[str, int], kernel: KernelOptions | None) -> tuple[Any, str | None]:
+    """Compile and load the probes (not attached yet); (the loaded capture, why syscalls are off)."""
     from bpf.loader import KernelCapture
 
-    devs = validate(opts)
-    filters: dict[str, Any] = {"devices": sorted(devs), "comm": opts.comm, "pid": opts.pid}
-    meta = TraceMeta(source="capture", filters=filters, labels=dict(opts.labels))
-    meta.devices = {name: device_facts(name) for name in devs}
-    writer = TraceWriter(opts.output, meta, force=opts.force)
-    stop = stop or threading.Event()
-
-    _keep_freed_memory()
     tuning = kernel or KernelOptions()
     syscalls, no_syscalls_why = opts.syscalls, None
     if syscalls and not (sc := check_syscall_tracepoints()).ok:
         # Block I/O is the point; a kernel without syscall tracepoints still gets a capture, said so
         syscalls, no_syscalls_why = False, sc.detail
         print(f"iofp: not recording fsync-family syscalls: {sc.detail}", file=sys.stderr)
-    try:
-        kc = KernelCapture(
-            replace(
-                tuning,
-                devs=list(devs.values()),
-                sync_devs=stacked_devices(list(devs)),
-                pid=opts.pid,
-                comm=opts.comm,
-                syscalls=syscalls,
-                sink_bytes=opts.buffer_bytes + (8 << 20),
-            )
+    kc = KernelCapture(
+        replace(
+            tuning,
+            devs=list(devs.values()),
+            sync_devs=stacked_devices(list(devs)),
+            pid=opts.pid,
+            comm=opts.comm,
+            syscalls=syscalls,
+            sink_bytes=opts.buffer_bytes + (8 << 20),
         )
-    except BaseException:
-        writer.abort()  # nothing was captured: leave no half-made trace, and any replaced one intact
-        raise
-    meta.extra = {
-        "probes": [tp for tp, _ in kc.probes()] + (["syscalls:fsync-family,writes"] if syscalls else []),
-        "kernel_batch": kc.opts.io_batch,
-        "rotate_s": opts.rotate_s,
-    }
-    if no_syscalls_why:
-        meta.extra["syscalls_unavailable"] = no_syscalls_why
+    )
+    return kc, no_syscalls_why
+
+
+def _record(
+    opts: CaptureOptions,
+    devs: dict[str, int],
+    kc: Any,
+    request: StopRequest,
+    no_syscalls_why: str | None,
+    ready: threading.Event | None,
+    progress: ProgressFn | None,
+) -> CaptureSummary:
+    meta = _meta(opts, devs, kc, no_syscalls_why)
     bits = ReqBits.from_btf(kernel_btf())
     # The parsed BTF is ~10^5 Python objects: while cached, every full garbage collection walks them,
     # and interpreter exit spent ~0.5 s of CPU on them. All that is needed has been extracted.
     kernel_btf.cache_clear()
     _release_startup_memory()
     _warm_up(bits, opts.buffer_bytes)
-    restore = _install_signal_handlers(stop)
+    request.check(_not_started(opts))
+    writer = TraceWriter(opts.output, meta, force=opts.force)
     out: _Writer | None = None
     try:
         t0, wall0 = kc.start()
+        if request.is_set():  # before "recording" was announced: as if it never started
+            kc.stop()
+            raise request.interrupted(_not_started(opts))
         meta.capture_start_ns = wall0
         out = _Writer(writer, t0, bits, device_names(), kc.release)
         out.start()
         if ready is not None:
             ready.set()
-        end_reason = _loop(kc, out, opts, stop, t0, progress)
+        end_reason = _loop(kc, out, opts, request.event, t0, progress)
         duration_ns = kc.stop() - t0
         meta.duration_ns = duration_ns
         _hand_over(kc, out)
         io_bytes = kc.io_bytes()  # every record received is handed over by now
         meta.extra["end"] = end_reason
         meta.extra["inflight_at_end"] = kc.inflight_left()
+    except BaseException as e:
+        if out is None:
+            writer.abort()  # nothing was recorded: leave no half-made trace, any replaced one intact
+            if isinstance(e, Interrupted):
+                raise request.interrupted(_not_started(opts)) from None
+        elif writer.replaced is not None:
+            warn(f"the capture failed while recording; the trace it replaces is kept in {writer.replaced}")
+        raise
     finally:
         if out is not None and out.is_alive():
             out.q.put(None)
             out.join()
-        restore()
-        kc.close()
+    _settle(writer, meta, out)
+    return CaptureSummary(
+        output=Path(opts.output),
+        io_events=out.io_rows,
+        sync_events=out.sync_rows,
+        lost_events=meta.lost_events,
+        unmatched=int(meta.counts.get("unmatched_completions", 0)),
+        duration_s=duration_ns / 1e9,
+        bytes=io_bytes,
+        files=out.files,
+        loss=dict(meta.loss),
+        counts=dict(meta.counts),
+    )
+
+
+def _meta(opts: CaptureOptions, devs: dict[str, int], kc: Any, no_syscalls_why: str | None) -> TraceMeta:
+    filters: dict[str, Any] = {"devices": sorted(devs), "comm": opts.comm, "pid": opts.pid}
+    meta = TraceMeta(source="capture", filters=filters, labels=dict(opts.labels))
+    meta.devices = {name: device_facts(name) for name in devs}
+    syscalls = ["syscalls:fsync-family,writes"] if kc.opts.syscalls else []
+    meta.extra = {
+        "probes": [tp for tp, _ in kc.probes()] + syscalls,
+        "kernel_batch": kc.opts.io_batch,
+        "rotate_s": opts.rotate_s,
+    }
+    if no_syscalls_why:
+        meta.extra["syscalls_unavailable"] = no_syscalls_why
+    return meta
+
+
+def _settle(writer: TraceWriter, meta: TraceMeta, out: _Writer) -> None:
+    """Finish the trace once the writer thread is done: trace.json and the old trace dropped, or,
+    if a write failed, one line saying what is whole and where the replaced trace is kept."""
     if isinstance(out.error, OutputFailed):
         # Stop at once (the loop did) and say so in one line; the files before are whole, and
         # trace.json is written if there is room for it. A trace this one was to replace (--force)
@@ -330,19 +410,6 @@ def capture(
     if out.error is not None:
         raise out.error
     writer.close()
-    loss = meta.loss
-    return CaptureSummary(
-        output=Path(opts.output),
-        io_events=out.io_rows,
-        sync_events=out.sync_rows,
-        lost_events=meta.lost_events,
-        unmatched=int(meta.counts.get("unmatched_completions", 0)),
-        duration_s=duration_ns / 1e9,
-        bytes=io_bytes,
-        files=out.files,
-        loss=dict(loss),
-        counts=dict(meta.counts),
-    )
 
 
 def _accounting(kc: Any) -> tuple[dict[str, int], dict[str, int]]:
@@ -408,25 +475,6 @@ def _loop(
                 }
             )
             last_report, last_events, last_bytes = now, events, total_bytes
-
-
-def _install_signal_handlers(stop: threading.Event) -> Callable[[], None]:
-    """SIGINT/SIGTERM end the capture cleanly (only possible from the main thread)."""
-    if threading.current_thread() is not threading.main_thread():
-        return lambda: None
-    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-
-    def handler(signum: int, _frame: Any) -> None:
-        stop.set()
-
-    for s in previous:
-        signal.signal(s, handler)
-
-    def restore() -> None:
-        for s, h in previous.items():
-            signal.signal(s, h)
-
-    return restore
 
 
 class BackgroundCapture:

@@ -253,7 +253,11 @@ class Msr(Format):
                 origin = ft
                 st.notes["filetime_origin"] = ft
                 st.capture_start_ns = (ft - FILETIME_UNIX_EPOCH) * 100
-            if abs(ft - origin) > INT64_MAX // 100:
+            if ft < origin:  # a truncated Timestamp lands decades back: ts_ns is never negative
+                raise LineError(
+                    f"Timestamp {ft} is before the first record's ({origin}); times count from it"
+                )
+            if ft - origin > INT64_MAX // 100:
                 raise LineError(f"Timestamp {ft} is too far from the first record's ({origin})")
             key = (p[1], p[2])
             dev = devices.get(key)
@@ -306,6 +310,10 @@ class Alibaba(Format):
                 origin = st.notes["us_origin"] = ts
                 if ts >= UNIX_US_PLAUSIBLE:
                     st.capture_start_ns = ts * 1000
+            elif ts < origin:  # a truncated timestamp lands decades back: ts_ns is never negative
+                raise LineError(
+                    f"timestamp {ts} is before the first record's ({origin}); times count from it"
+                )
             dev = p[0]
             if dev not in devices:
                 devices.add(dev)
@@ -451,8 +459,12 @@ class Blkparse(Format):
         "inflight",
         "error",
     )
-    # Queued bios never issued under their own sector (merged ones) would otherwise pile up.
-    MAX_PENDING = 1 << 20
+    # Memory is bounded by the input's shape, not its length: ~600 bytes per held event. Queued bios
+    # never issued under their own sector (merged, remapped) would pile up: past this many the oldest
+    # is dropped and counted. Requests issued and not yet completed are what a device has in flight
+    # (thousands at most); past this many the trace is missing its completions, and is refused.
+    MAX_PENDING = 1 << 18
+    MAX_ISSUED = 1 << 18
 
     def __init__(self, path: Path, state: ParseState, **options: Any) -> None:
         super().__init__(path, state)
@@ -522,6 +534,11 @@ class Blkparse(Format):
                     issued.pop(key)
                     inflight[dev] -= 1
                     st.count("reissued")
+                if len(issued) >= self.MAX_ISSUED:
+                    raise LineError(
+                        f"{len(issued):,} requests issued and not completed, the most an import holds; "
+                        "does the trace lack its completions? keep them, e.g. blkparse -a issue -a complete"
+                    )
                 n = inflight.get(dev, 0) + 1
                 inflight[dev] = n
                 if dev not in st.devices:
@@ -535,6 +552,8 @@ class Blkparse(Format):
                     st.count("unmatched_completions")
                     continue
                 inflight[dev] -= 1
+                if ts < d[0]:
+                    raise LineError(f"completion at {p[3]} s is before its issue at {d[0] / 1e9:.9f} s")
                 err = int(tail) if tail is not None and tail.lstrip("-").isdecimal() else None
                 if err is not None and not INT16_MIN <= err <= INT16_MAX:
                     raise LineError(f"completion status {err} is out of range")

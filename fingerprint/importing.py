@@ -1,13 +1,18 @@
 """`iofp import`: turn other tools' traces into an iofp trace, streaming, in constant memory.
 
 Input is read line by line (gzip transparently) and written through the trace contract's
-TraceWriter one chunk of rows at a time, so memory is bounded by the chunk, not the file. A line
-that is not a record stops the import with a one-line error naming the file and line; the partial
-output directory is removed, so nothing half-imported is left looking like a trace.
+TraceWriter one chunk of rows at a time, so memory is bounded by the chunk, not the file: a line is
+read at most MAX_LINE characters at a time (a file without newlines is refused at its first line,
+not held whole), and a parser holds a bounded number of pending events (fingerprint/formats.py). A
+line that is not a record stops the import with a one-line error naming the file and line; the
+partial output directory is removed, so nothing half-imported is left looking like a trace. SIGINT,
+SIGTERM and SIGHUP do the same between lines: an import is whole or not there, and a trace it was
+to replace (--force) is put back.
 """
 
 from __future__ import annotations
 
+import functools
 import gzip
 import io
 import socket
@@ -21,12 +26,16 @@ import pyarrow.compute as pc
 
 from fingerprint.formats import DETECT_ORDER, FORMATS, TIME_UNITS_NS, Format, LineError, ParseState
 from iofp.contract import IO_SCHEMA, IO_TABLE, SYNC_SCHEMA, SYNC_TABLE, TraceMeta, TraceWriter
-from iofp.errors import BadInput
+from iofp.errors import BadInput, Interrupted
+from iofp.signals import StopRequest, stop_on_signals
 
 # Rows per Parquet file. A row is a Python tuple until its chunk is converted, ~0.5-1 KB with
 # blkparse's 17 columns, so 512 Ki rows bound the parser's memory to a few hundred MB.
 CHUNK_ROWS = 1 << 19
 SNIFF_LINES = 64
+# Longer than any record of any format (the longest, blkparse's, is ~150 characters).
+MAX_LINE = 1 << 16
+STOP_EVERY = 1 << 12  # lines between two looks at the stop flag
 FORMAT_NAMES = (*FORMATS, "auto")
 
 
@@ -57,7 +66,7 @@ def detect_format(path: Path) -> str:
     """Name the format of `path` from its first lines, or say how to name it."""
     with open_text(path) as f:
         try:
-            head = [line for _, line in zip(range(SNIFF_LINES), f, strict=False)]
+            head = [f.readline(MAX_LINE) for _ in range(SNIFF_LINES)]
         except (OSError, EOFError) as e:
             raise BadInput(f"{path}: cannot read it ({e})") from None
     body = [x for x in head if x.strip()]
@@ -68,11 +77,18 @@ def detect_format(path: Path) -> str:
     raise BadInput(f"{path}: cannot tell its format; name it, e.g. `iofp import msr {path} -o T` ({names})")
 
 
-def _numbered(f: io.TextIOBase, path: Path, where: list[int]) -> Iterator[tuple[int, str]]:
+def _numbered(f: io.TextIOBase, path: Path, where: list[int], stop: StopRequest) -> Iterator[tuple[int, str]]:
     n = 0
     try:
-        for n, line in enumerate(f, 1):
+        for n, line in enumerate(iter(functools.partial(f.readline, MAX_LINE), ""), 1):
             where[0] = n
+            if len(line) == MAX_LINE and not line.endswith("\n"):
+                raise BadInput(
+                    f"{path}:{n}: a line longer than {MAX_LINE:,} characters; not a trace "
+                    "(every format has one short record per line)"
+                )
+            if not n % STOP_EVERY and stop.is_set():
+                raise stop.interrupted("import abandoned")
             yield n, line
     except (OSError, EOFError, gzip.BadGzipFile) as e:
         raise BadInput(f"{path}:{n + 1}: cannot read on ({e})") from None
@@ -110,21 +126,31 @@ def import_trace(
     }
     if fmt == "disksim":
         meta.extra["time_unit"] = time_unit
-    writer = TraceWriter(out, meta, force=force)
-    try:
-        rows = _run(cls, paths, state, writer, time_unit, chunk_rows)
-    except BaseException:
-        writer.abort()  # a bad record leaves no half trace, and a trace it was to replace intact
-        raise
-    meta.capture_start_ns = state.capture_start_ns
-    meta.devices = {d: {} for d in sorted(state.devices)}
-    meta.loss = {k: v for k, v in state.counters.items() if k in ("unmatched_completions", "never_completed")}
-    meta.extra.update({k: v for k, v in state.counters.items() if k not in meta.loss})
-    if "timing" in state.notes:
-        meta.extra["timing"] = state.notes["timing"]
-    meta.duration_ns = rows["span_ns"]
-    writer.meta = meta
-    writer.close()
+    # The handlers go in before anything is set aside and out after the last file is in place: a
+    # signal at any moment leaves the import whole, or not there and the trace it replaces intact.
+    with stop_on_signals() as stop:
+        writer = TraceWriter(out, meta, force=force)
+        try:
+            rows = _run(cls, paths, state, writer, time_unit, chunk_rows, stop)
+            if stop.is_set():  # after the last line was read: still before anything replaced the old
+                raise stop.interrupted("import abandoned")
+        except BaseException as e:
+            kept = f"; {out} holds the trace it was to replace, as it was" if writer.replaced else ""
+            writer.abort()  # a bad record leaves no half trace, and a trace it was to replace intact
+            if isinstance(e, Interrupted):
+                raise stop.interrupted(f"import of {out} abandoned, nothing written{kept}") from None
+            raise
+        meta.capture_start_ns = state.capture_start_ns
+        meta.devices = {d: {} for d in sorted(state.devices)}
+        meta.loss = {
+            k: v for k, v in state.counters.items() if k in ("unmatched_completions", "never_completed")
+        }
+        meta.extra.update({k: v for k, v in state.counters.items() if k not in meta.loss})
+        if "timing" in state.notes:
+            meta.extra["timing"] = state.notes["timing"]
+        meta.duration_ns = rows["span_ns"]
+        writer.meta = meta
+        writer.close()
     return ImportResult(
         out=out,
         format=fmt,
@@ -143,6 +169,7 @@ def _run(
     writer: TraceWriter,
     time_unit: str,
     chunk_rows: int,
+    stop: StopRequest,
 ) -> dict[str, Any]:
     io_types = {f.name: f.type for f in IO_SCHEMA}
     sync_types = {f.name: f.type for f in SYNC_SCHEMA}
@@ -180,7 +207,7 @@ def _run(
         records = 0
         syncs_before = writer.rows[SYNC_TABLE] + len(state.sync_rows)
         with open_text(path) as f:
-            rows = parser.parse(_numbered(f, path, where))
+            rows = parser.parse(_numbered(f, path, where, stop))
             try:
                 for row in rows:
                     buf.append(row)

@@ -344,8 +344,8 @@ def _left_aside(root: Path) -> str:
     if isinstance(pid, int) and _alive(pid):
         return f"{root} is being written{by}; wait for it to finish, or stop it, then run again"
     return (
-        f"{aside} holds the trace an unfinished run{by} was replacing; keep it "
-        f"(rm -r {root}/io {root}/sync; mv {aside}/* {root}/) or delete it (rm -r {aside}), then run again"
+        f"{aside} holds the trace an unfinished run{by} was replacing; keep it (rm -r {root}/io "
+        f"{root}/sync && mv {aside}/* {root}/ && rm -r {aside}) or delete it (rm -r {aside}), then run again"
     )
 
 

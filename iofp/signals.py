@@ -1,0 +1,69 @@
+"""Signals that ask a command to stop, turned into a flag the work checks at safe points.
+
+SIGINT (Ctrl-C), SIGTERM (kill, systemd) and SIGHUP (the terminal went away) do not end iofp
+wherever it happens to be: they set a flag, and the command stops where what it has written is
+whole, putting back anything it set aside. That is what lets `--force` promise that the trace it
+replaces is either still there or replaced by a complete one, whatever the moment of the signal.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from iofp.errors import Interrupted
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+class StopRequest:
+    """Set by a stop signal (or by the caller's own event); `signum` says which signal, if any."""
+
+    def __init__(self, event: threading.Event | None = None) -> None:
+        self.event = event or threading.Event()
+        self.signum: int | None = None
+
+    def is_set(self) -> bool:
+        return self.event.is_set()
+
+    def interrupted(self, what: str) -> Interrupted:
+        """The error for stopping here: `what` says what was kept ("nothing was written")."""
+        signum = self.signum or signal.SIGINT
+        return Interrupted(signum, f"stopped by {signal.Signals(signum).name}: {what}")
+
+    def check(self, what: str) -> None:
+        if self.event.is_set():
+            raise self.interrupted(what)
+
+
+@contextmanager
+def stop_on_signals(event: threading.Event | None = None) -> Iterator[StopRequest]:
+    """Within the block, SIGINT, SIGTERM and SIGHUP set the returned request instead of ending the
+    process; the previous handlers are back when it ends (so install it before anything is set
+    aside, and leave it after the last file is in place). Outside the main thread signals cannot be
+    handled: the request is then set only through `event`. A SIGHUP ignored on entry (nohup) stays
+    ignored: the user asked the command to outlive its terminal."""
+    stop = StopRequest(event)
+    if threading.current_thread() is not threading.main_thread():
+        yield stop
+        return
+
+    def handler(signum: int, _frame: Any) -> None:
+        stop.signum = signum
+        stop.event.set()
+
+    previous = {}
+    for s in STOP_SIGNALS:
+        before = signal.getsignal(s)
+        if s == signal.SIGHUP and before == signal.SIG_IGN:
+            continue
+        previous[s] = before
+        signal.signal(s, handler)
+    try:
+        yield stop
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
