@@ -11,12 +11,20 @@ _NS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 10**9, "m": 60 
        "h": 3600 * 10**9}  # fmt: skip
 
 
+# The longest duration any option takes: every time is int64 ns, and a window or a span is added
+# to times and multiplied by window counts, so the bound leaves room below 2**63 ns (292 years).
+MAX_DURATION_NS = 100_000 * 3600 * 10**9  # 100000h, 11.4 years
+
+
 def parse_duration_ns(text: str, flag: str) -> int:
     """'30s', '500ms', '250us', '5m', '1h', '0.5s' or a bare number of seconds -> nanoseconds."""
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ns|us|µs|ms|s|min|m|h)?\s*", text)
     if not m or float(m.group(1)) <= 0:
         raise BadInput(f"{flag} {text!r} is not a duration; use e.g. 30s, 100ms, 250us, 5m or 1h")
-    return round(float(m.group(1)) * _NS[m.group(2) or "s"])
+    ns = float(m.group(1)) * _NS[m.group(2) or "s"]
+    if ns > MAX_DURATION_NS:
+        raise BadInput(f"{flag} {text!r} is too long; at most 100000h (11 years)")
+    return max(1, round(ns))
 
 
 _BYTES = {
@@ -38,7 +46,13 @@ def parse_size_bytes(text: str, flag: str) -> int:
     unit = m.group(2).lower() if m else ""
     if not m or unit not in _BYTES or float(m.group(1)) <= 0:
         raise BadInput(f"{flag} {text!r} is not a size; use e.g. 64MiB, 512KiB or 1GiB")
-    return round(float(m.group(1)) * _BYTES[unit])
+    n = float(m.group(1)) * _BYTES[unit]
+    if n > MAX_SIZE_BYTES:  # offsets are int64 bytes; each stage bounds its own option below this
+        raise BadInput(f"{flag} {text!r} is too large; at most {MAX_SIZE_BYTES >> 50}PiB")
+    return max(1, round(n))
+
+
+MAX_SIZE_BYTES = 1 << 60
 
 
 def parse_labels(items: list[str], flag: str = "--label") -> dict[str, str]:

@@ -8,14 +8,16 @@ import math
 from collections.abc import Iterator
 
 from iofp.errors import BadInput
-from iofp.values import duration_text, parse_duration_ns
+from iofp.values import MAX_DURATION_NS, duration_text, parse_duration_ns
 
 
 def check_between_s(t1: float, t2: float, flag: str = "--between") -> None:
     """The one rule for a span of seconds on a trace's clock (fingerprint and replay): 0 <= T1 < T2,
-    both finite. A negative start is a typo, not an earlier part of the trace."""
-    if not (math.isfinite(t1) and math.isfinite(t2) and 0 <= t1 < t2):
-        raise BadInput(f"{flag} {t1:g} {t2:g}: need 0 <= T1 < T2 (seconds on the trace's clock)")
+    both finite and within the longest duration any option takes. A negative start is a typo, not an
+    earlier part of the trace."""
+    most = MAX_DURATION_NS // 10**9
+    if not (math.isfinite(t1) and math.isfinite(t2) and 0 <= t1 < t2 <= most):
+        raise BadInput(f"{flag} {t1:g} {t2:g}: need 0 <= T1 < T2 <= {most:,} (seconds on the trace's clock)")
 
 
 # The regime window (--window of iofp fingerprint, report, iolog and replay). Every window from the

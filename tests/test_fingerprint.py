@@ -299,10 +299,11 @@ def test_window_has_a_lower_bound_and_a_bounded_count(tiny_trace, tmp_path):
 @pytest.mark.parametrize(
     ("t1", "t2", "why"),
     [
-        ("-5", "10", "--between -5 10: need 0 <= T1 < T2 (seconds on the trace's clock)"),
-        ("10", "5", "--between 10 5: need 0 <= T1 < T2 (seconds on the trace's clock)"),
-        ("nan", "10", "--between nan 10: need 0 <= T1 < T2 (seconds on the trace's clock)"),
-        ("0", "inf", "--between 0 inf: need 0 <= T1 < T2 (seconds on the trace's clock)"),
+        ("-5", "10", "--between -5 10: need 0 <= T1 < T2 <= 360,000,000 (seconds on the trace's clock)"),
+        ("10", "5", "--between 10 5: need 0 <= T1 < T2 <= 360,000,000 (seconds on the trace's clock)"),
+        ("nan", "10", "--between nan 10: need 0 <= T1 < T2 <= 360,000,000 (seconds on the trace's clock)"),
+        ("0", "inf", "--between 0 inf: need 0 <= T1 < T2 <= 360,000,000 (seconds on the trace's clock)"),
+        ("0", "1e308", "--between 0 1e+308: need 0 <= T1 < T2 <= 360,000,000 (seconds on the trace's clock)"),
         ("0", "09:15:00", "--between 0 09:15:00: give both as seconds from the start or both as HH:MM:SS"),
     ],
 )

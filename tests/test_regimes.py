@@ -257,6 +257,8 @@ def long_trace(tmp_path) -> Path:
          "--window 'fast' is not a duration; use e.g. 30s, 100ms, 250us, 5m or 1h"),
         ("burst", ["--regime", "steady", "--window", "0"],
          "--window '0' is not a duration; use e.g. 30s, 100ms, 250us, 5m or 1h"),
+        ("burst", ["--regime", "spike", "--window", "9999999999999999h"],
+         "--window '9999999999999999h' is too long; at most 100000h (11 years)"),
         ("long", ["--regime", "spike", "--window", "1ms"],
          "--window 1ms: 2,500,001 windows over this trace's 2,500.000 s, more than 2,000,000; "
          "use --window 2ms or wider"),
@@ -267,7 +269,7 @@ def long_trace(tmp_path) -> Path:
          "--window 250ms is the width of --regime's windows; add --regime steady or --regime spike, "
          "or leave --window out"),
     ],
-    ids=["1us", "0.5ms", "not-a-duration", "zero", "too-many-windows", "no-regime", "between"],
+    ids=["1us", "0.5ms", "not-a-duration", "zero", "too-long", "too-many-windows", "no-regime", "between"],
 )  # fmt: skip
 def test_a_bad_window_is_one_line_and_exit_2(
     burst_trace, long_trace, tmp_path, command, trace, args, message
