@@ -48,7 +48,7 @@ def parse_size_bytes(text: str, flag: str) -> int:
         raise BadInput(f"{flag} {text!r} is not a size; use e.g. 64MiB, 512KiB or 1GiB")
     n = float(m.group(1)) * _BYTES[unit]
     if n > MAX_SIZE_BYTES:  # offsets are int64 bytes; each stage bounds its own option below this
-        raise BadInput(f"{flag} {text!r} is too large; at most {MAX_SIZE_BYTES >> 50}PiB")
+        raise BadInput(f"{flag} {text!r} is too large; at most 1EiB")
     return max(1, round(n))
 
 
