@@ -6,8 +6,9 @@ A replay that writes (writes, flushes or trims in the selection) may go to:
 - a block device that is not mounted (itself or through any partition, per /proc/self/mountinfo), not
   used as swap, has no partitions (/sys/class/block/X/*/partition), no holders (device-mapper, md,
   bcache: /sys/class/block/X/holders), no filesystem, RAID, LVM or partition-table signature
-  (`blkid -p`, util-linux's low-level probe, which reads the device rather than a cache), and that
-  nobody holds exclusively (an O_EXCL open fails with EBUSY while a filesystem or md uses it).
+  (`blkid -p`, util-linux's low-level probe, which reads the device rather than a cache), that
+  nobody holds exclusively (an O_EXCL open fails with EBUSY while a filesystem or md uses it), and
+  that no other process has open for writing (its /proc/PID/fd, fdinfo flags O_WRONLY or O_RDWR).
 
 An existing non-empty file is refused (its content would be overwritten), and so is a file that
 carries a signature (`blkid -p` reads files too) or backs an attached loop device (found by device and
@@ -131,6 +132,7 @@ def check(target: Target, *, writes: bool, allow_destructive: bool) -> None:
         return
     for name in target.backs:  # writing the file writes the device
         _check_device(name, f"{target.path} backs /dev/{name}, which")
+    _refuse_writers(str(target.path), str(target.path))
     if not target.size:
         return
     sig = signature(str(target.path))
@@ -160,6 +162,68 @@ def _check_device(name: str, subject: str) -> None:
         raise Refused(f"{subject} carries a {sig}; {OVERRIDE} (or erase it first: wipefs -a {dev})")
     if busy(dev):
         raise Refused(f"{subject} is in use (an exclusive open failed with EBUSY); {OVERRIDE}")
+    _refuse_writers(dev, subject)
+
+
+def _refuse_writers(path: str, subject: str) -> None:
+    """Refuse a target another process has open for writing (a database on a raw device, a dd in
+    progress): an open without O_EXCL claims nothing, so only its file descriptors show it."""
+    found = writers(path)
+    if found:
+        pid, comm = found[0]
+        more = f" and {len(found) - 1} more" if len(found) > 1 else ""
+        raise Refused(f"{subject} is open for writing by {comm} (pid {pid}){more}; {OVERRIDE}")
+
+
+def writers(path: str) -> list[tuple[int, str]]:
+    """(pid, command) of every other process with `path` (a block device, or a file by device and
+    inode) open for writing, from /proc/PID/fd and fdinfo's flags. Processes whose descriptors
+    cannot be read (another user's, without root) are not seen."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return []
+    is_block = stat.S_ISBLK(st.st_mode)
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdecimal() or int(proc.name) == os.getpid():
+            continue
+        try:
+            fds = list((proc / "fd").iterdir())
+        except OSError:
+            continue
+        for fd in fds:
+            if _same_file(fd, st, is_block) and _opened_for_writing(proc / "fdinfo" / fd.name):
+                found.append((int(proc.name), _comm(proc)))
+                break
+    return found
+
+
+def _same_file(fd: Path, st: os.stat_result, is_block: bool) -> bool:
+    try:
+        if not os.readlink(fd).startswith("/"):  # a socket, pipe or anon inode
+            return False
+        got = os.stat(fd)
+    except OSError:
+        return False
+    if is_block:
+        return stat.S_ISBLK(got.st_mode) and got.st_rdev == st.st_rdev
+    return (got.st_dev, got.st_ino) == (st.st_dev, st.st_ino)
+
+
+def _opened_for_writing(fdinfo: Path) -> bool:
+    try:
+        flags = next(x for x in fdinfo.read_text().splitlines() if x.startswith("flags:"))
+    except (OSError, StopIteration):
+        return False
+    return int(flags.split()[1], 8) & os.O_ACCMODE in (os.O_WRONLY, os.O_RDWR)
+
+
+def _comm(proc: Path) -> str:
+    try:
+        return (proc / "comm").read_text().strip()
+    except OSError:
+        return "?"
 
 
 def check_size(target: Target, needed: int, *, folded: bool) -> None:

@@ -132,11 +132,12 @@ def test_partitioned_device_is_refused_and_reads_only_allowed(scratch, small_tra
     assert_read_only_replay_ran(replay(small_trace, dev, tmp_path / "o2", "--reads-only"), tmp_path / "o2")
 
 
-def hold_exclusively(stack: ExitStack, dev: str) -> subprocess.Popen:
-    """Another process holds `dev` with O_EXCL, the claim md, device-mapper and mounts take; until closed."""
+def hold_exclusively(stack: ExitStack, dev: str, flags: str = "os.O_RDONLY | os.O_EXCL") -> subprocess.Popen:
+    """Another process holds `dev` with O_EXCL, the claim md, device-mapper and mounts take (or opens
+    it with other `flags`); until closed."""
     code = (
         "import os, sys\n"
-        "fd = os.open(sys.argv[1], os.O_RDONLY | os.O_EXCL)\n"
+        f"fd = os.open(sys.argv[1], {flags})\n"
         "print('held', flush=True)\n"
         "sys.stdin.read()\n"  # hold until the test closes our stdin
     )
@@ -168,6 +169,40 @@ def test_exclusively_held_device_is_refused_until_released(scratch, small_trace,
     code, stdout, err = replay(small_trace, dev, tmp_path / "o3")
     assert code == 0, err
     assert "20 read, 20 write in" in stdout
+
+
+def test_a_device_another_process_writes_is_refused_until_released(scratch, small_trace, tmp_path):
+    """An open without O_EXCL (a database on a raw device, a dd) claims nothing in the kernel: the
+    holder is found by its descriptor. Its content stays as the holder left it."""
+    dev = make_loop(scratch, 16)
+    holder = hold_exclusively(scratch, dev, "os.O_RDWR")
+    before = Path(dev).read_bytes()
+    assert_refused(
+        replay(small_trace, dev, tmp_path / "o1"),
+        f"{dev} is open for writing by {Path(sys.executable).name[:15]} (pid {holder.pid}); {OVERRIDE}",
+        tmp_path / "o1",
+    )
+    assert Path(dev).read_bytes() == before
+    assert_read_only_replay_ran(replay(small_trace, dev, tmp_path / "o2", "--reads-only"), tmp_path / "o2")
+    release(holder)
+    reader = hold_exclusively(scratch, dev, "os.O_RDONLY")  # reading it is no claim on its content
+    code, stdout, err = replay(small_trace, dev, tmp_path / "o3")
+    assert code == 0, err
+    assert "20 read, 20 write in" in stdout
+    release(reader)
+
+
+def test_an_empty_file_another_process_writes_is_refused(scratch, small_trace, tmp_path):
+    target = tmp_path / "log.dat"
+    target.touch()
+    holder = hold_exclusively(scratch, str(target), "os.O_WRONLY | os.O_APPEND")
+    assert_refused(
+        replay(small_trace, str(target), tmp_path / "o1"),
+        f"{target} is open for writing by {Path(sys.executable).name[:15]} (pid {holder.pid}); {OVERRIDE}",
+        tmp_path / "o1",
+    )
+    release(holder)
+    assert target.stat().st_size == 0
 
 
 def probe(dev: str) -> dict[str, str]:
