@@ -13,6 +13,7 @@ import hashlib
 import itertools
 import json
 import os
+import re
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -24,10 +25,13 @@ import duckdb
 from fingerprint import document
 from fingerprint.diff import DiffResult, diff
 from iofp import duck
-from iofp.errors import BadInput
+from iofp.errors import BadInput, Busy
 from iofp.sqlfiles import load_sql
 
 SQL = "fingerprint.sql"
+# How long a catalog command waits for another process's write (DuckDB locks the file) before it
+# says the catalog is busy: a `catalog add` holds it for well under a second.
+BUSY_WAIT_S = float(os.environ.get("IOFP_CATALOG_WAIT", "30"))
 
 
 def default_path() -> Path:
@@ -74,7 +78,8 @@ class Catalog:
 
     def __init__(self, path: Path | str | None = None, *, read_only: bool = False) -> None:
         """Open (or, unless `read_only`, create) the catalog. Reading never creates or changes a file:
-        a mistyped --catalog must not leave an empty database behind that looks like a real one."""
+        a mistyped --catalog must not leave an empty database behind that looks like a real one.
+        While another process writes it (DuckDB locks the file), wait up to BUSY_WAIT_S."""
         self.path = Path(path) if path else default_path()
         if read_only and not self.path.is_file():
             raise BadInput(
@@ -84,14 +89,48 @@ class Catalog:
         try:
             if not read_only:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.con = duck.connect(self.path, read_only=read_only)
-            if read_only:
-                self.con.execute(load_sql(SQL, "catalog_check")).fetchall()
-            else:
-                self.con.execute(load_sql(SQL, "catalog_schema"))
-        except (OSError, duckdb.Error) as e:
-            first = str(e).splitlines()[0] if str(e) else type(e).__name__
-            raise BadInput(f"cannot open the catalog {self.path}: {first}; pass --catalog PATH") from None
+            self.con = self._connect(read_only)
+        except OSError as e:
+            raise BadInput(
+                f"cannot open the catalog {self.path}: {e.strerror}; pass --catalog PATH"
+            ) from None
+        except duckdb.Error as e:
+            raise BadInput(
+                f"cannot open the catalog {self.path}: {_first_line(e)}; restore it from a copy, "
+                "or pass --catalog NEW to start another"
+            ) from None
+        self._run("catalog_check" if read_only else "catalog_schema")
+
+    def _connect(self, read_only: bool) -> duckdb.DuckDBPyConnection:
+        """Connect, waiting (with backoff) while another process holds the file's lock."""
+        deadline = time.monotonic() + BUSY_WAIT_S
+        delay = 0.02
+        while True:
+            try:
+                return duck.connect(self.path, read_only=read_only)
+            except duckdb.IOException as e:
+                if "lock" not in str(e).lower():
+                    raise
+                if time.monotonic() + delay > deadline:
+                    raise Busy(
+                        f"the catalog {self.path} is busy: {_holder(e)} has held it for over "
+                        f"{BUSY_WAIT_S:g} s; run this again once it is done"
+                    ) from None
+                time.sleep(delay)
+                delay = min(2 * delay, 0.5)
+
+    def _run(self, name: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        """Run a catalog query, its rows as dicts; a catalog file that fails to read is named in one
+        line, not a traceback."""
+        try:
+            return duck.dicts(self.con.execute(load_sql(SQL, name), params or {}))
+        except duckdb.Error as e:
+            if isinstance(e, (duckdb.ParserException, duckdb.BinderException)):
+                raise  # the query's fault, not the file's
+            raise BadInput(
+                f"{self.path}: not a readable iofp catalog ({_first_line(e)}); "
+                "restore it from a copy, or pass --catalog NEW to start another"
+            ) from None
 
     def close(self) -> None:
         self.con.close()
@@ -109,9 +148,11 @@ class Catalog:
         document.check(doc, source_file or "document")
         text = json.dumps(doc, sort_keys=True)
         digest = hashlib.sha256(text.encode()).hexdigest()
-        dup = self.con.execute(load_sql(SQL, "catalog_find_digest"), {"service": service, "digest": digest})
-        if row := dup.fetchone():
-            raise BadInput(f"{source_file or 'this fingerprint'} is already in the catalog as #{row[0]}")
+        dup = self._run("catalog_find_digest", {"service": service, "digest": digest})
+        if dup:
+            raise BadInput(
+                f"{source_file or 'this fingerprint'} is already in the catalog as #{dup[0]['id']}"
+            )
         start_ns = (doc.get("provenance") or {}).get("capture_start_ns")
         params = {
             "service": service,
@@ -121,12 +162,11 @@ class Catalog:
             "digest": digest,
             "doc": text,
         }
-        return int(self.con.execute(load_sql(SQL, "catalog_insert"), params).fetchone()[0])
+        return int(self._run("catalog_insert", params)[0]["id"])
 
     def entries(self, service: str | None = None, entry_id: int | None = None) -> list[Entry]:
-        cur = self.con.execute(load_sql(SQL, "catalog_entries"), {"service": service, "id": entry_id})
         out = []
-        for rec in duck.dicts(cur):
+        for rec in self._run("catalog_entries", {"service": service, "id": entry_id}):
             rec["doc"] = json.loads(rec["doc"])
             out.append(Entry(**rec))
         return out
@@ -138,7 +178,7 @@ class Catalog:
         return found[0]
 
     def services(self) -> list[tuple[str, int, datetime, datetime]]:
-        return self.con.execute(load_sql(SQL, "catalog_services")).fetchall()
+        return [tuple(r.values()) for r in self._run("catalog_services")]
 
     def trend(self, service: str) -> tuple[list[Entry], list[TrendStep]]:
         """The service's fingerprints in capture order, and the diff of each with the one before."""
@@ -149,3 +189,22 @@ class Catalog:
             )
         steps = [TrendStep(a, b, diff(a.doc, b.doc)) for a, b in itertools.pairwise(found)]
         return found, steps
+
+
+def _first_line(e: BaseException) -> str:
+    return str(e).splitlines()[0] if str(e) else type(e).__name__
+
+
+def _holder(e: BaseException) -> str:
+    """Who holds the catalog, from DuckDB's lock error ("... (PID 1234) ..."), with its command line."""
+    m = re.search(r"\(PID (\d+)\)", str(e))
+    if m is None:
+        return "another process"
+    try:
+        raw = Path(f"/proc/{m[1]}/cmdline").read_bytes()
+        cmd = " ".join(raw.decode(errors="replace").split("\0")).strip()
+    except OSError:
+        cmd = ""
+    if len(cmd) > 60:
+        cmd = cmd[:57] + "..."
+    return f"pid {m[1]}" + (f" ({cmd})" if cmd else "")

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import time
 
 import pyarrow as pa
 import pytest
+from conftest import REPO
 from helpers import run_iofp
 
 from fingerprint.api import fingerprint_trace
@@ -120,3 +125,86 @@ def test_reading_a_missing_catalog_says_so_and_creates_nothing(tmp_path, quarter
     before = db.read_bytes()
     code, out, err = run_iofp("catalog", "list", "--catalog", str(db))
     assert code == 0 and "svc" in out and db.read_bytes() == before
+
+
+IOFP = [sys.executable, "-m", "cli.app"]
+
+
+def hold_catalog(db) -> subprocess.Popen:
+    """Another process with the catalog open for writing (DuckDB locks the file) until its stdin closes."""
+    code = (
+        "import duckdb, sys\ncon = duckdb.connect(sys.argv[1])\nprint('held', flush=True)\nsys.stdin.read()\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, str(db)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None and proc.stdout.readline() == "held\n"
+    return proc
+
+
+def test_eight_concurrent_adds_all_land(tmp_path, quarters):
+    """Eight `catalog add` processes at once: each waits its turn for the file's lock, none fails."""
+    db = tmp_path / "cat.duckdb"
+    procs = [
+        subprocess.Popen(
+            [*IOFP, "catalog", "add", str(quarters[i % 3]), "--service", f"svc{i}", "--catalog", str(db)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=REPO,
+        )
+        for i in range(8)
+    ]
+    results = [(p.wait(timeout=120), p.stderr.read()) for p in procs]
+    assert [r for r in results if r[0] != 0] == []
+    with Catalog(db, read_only=True) as cat:
+        assert sorted(e.service for e in cat.entries()) == [f"svc{i}" for i in range(8)]
+
+
+def test_a_busy_catalog_is_waited_for_then_named_with_its_holder(tmp_path, quarters):
+    db = tmp_path / "cat.duckdb"
+    assert run_iofp("catalog", "add", str(quarters[0]), "--service", "svc", "--catalog", str(db))[0] == 0
+    holder = hold_catalog(db)
+    try:
+        # released after 1 s: `list` waits for it and succeeds
+        t0 = time.monotonic()
+        lister = subprocess.Popen([*IOFP, "catalog", "list", "--catalog", str(db)], cwd=REPO,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+        time.sleep(1.0)
+        holder.stdin.close()
+        holder.wait(timeout=10)
+        out, err = lister.communicate(timeout=60)
+        assert lister.returncode == 0, err
+        assert "svc" in out and time.monotonic() - t0 >= 1.0
+        # held past the wait: one line naming the holder, exit 1, nothing changed
+        holder = hold_catalog(db)
+        before = db.read_bytes()
+        env = {**os.environ, "IOFP_CATALOG_WAIT": "1"}
+        add = [*IOFP, "catalog", "add", str(quarters[1]), "--service", "svc", "--catalog", str(db)]
+        r = subprocess.run(add, capture_output=True, text=True, cwd=REPO, env=env, timeout=60)
+        assert r.returncode == 1, r.stderr
+        assert r.stderr.startswith(f"iofp: the catalog {db} is busy: pid {holder.pid} ({sys.executable} -c ")
+        assert r.stderr.endswith("has held it for over 1 s; run this again once it is done\n")
+    finally:
+        holder.kill()
+        holder.wait()
+    assert db.read_bytes() == before
+
+
+@pytest.mark.parametrize("damage", ["foreign", "truncated", "empty"])
+def test_a_damaged_catalog_is_one_line_exit_2(tmp_path, quarters, damage):
+    db = tmp_path / "cat.duckdb"
+    for q in quarters:
+        assert run_iofp("catalog", "add", str(q), "--service", "svc", "--catalog", str(db))[0] == 0
+    data = db.read_bytes()
+    db.write_bytes({"foreign": b"SQLite format 3\0" + data[16:4096], "truncated": data[: len(data) // 2],
+                    "empty": b""}[damage])  # fmt: skip
+    for args in (
+        ["list"],
+        ["show", "1"],
+        ["trend", "--service", "svc"],
+        ["add", str(quarters[0]), "--service", "x"],
+    ):
+        code, _, err = run_iofp("catalog", *args, "--catalog", str(db))
+        assert code == 2 and err.count("\n") == 1 and str(db) in err, (args, err)
+        assert "restore it from a copy, or pass --catalog NEW to start another" in err, err
