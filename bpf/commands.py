@@ -9,10 +9,11 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from iofp.signals import StopRequest, stop_on_signals
 from iofp.values import parse_duration_ns, parse_labels, parse_size_bytes
 
 if TYPE_CHECKING:
-    from bpf.capture import CaptureOptions
+    from bpf.capture import CaptureOptions, CaptureSummary
 
 
 def capture_cmd(
@@ -52,7 +53,7 @@ def capture_cmd(
 
     Example: sudo iofp capture --device nvme0n1 --duration 60s --label service=orders -o orders-peak
     """
-    from bpf.capture import CaptureOptions, capture, loss_warning, progress_line, render_summary
+    from bpf.capture import CaptureOptions, loss_warning, render_summary
 
     opts = CaptureOptions(
         output=output,
@@ -66,23 +67,33 @@ def capture_cmd(
         force=force,
         syscalls=not no_syscalls,
     )
-    if at is not None:
-        _wait_for_start(at, opts)
+    with stop_on_signals() as stop:  # held until the summary is printed: a late Ctrl-C cannot cut it
+        if at is not None:
+            _wait_for_start(at, opts, stop)
+        summary = _run(opts, stop)
+        if (warning := loss_warning(summary)) is not None:
+            typer.echo(f"iofp: {warning}", err=True)
+        typer.echo(
+            json.dumps(summary.to_dict(), indent=2) if json_out else "\n".join(render_summary(summary))
+        )
+
+
+def _run(opts: CaptureOptions, stop: StopRequest) -> CaptureSummary:
+    """The capture, with its "recording" line and (on a terminal) its live display."""
+    from bpf.capture import capture, progress_line
+
     ready = threading.Event()
     threading.Thread(target=_announce, args=(ready, opts), daemon=True).start()
     progress = progress_line()
     try:
-        summary = capture(opts, ready=ready, progress=progress)
+        return capture(opts, stop.event, ready=ready, progress=progress)
     finally:
         if progress is not None:
             typer.echo(err=True)  # end the live line: what follows starts on a line of its own
-    if (warning := loss_warning(summary)) is not None:
-        typer.echo(f"iofp: {warning}", err=True)
-    typer.echo(json.dumps(summary.to_dict(), indent=2) if json_out else "\n".join(render_summary(summary)))
 
 
-def _wait_for_start(at: str, opts: CaptureOptions) -> None:
-    """Check the options now, then wait for --at; Ctrl-C while waiting writes nothing."""
+def _wait_for_start(at: str, opts: CaptureOptions, stop: StopRequest) -> None:
+    """Check the options now, then wait for --at; a stop signal while waiting writes nothing."""
     from datetime import datetime
 
     from bpf.capture import validate
@@ -91,11 +102,8 @@ def _wait_for_start(at: str, opts: CaptureOptions) -> None:
     when = next_occurrence(at, datetime.now())
     validate(opts)
     typer.echo(f"iofp: waiting until {when:%Y-%m-%d %H:%M:%S} to start (Ctrl-C to cancel)", err=True)
-    stop = threading.Event()
-    try:
-        wait_until(when, stop)
-    except KeyboardInterrupt:
-        raise typer.Exit(130) from None
+    if not wait_until(when, stop.event):
+        raise stop.interrupted("the capture had not begun; nothing was written")
 
 
 def _announce(ready: threading.Event, opts: CaptureOptions) -> None:

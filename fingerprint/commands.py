@@ -28,15 +28,17 @@ def import_cmd(
     Example: iofp import blkreplay ../shared/traces/linux-mysql.load.gz -o mysql.trace
     """
     from fingerprint.importing import import_trace
+    from iofp.signals import stop_on_signals
 
-    r = import_trace(fmt, paths, out, force=force, time_unit=time_unit)
-    notes = ", ".join(f"{k} {v}" for k, v in sorted(r.counters.items()))
-    typer.echo(
-        f"Imported {r.rows:,} I/Os"
-        + (f" and {r.sync_rows:,} syncs" if r.sync_rows else "")
-        + f" ({r.format}; devices {', '.join(r.devices) or '-'}{'; ' + notes if notes else ''})."
-    )
-    typer.echo(f"Wrote {r.out}. Next: iofp fingerprint {r.out}")
+    with stop_on_signals():  # held until the summary is printed: a late Ctrl-C cannot cut it
+        r = import_trace(fmt, paths, out, force=force, time_unit=time_unit)
+        notes = ", ".join(f"{k} {v}" for k, v in sorted(r.counters.items()))
+        typer.echo(
+            f"Imported {r.rows:,} I/Os"
+            + (f" and {r.sync_rows:,} syncs" if r.sync_rows else "")
+            + f" ({r.format}; devices {', '.join(r.devices) or '-'}{'; ' + notes if notes else ''})."
+        )
+        typer.echo(f"Wrote {r.out}. Next: iofp fingerprint {r.out}")
 
 
 def fingerprint_cmd(

@@ -37,6 +37,11 @@ class LineError(ValueError):
     """This line is not a record of the format; the message says why."""
 
 
+class BoundError(LineError):
+    """The input went past what an import holds in memory at this line (the line itself may be
+    fine): the message says why and what to do."""
+
+
 def bounded(value: int, what: str, hi: int, unit: str) -> int:
     """`value` when 0 <= value <= hi; else a LineError naming the field. Offsets, sizes, times and
     latencies are never negative, and must fit the contract's column."""
@@ -535,7 +540,7 @@ class Blkparse(Format):
                     inflight[dev] -= 1
                     st.count("reissued")
                 if len(issued) >= self.MAX_ISSUED:
-                    raise LineError(
+                    raise BoundError(
                         f"{len(issued):,} requests issued and not completed, the most an import holds; "
                         "does the trace lack its completions? keep them, e.g. blkparse -a issue -a complete"
                     )

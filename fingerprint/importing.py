@@ -24,7 +24,15 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from fingerprint.formats import DETECT_ORDER, FORMATS, TIME_UNITS_NS, Format, LineError, ParseState
+from fingerprint.formats import (
+    DETECT_ORDER,
+    FORMATS,
+    TIME_UNITS_NS,
+    BoundError,
+    Format,
+    LineError,
+    ParseState,
+)
 from iofp.contract import IO_SCHEMA, IO_TABLE, SYNC_SCHEMA, SYNC_TABLE, TraceMeta, TraceWriter
 from iofp.errors import BadInput, Interrupted
 from iofp.signals import StopRequest, stop_on_signals
@@ -36,6 +44,7 @@ SNIFF_LINES = 64
 # Longer than any record of any format (the longest, blkparse's, is ~150 characters).
 MAX_LINE = 1 << 16
 STOP_EVERY = 1 << 12  # lines between two looks at the stop flag
+MAX_DEVICES = 1 << 16  # distinct device names (Alibaba's 2020 release has ~1,000 volumes)
 FORMAT_NAMES = (*FORMATS, "auto")
 
 
@@ -196,6 +205,10 @@ def _run(
             mm = pc.min_max(ts)
             lo = mm["min"].as_py() if lo is None else min(lo, mm["min"].as_py())
             hi = mm["max"].as_py() if hi is None else max(hi, mm["max"].as_py())
+        if len(state.devices) > MAX_DEVICES:  # names are kept for the whole import, and in trace.json
+            raise BadInput(
+                f"{where}: more than {MAX_DEVICES:,} device names; is the device column another field?"
+            )
         writer.write(table, tbl)
         files += 1
         buf.clear()
@@ -217,6 +230,8 @@ def _run(
                     if len(state.sync_rows) >= chunk_rows:
                         flush(state.sync_rows, cls.sync_columns, SYNC_TABLE, sync_types, f"{path}:{where[0]}")
                 buf.extend(parser.finish())
+            except BoundError as e:
+                raise BadInput(f"{path}:{where[0]}: {e}") from None
             except LineError as e:
                 raise BadInput(f"{path}:{where[0]}: {e}; fix or remove that line") from None
             except UnicodeDecodeError as e:

@@ -43,13 +43,18 @@ class StopRequest:
 def stop_on_signals(event: threading.Event | None = None) -> Iterator[StopRequest]:
     """Within the block, SIGINT, SIGTERM and SIGHUP set the returned request instead of ending the
     process; the previous handlers are back when it ends (so install it before anything is set
-    aside, and leave it after the last file is in place). Outside the main thread signals cannot be
-    handled: the request is then set only through `event`. A SIGHUP ignored on entry (nohup) stays
-    ignored: the user asked the command to outlive its terminal."""
-    stop = StopRequest(event)
+    aside, and leave it after the last file is in place). Nested in another (a command that holds
+    them until it has printed its output), it shares the outer request. Outside the main thread
+    signals cannot be handled: the request is then set only through `event`. A SIGHUP ignored on
+    entry (nohup) stays ignored: the user asked the command to outlive its terminal."""
+    global _active
     if threading.current_thread() is not threading.main_thread():
-        yield stop
+        yield StopRequest(event)
         return
+    if _active is not None and event in (None, _active.event):
+        yield _active  # a command already holds them (until its output is printed): share its flag
+        return
+    stop = StopRequest(event)
 
     def handler(signum: int, _frame: Any) -> None:
         stop.signum = signum
@@ -62,8 +67,13 @@ def stop_on_signals(event: threading.Event | None = None) -> Iterator[StopReques
             continue
         previous[s] = before
         signal.signal(s, handler)
+    outer, _active = _active, stop
     try:
         yield stop
     finally:
+        _active = outer
         for s, h in previous.items():
             signal.signal(s, h)
+
+
+_active: StopRequest | None = None  # the innermost request whose handlers are installed
