@@ -45,11 +45,23 @@ def _known_failure(e: Exception) -> IofpError | None:
     (named by the contract, which re-reads the traces it opened), and a disk that fills while an
     artifact is written."""
     if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EIO):
-        where = f" {e.filename}" if e.filename else ""
-        return OutputFailed(f"cannot write{where}: {e.strerror}; the files written before it are whole")
+        where = e.filename or _output_named()
+        return OutputFailed(
+            f"cannot write {where or 'the output'}: {e.strerror}; the files written before it are whole"
+        )
     from iofp.contract import read_failure
 
     return read_failure(e)
+
+
+def _output_named() -> str | None:
+    """The output the command line names (-o, --out, --output, --json), for an error that has none."""
+    args = sys.argv[1:]
+    for i, a in enumerate(args):
+        flag, eq, value = a.partition("=")
+        if flag in ("-o", "--out", "--output", "--json"):
+            return value if eq else (args[i + 1] if i + 1 < len(args) else None)
+    return None
 
 
 app = typer.Typer(
