@@ -39,7 +39,7 @@ def check(doc: Any, where: str) -> dict[str, Any]:
         raise BadInput(f"{where}: not an iofp fingerprint; {MAKE_ONE}")
     if doc["fingerprint_version"] != FINGERPRINT_VERSION:
         raise BadInput(
-            f"{where}: fingerprint v{doc['fingerprint_version']}; this iofp reads v{FINGERPRINT_VERSION}"
+            f"{where}: fingerprint v{doc['fingerprint_version']!r}; this iofp reads v{FINGERPRINT_VERSION}"
         )
     for key in ("provenance", "whole"):
         if doc.get(key) is None:

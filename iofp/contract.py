@@ -573,20 +573,15 @@ def _read_manifest(path: Path) -> bytes:
         raise BadInput(f"{path}: cannot read it ({e.strerror}); not an iofp trace") from None
 
 
-_warned: set[Path] = set()
-
-
 def _incomplete(root: Path) -> str:
-    """Say once per process that a trace's writer did not finish; the note also goes into the
-    trace's metadata, so a fingerprint of it says so too."""
+    """Say that a trace's writer did not finish (on stderr, whoever reads it); the note also goes
+    into the trace's metadata, so a fingerprint of it says so too."""
     why = (
         f"{root} has no {MANIFEST}: the capture or import that wrote it did not finish; it may be incomplete"
     )
     if (root / REPLACED).exists():
         why += f" (the trace it was replacing is kept in {root / REPLACED})"
-    if root.absolute() not in _warned:
-        _warned.add(root.absolute())
-        warn(why)
+    warn(why)
     return why
 
 

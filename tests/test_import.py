@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import gzip
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from conftest import REPO
 from helpers import run_iofp
 
 from fingerprint.api import fingerprint_trace
@@ -277,3 +281,47 @@ def test_shared_traces_reproduce_the_readme_figures(shared_traces, tmp_path, nam
         assert got == pytest.approx(want, rel=1e-3), what
     # The README rounds the sequential share to 4 places: 0.0007 is 5/6999 = 0.000714.
     assert w["sequential"]["share_any_device"] == pytest.approx(seq, abs=0.5e-4)
+
+
+# Memory is bounded by the input's shape, never its length (README, "Importing"). Peak RSS of the
+# import process, from wait4(): ~105 MiB of it is the interpreter, pyarrow and the CLI, measured
+# 103 MiB and 263 MiB on these two inputs; the bounds leave ~100 MiB of margin. Before the caps
+# (commit ac3713e) the same inputs peaked at 2,156 MiB and 465 MiB (the latter growing ~1.1 KB per
+# line without end).
+LONG_LINE_MIB, PENDING_MIB = 200, 400
+
+
+def peak_rss_mib(*args: str) -> tuple[int, int, str]:
+    """(exit status, peak RSS in MiB, stderr) of `iofp ARGS` run as a process of its own."""
+    proc = subprocess.Popen([sys.executable, "-m", "cli.app", *args], cwd=REPO,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    err = proc.stderr.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return proc.returncode, usage.ru_maxrss >> 10, err
+
+
+def test_a_gigabyte_without_a_newline_is_refused_at_its_first_line_in_bounded_memory(tmp_path):
+    src = tmp_path / "zeros.gz"
+    zeros = bytes(1 << 24)
+    with gzip.open(src, "wb", compresslevel=1) as f:
+        for _ in range(64):  # 1 GiB of NUL bytes, 4.5 MB on disk
+            f.write(zeros)
+    code, peak, err = peak_rss_mib("import", "blkreplay", str(src), "-o", str(tmp_path / "t"))
+    assert (code, err) == (2, f"iofp: {src}:1: a line longer than 65,536 characters; not a trace "
+                              "(every format has one short record per line)\n")  # fmt: skip
+    assert peak < LONG_LINE_MIB, peak
+
+
+def test_blkparse_issues_without_completions_are_refused_at_the_cap_in_bounded_memory(tmp_path):
+    src = tmp_path / "issues.txt"
+    with open(src, "w") as f:
+        for i in range(300_000):
+            t = i * 10_000
+            f.write(f"  8,0    0 {i + 1:8d} {t // 10**9}.{t % 10**9:09d}  1234  D  WS {i * 8} + 8 [mysqld]\n")
+    code, peak, err = peak_rss_mib("import", "blkparse", str(src), "-o", str(tmp_path / "t"))
+    assert code == 2 and err.startswith(
+        f"iofp: {src}:262145: 262,144 requests issued and not completed, the most an import holds; "
+    ), err
+    assert peak < PENDING_MIB, peak
+    assert not (tmp_path / "t").exists()
