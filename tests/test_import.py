@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import gzip
-import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -284,7 +284,7 @@ def test_shared_traces_reproduce_the_readme_figures(shared_traces, tmp_path, nam
 
 
 # Memory is bounded by the input's shape, never its length (README, "Importing"). Peak RSS of the
-# import process, from wait4(): ~105 MiB of it is the interpreter, pyarrow and the CLI, measured
+# import process: ~105 MiB of it is the interpreter, pyarrow and the CLI, measured
 # 103 MiB and 263 MiB on these two inputs; the bounds leave ~100 MiB of margin. Before the caps
 # (commit ac3713e) the same inputs peaked at 2,156 MiB and 465 MiB (the latter growing ~1.1 KB per
 # line without end).
@@ -292,13 +292,19 @@ LONG_LINE_MIB, PENDING_MIB = 200, 400
 
 
 def peak_rss_mib(*args: str) -> tuple[int, int, str]:
-    """(exit status, peak RSS in MiB, stderr) of `iofp ARGS` run as a process of its own."""
+    """(exit status, peak RSS in MiB, stderr) of `iofp ARGS` run as a process of its own: its VmHWM,
+    read until it exits (wait4's ru_maxrss would count the pytest process it was forked from)."""
     proc = subprocess.Popen([sys.executable, "-m", "cli.app", *args], cwd=REPO,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)  # fmt: skip
-    err = proc.stderr.read()
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return proc.returncode, usage.ru_maxrss >> 10, err
+    status, peak = Path(f"/proc/{proc.pid}/status"), 0
+    while proc.poll() is None:
+        try:
+            hwm = next(x for x in status.read_text().splitlines() if x.startswith("VmHWM:"))
+            peak = max(peak, int(hwm.split()[1]) >> 10)
+        except (OSError, StopIteration):  # exiting: VmHWM only grows, the last reading stands
+            pass
+        time.sleep(0.005)
+    return proc.returncode, peak, proc.stderr.read()
 
 
 def test_a_gigabyte_without_a_newline_is_refused_at_its_first_line_in_bounded_memory(tmp_path):
