@@ -151,6 +151,12 @@ def _spike_table(fp: dict[str, Any]) -> str:
     return '<table id="spikes">' + "\n".join(rows) + "</table>" + more
 
 
+def _incomplete(prov: dict[str, Any]) -> list[str]:
+    """The contract's note on a trace whose writer did not finish (no trace.json), shown first."""
+    why = (prov.get("extra") or {}).get("incomplete")
+    return [f'<div class="verdict" id="incomplete"><b>Warning:</b> {html.escape(why)}</div>'] if why else []
+
+
 def render_html(fp: dict[str, Any]) -> str:
     prov, reg, b = fp["provenance"], fp["regimes"], fp["bound"]
     devices = ", ".join(prov["devices"]) or "-"
@@ -164,6 +170,7 @@ def render_html(fp: dict[str, Any]) -> str:
         f"{prov['duration_s']:,.3f} s · trace by iofp {html.escape(str(prov['trace_tool_version']))}, "
         f"fingerprint v{fp['fingerprint_version']} · lost events {prov['lost_events']} · labels "
         f"{html.escape(', '.join(f'{k}={v}' for k, v in prov['labels'].items()) or '-')}</div>",
+        *_incomplete(prov),
         f'<div class="verdict" id="verdict"><b>{html.escape(fp["shape"]["class"])}, '
         f"{html.escape(b['verdict'])}</b> ({b['side']}): {html.escape(b['why'])}</div>",
         f'<p id="regimes">Steady state: <b>{reg["steady_windows"]}</b> of {reg["windows"]} windows '

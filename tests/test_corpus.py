@@ -270,6 +270,9 @@ def test_a_trace_without_its_manifest_is_read_and_said_incomplete(tmp_path):
         assert err.startswith(f"iofp: warning: {root} has no {MANIFEST}: the capture or import that wrote it")
     doc = json.loads((tmp_path / "out" / "fp.json").read_text())
     assert "may be incomplete" in doc["provenance"]["extra"]["incomplete"]
+    assert (
+        '<div class="verdict" id="incomplete"><b>Warning:</b> ' in (tmp_path / "out" / "r.html").read_text()
+    )
 
 
 @pytest.mark.parametrize(
