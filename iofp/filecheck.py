@@ -67,13 +67,17 @@ def check_rows(path: Path, rules: RowRules) -> None:
     """Refuse a file holding a row that cannot be true, naming the file and the first such value."""
     try:
         pf = pq.ParquetFile(path)
-        for name in dict.fromkeys((*rules.not_null, *rules.not_negative)):
-            nulls, low = _from_footer(pf.metadata, name) or _from_rows(pf, name)
+        names = list(dict.fromkeys((*rules.not_null, *rules.not_negative)))
+        footer = {name: _from_footer(pf.metadata, name) for name in names}
+        # one read of every column the footer cannot answer, decoded in parallel
+        tbl = pf.read(columns=[*(n for n in names if footer[n] is None), rules.closed])
+        for name in names:
+            nulls, low = footer[name] or _from_rows(tbl.column(name))
             if nulls and name in rules.not_null:
                 raise BadInput(f"{path}: {nulls:,} row{'s' if nulls > 1 else ''} with no {name}; {AGAIN}")
             if name in rules.not_negative and low is not None and low < 0:
                 raise BadInput(f"{path}: {name} {low} is negative; {AGAIN}")
-        unknown = sorted(_values(pf, rules.closed) - set(rules.allowed))
+        unknown = sorted(_values(tbl.column(rules.closed)) - set(rules.allowed))
         if unknown:
             raise BadInput(
                 f"{path}: {rules.closed} {unknown[0]!r} is not one of {', '.join(rules.allowed)}; {AGAIN}"
@@ -99,17 +103,16 @@ def _from_footer(md: pq.FileMetaData, name: str) -> tuple[int, int | None] | Non
     return nulls, low
 
 
-def _from_rows(pf: pq.ParquetFile, name: str) -> tuple[int, int | None]:
-    col = pf.read(columns=[name]).column(name)
+def _from_rows(col: pa.ChunkedArray) -> tuple[int, int | None]:
     low = pc.min(col).as_py() if pa.types.is_integer(col.type) else None
     return col.null_count, low
 
 
-def _values(pf: pq.ParquetFile, name: str) -> set[str | None]:
+def _values(col: pa.ChunkedArray) -> set[str | None]:
     """The distinct values of a string column (from each chunk's dictionary indices when it has
     one: a byte per row instead of a string)."""
     found: set[str | None] = set()
-    for chunk in pf.read(columns=[name]).column(name).chunks:
+    for chunk in col.chunks:
         if pa.types.is_dictionary(chunk.type):
             used = pc.unique(chunk.indices.drop_null())
             found |= set(chunk.dictionary.take(used).to_pylist())
