@@ -68,16 +68,15 @@ def check_rows(path: Path, rules: RowRules) -> None:
     try:
         pf = pq.ParquetFile(path)
         names = list(dict.fromkeys((*rules.not_null, *rules.not_negative)))
-        footer = {name: _from_footer(pf.metadata, name) for name in names}
-        # one read of every column the footer cannot answer, decoded in parallel
-        tbl = pf.read(columns=[*(n for n in names if footer[n] is None), rules.closed])
+        found = {name: _from_footer(pf.metadata, name) for name in names}
+        values = _from_rows(pf, [n for n, v in found.items() if v is None], rules.closed, found)
         for name in names:
-            nulls, low = footer[name] or _from_rows(tbl.column(name))
+            nulls, low = found[name]
             if nulls and name in rules.not_null:
                 raise BadInput(f"{path}: {nulls:,} row{'s' if nulls > 1 else ''} with no {name}; {AGAIN}")
             if name in rules.not_negative and low is not None and low < 0:
                 raise BadInput(f"{path}: {name} {low} is negative; {AGAIN}")
-        unknown = sorted(_values(tbl.column(rules.closed)) - set(rules.allowed))
+        unknown = sorted(values - set(rules.allowed), key=str)
         if unknown:
             raise BadInput(
                 f"{path}: {rules.closed} {unknown[0]!r} is not one of {', '.join(rules.allowed)}; {AGAIN}"
@@ -103,9 +102,22 @@ def _from_footer(md: pq.FileMetaData, name: str) -> tuple[int, int | None] | Non
     return nulls, low
 
 
-def _from_rows(col: pa.ChunkedArray) -> tuple[int, int | None]:
-    low = pc.min(col).as_py() if pa.types.is_integer(col.type) else None
-    return col.null_count, low
+def _from_rows(pf: pq.ParquetFile, columns: list[str], closed: str, found: dict) -> set[str | None]:
+    """Fill `found` with (nulls, minimum) of `columns` read from the rows, a row group at a time
+    (memory bounded by one row group of them, its columns decoded in parallel); return the distinct
+    values of the `closed` column, read the same way."""
+    acc: dict[str, tuple[int, int | None]] = {n: (0, None) for n in columns}
+    values: set[str | None] = set()
+    for i in range(pf.metadata.num_row_groups):
+        tbl = pf.read_row_group(i, columns=list(dict.fromkeys([*columns, closed])))
+        for name, (nulls, low) in acc.items():
+            col = tbl.column(name)
+            got = pc.min(col).as_py() if pa.types.is_integer(col.type) else None
+            lo = got if low is None else low if got is None else min(low, got)
+            acc[name] = (nulls + col.null_count, lo)
+        values |= _values(tbl.column(closed))
+    found.update(acc)
+    return values
 
 
 def _values(col: pa.ChunkedArray) -> set[str | None]:
