@@ -350,15 +350,14 @@ def _left_aside(root: Path) -> str:
 
 
 def _alive(pid: int) -> bool:
+    """Whether `pid` is a running iofp (not this one): a pid reused since by another program is not."""
     if pid == os.getpid():
         return False  # not another run: this process set nothing aside yet
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
-        return True  # exists, owned by someone else
-    return True
+        return False
+    return b"iofp" in cmdline or b"cli.app" in cmdline
 
 
 class TraceWriter:

@@ -31,8 +31,8 @@ class StopRequest:
 
     def interrupted(self, what: str) -> Interrupted:
         """The error for stopping here: `what` says what was kept ("nothing was written")."""
-        signum = self.signum or signal.SIGINT
-        return Interrupted(signum, f"stopped by {signal.Signals(signum).name}: {what}")
+        by = f" by {signal.Signals(self.signum).name}" if self.signum else ""  # else: by the caller's event
+        return Interrupted(self.signum or signal.SIGINT, f"stopped{by}: {what}")
 
     def check(self, what: str) -> None:
         if self.event.is_set():
