@@ -21,9 +21,8 @@ from typing import Any
 
 import duckdb
 
-from fingerprint import document
 from fingerprint.diff import DiffResult, diff
-from iofp import duck
+from iofp import duck, fingerprint_doc
 from iofp.errors import BadInput
 from iofp.sqlfiles import load_sql
 
@@ -102,17 +101,20 @@ class Catalog:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def add(self, doc: dict[str, Any], service: str, source_file: str | None = None) -> int:
+    def add(
+        self, doc: fingerprint_doc.Fingerprint | dict[str, Any], service: str, source_file: str | None = None
+    ) -> int:
         """Store a fingerprint for `service`; returns its id. The same document is refused twice."""
         if not service.strip():
             raise BadInput("--service must name the service, e.g. --service order-router")
-        document.check(doc, source_file or "document")
-        text = json.dumps(doc, sort_keys=True)
+        if isinstance(doc, dict):
+            doc = fingerprint_doc.from_dict(doc, source_file or "document")
+        text = json.dumps(doc.to_dict(), sort_keys=True)
         digest = hashlib.sha256(text.encode()).hexdigest()
         dup = self.con.execute(load_sql(SQL, "catalog_find_digest"), {"service": service, "digest": digest})
         if row := dup.fetchone():
             raise BadInput(f"{source_file or 'this fingerprint'} is already in the catalog as #{row[0]}")
-        start_ns = (doc.get("provenance") or {}).get("capture_start_ns")
+        start_ns = doc.provenance.capture_start_ns
         params = {
             "service": service,
             "added_us": time.time_ns() // 1000,
@@ -147,5 +149,10 @@ class Catalog:
             raise BadInput(
                 f"no fingerprints for service {service!r} in {self.path}; add one with iofp catalog add"
             )
-        steps = [TrendStep(a, b, diff(a.doc, b.doc)) for a, b in itertools.pairwise(found)]
+        steps = [TrendStep(a, b, diff(_read(a), _read(b))) for a, b in itertools.pairwise(found)]
         return found, steps
+
+
+def _read(e: Entry) -> fingerprint_doc.Fingerprint:
+    """A stored document, checked as a file is (a catalog written by an older iofp may hold v1)."""
+    return fingerprint_doc.from_dict(e.doc, f"catalog entry #{e.id}")

@@ -8,12 +8,13 @@ from rich.table import Table
 from fingerprint.diff import DiffResult
 
 
-def human(x: float | None) -> str:
-    """A metric's value as the diff and the catalog trend print it: 4 significant digits below 1,000,
-    whole numbers with thousands separators above (never 1e+03)."""
+def human(x: float | None, unit: str = "") -> str:
+    """A metric's value as the diff and the catalog trend print it, with its unit: 4 significant
+    digits below 1,000, whole numbers with thousands separators above (never 1e+03)."""
     if x is None:
         return "-"
-    return f"{x:,.4g}" if abs(x) < 1000 else f"{x:,.0f}"
+    text = f"{x:,.4g}" if abs(x) < 1000 else f"{x:,.0f}"
+    return f"{text} {unit}" if unit and not unit.startswith("/") else text + unit
 
 
 def render(r: DiffResult, console: Console | None = None) -> None:
@@ -29,7 +30,7 @@ def render(r: DiffResult, console: Console | None = None) -> None:
             change = f"{c.abs_change:+.3f}"
         thr = f"±{c.threshold:.2f}" if c.threshold_is_absolute else f"±{c.threshold:.0%}"
         flag = f"[bold red]{c.direction}[/bold red]" if c.flagged else ""
-        t.add_row(c.metric, c.kind, human(c.a), human(c.b), change, thr, flag)
+        t.add_row(c.metric, c.kind, human(c.a, c.unit), human(c.b, c.unit), change, thr, flag)
     console.print(t)
     for n in r.notes:
         console.print(f"note: {n}")
