@@ -32,21 +32,21 @@ class Metric:
     threshold: float
     absolute: bool = False  # threshold in share points rather than relative change
     harder_when: int = 1  # +1: a rise makes the workload harder (or the device slower); -1: a fall
-    unit: str = ""  # printed after each value ("" for shares and ratios, whose name says what they are)
+    unit: str = ""  # printed with the values where the name does not say it (latencies: µs)
 
 
 METRICS: tuple[Metric, ...] = (
-    Metric("IOPS", ("intensity", "iops"), "demand", 0.20, unit="IOPS"),
-    Metric("MB/s", ("intensity", "mbps"), "demand", 0.20, unit="MB/s"),
+    Metric("IOPS", ("intensity", "iops"), "demand", 0.20),
+    Metric("MB/s", ("intensity", "mbps"), "demand", 0.20),
     Metric("read share (count)", ("mix", "read_share"), "demand", 0.10, absolute=True, harder_when=-1),
-    Metric("mean size", ("size", "mean_bytes"), "demand", 0.25, harder_when=-1, unit="B"),
+    Metric("mean size (bytes)", ("size", "mean_bytes"), "demand", 0.25, harder_when=-1),
     Metric("sequential share", ("sequential", "share"), "demand", 0.10, absolute=True, harder_when=-1),
     Metric("peak/mean IOPS, 1 s", ("burstiness", "1s", "peak_to_mean"), "demand", 0.50),
     Metric("peak/mean IOPS, 100 ms", ("burstiness", "100ms", "peak_to_mean"), "demand", 0.50),
     Metric("dispersion index, 1 s", ("burstiness", "1s", "index_of_dispersion"), "demand", 1.00),
-    Metric("flush+FUA per s", ("durability", "flush_fua_per_s"), "demand", 0.25, unit="/s"),
-    Metric("fsync-family calls per s", ("durability", "commits_per_s"), "demand", 0.25, unit="/s"),
-    Metric("footprint", ("footprint", "blocks_4k"), "demand", 0.25, unit="4K blocks"),
+    Metric("flush+FUA per s", ("durability", "flush_fua_per_s"), "demand", 0.25),
+    Metric("fsync-family calls per s", ("durability", "commits_per_s"), "demand", 0.25),
+    Metric("footprint (4 KiB blocks)", ("footprint", "blocks_4k"), "demand", 0.25),
     Metric("latency p50", ("latency", "all", "p50_us"), "service", 0.20, unit="µs"),
     Metric("latency p99", ("latency", "all", "p99_us"), "service", 0.25, unit="µs"),
     Metric("latency p99.9", ("latency", "all", "p99_9_us"), "service", 0.50, unit="µs"),
@@ -59,7 +59,7 @@ METRICS: tuple[Metric, ...] = (
 LOAD_METRICS = (
     "IOPS",
     "MB/s",
-    "mean size",
+    "mean size (bytes)",
     "read share (count)",
     "sequential share",
     "flush+FUA per s",

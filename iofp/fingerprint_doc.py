@@ -463,7 +463,7 @@ def _convert(tp: Any, value: Any, where: str, path: str, nullable: bool = False)
         return {k: _convert(args[1], v, where, f"{path}.{k}") for k, v in value.items()}
     if not _fits(tp, value):
         raise _bad(where, path, value, want)
-    return float(value) if tp is float else value
+    return value  # an int where a float is expected stays as written: it compares and prints the same
 
 
 def _fits(tp: Any, value: Any) -> bool:

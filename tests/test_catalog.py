@@ -73,7 +73,7 @@ def test_trend_orders_by_capture_time_and_separates_device_from_workload(tmp_pat
     code, out, err = run_iofp("catalog", "trend", "--service", "order-router", "--catalog", str(db))
     assert code == 0, err
     # the numbers as `iofp diff` prints them, with their units (these were "5e+02 -> 1e+03")
-    assert "demand  IOPS: 500 IOPS -> 1,000 IOPS (+100%, harder)" in out
+    assert "demand  IOPS: 500 -> 1,000 (+100%, harder)" in out
     assert "service latency p99: 100 µs -> 300 µs (+200%, slower)" in out
 
     code, out, err = run_iofp("catalog", "trend", "--service", "order-router", "--catalog", str(db), "--json")
