@@ -15,6 +15,7 @@ gives null features, and the bound verdict says when it rests on demand alone.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -62,6 +63,12 @@ class Frame:
     def window_ns(self) -> int:
         return self.reg.series.window_ns
 
+    @property
+    def baseline_is_steady(self) -> bool:
+        """Every window in no spike is steady: the two scopes hold the same rows."""
+        rg = self.reg.classes
+        return bool((rg == regimes.STEADY).any() and not (rg == regimes.BASELINE).any())
+
     def windows(self, scope: str) -> np.ndarray:
         """The window indexes a scope covers."""
         rg = self.reg.classes
@@ -74,12 +81,19 @@ class Frame:
                 "spike": rg == regimes.SPIKE}[scope]  # fmt: skip
         return np.flatnonzero(keep)
 
+    def span(self, scope: str) -> tuple[int, int]:
+        """The part of the trace clock a scope's rows lie in: --between's span, clipped to the I/O,
+        or first to last arrival."""
+        if scope == "between" and self.lo is not None and self.hi is not None:
+            return max(self.lo, self.t0), min(self.hi, self.t1)
+        return self.t0, self.t1
+
     def seconds(self, scope: str) -> float:
         if scope == "whole":
             return self.rate_ns / 1e9  # capture window or I/O span: see _rate_span
         if scope == "between":
-            assert self.lo is not None and self.hi is not None
-            return (min(self.hi, self.t1) - max(self.lo, self.t0)) / 1e9
+            lo, hi = self.span(scope)
+            return (hi - lo) / 1e9
         return len(self.windows(scope)) * self.window_ns / 1e9
 
 
@@ -147,6 +161,9 @@ def fingerprint(con: Any, f: Frame) -> doc.Fingerprint:
     opt = f.options
     parts = _summaries(con, f)
     scopes = {name: summarise(f, name, parts) for name in doc.SCOPES if name in parts["stats"]}
+    if f.baseline_is_steady:  # the same rows (scope_map.sql): summarised once
+        scopes["baseline"] = dataclasses.replace(scopes["steady"], name="baseline")
+        scopes = {name: scopes[name] for name in doc.SCOPES if name in scopes}
     if opt.between and "between" not in scopes:
         raise BadInput(f"--between {opt.between[0]} {opt.between[1]}: no I/O in that window")
     if opt.between and f.lo is not None and f.hi is not None:
@@ -176,9 +193,11 @@ def _frame(con: Any, meta: TraceMeta, opt: Options) -> Frame:
         known = ", ".join(sorted(meta.devices)) or "none recorded"
         raise BadInput(f"the trace has no I/O{where}; its devices: {known}")
     t0, t1 = int(b["t0"]), int(b["t1"])
-    lo, hi = parse_between(*opt.between, meta) if opt.between else (None, None)
-    if lo is not None and hi is not None and (hi < t0 or lo > t1):
-        raise BadInput(f"--between {opt.between[0]} {opt.between[1]}: no I/O in that window")  # type: ignore[index]
+    lo = hi = None
+    if opt.between:
+        lo, hi = parse_between(*opt.between, meta)
+        if hi < t0 or lo > t1:
+            raise BadInput(f"--between {opt.between[0]} {opt.between[1]}: no I/O in that window")
     reg = regimes.classify(regimes.series(con, opt.window_ns, opt.device))
     rate_ns, basis = _rate_span(meta, t0, t1)
     return Frame(meta, opt, t0, t1, list(b["devices"]), reg, rate_ns, basis, lo, hi)
@@ -191,7 +210,7 @@ def _prepare(con: Any, f: Frame) -> None:
               "devices": f.devices, "lo": f.lo, "hi": f.hi}  # fmt: skip
     _do(con, "scope_params", params)
     con.register("regime_w", f.reg.table())
-    _do(con, "scope_map")
+    _do(con, "scope_map", {"baseline_is_steady": f.baseline_is_steady})
     _do(con, "scoped_io")
 
 

@@ -197,9 +197,9 @@ def bins_spanned(f: Frame, name: str, width: int) -> int:
     if name == "whole":
         return (f.t1 - f.t0) // width + 1  # the traces README's definition
     ks = f.windows(name)
-    lo, hi = (f.lo - f.t0, f.hi - f.t0) if name == "between" else (0, f.t1 - f.t0)  # type: ignore[operator]
-    a = np.maximum(ks * f.window_ns, max(lo, 0)) // width
-    z = np.minimum((ks + 1) * f.window_ns - 1, min(hi, f.t1 - f.t0)) // width
+    lo, hi = (t - f.t0 for t in f.span(name))
+    a = np.maximum(ks * f.window_ns, lo) // width
+    z = np.minimum((ks + 1) * f.window_ns - 1, hi) // width
     keep = z >= a
     a, z = a[keep], z[keep]
     if not len(a):

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO
+from helpers import close
 
 from fingerprint.api import fingerprint_trace
 from iofp import fingerprint_doc
@@ -51,7 +52,8 @@ def test_every_sample_fingerprint_is_current_small_and_reads_back(name):
     fp = load(path)
     assert path.stat().st_size < MAX_BYTES
     assert dumps(fp) == path.read_text()  # written by this definition, byte for byte
-    assert fp == fingerprint_trace(SAMPLES / "traces" / name)  # and what the trace gives today
+    # and what the trace gives today (floats to 1e-12: DuckDB's parallel sums vary in the last digit)
+    assert close(fp.to_dict(), fingerprint_trace(SAMPLES / "traces" / name).to_dict())
 
 
 @pytest.mark.parametrize("which", ["mysql", "mssql", "tpcc"])

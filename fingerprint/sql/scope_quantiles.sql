@@ -30,7 +30,7 @@ WITH p AS (
 ), v AS (
     SELECT sc, m, o, v, n FROM c
     UNION ALL
-    -- latency 'all' is the data I/O a caller waits on, reads and writes (see compute.DATA_LATENCY_OPS):
+    -- latency 'all' is the data I/O a caller waits on, reads and writes (see scope.DATA_LATENCY_OPS):
     -- zero-byte flushes and discards are summarised under their own op, not mixed into the headline
     SELECT sc, m, 0, v, sum(n) FROM c
     WHERE m = 0 AND o IN (1, 2)
