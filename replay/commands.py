@@ -54,8 +54,8 @@ class SelectionArgs:
 
 
 _WINDOW_HELP = (
-    f"Width of --regime's windows, as for iofp fingerprint (default {DEFAULT_WINDOW}, the fingerprint's rule; "
-    "at least 1ms): pass the fingerprint's --window, if it had one, to select the windows it names."
+    f"Width of --regime's windows, as for iofp fingerprint (default {DEFAULT_WINDOW}, the fingerprint's "
+    "rule; at least 1ms): pass the fingerprint's --window, if it had one, to select the windows it names."
 )
 _SHARED: dict[str, tuple[Any, Any]] = {
     "device": (
