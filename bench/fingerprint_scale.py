@@ -74,7 +74,7 @@ def run_fingerprint(trace: str) -> None:
     from fingerprint.api import fingerprint_trace
 
     fp = fingerprint_trace(trace)
-    print(fp["whole"]["ios"], fp["regimes"]["steady_windows"], len(fp["regimes"]["spikes"]))
+    print(fp.whole.requests, fp.regimes.steady.windows, fp.regimes.spikes_total)
     print("maxrss_kib", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 
 

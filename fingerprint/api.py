@@ -1,24 +1,39 @@
 """Entry points over paths for the CLI (and the catalog): open a trace, fingerprint it, save it.
 
-The analyses themselves (`compute`, `diff`, `report`) take relations and dicts; this module is the
+The analyses themselves (`compute`, `timeline`, `diff`, `report`) take relations and documents; this is the
 one place that turns paths into those, and the one place that writes fingerprint files.
 """
 
 from __future__ import annotations
 
-import json
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from fingerprint.compute import Options, compute
+from fingerprint.compute import Options, fingerprint, frame
+from fingerprint.timeline import Timeline, timeline
 from iofp import duck
+from iofp import fingerprint_doc as doc
 from iofp.contract import IO_TABLE, SYNC_TABLE, atomic_write_bytes, check_output_file, open_trace
 from iofp.errors import BadInput
 
 
-def fingerprint_trace(path: Path | str, options: Options | None = None) -> dict[str, Any]:
+def fingerprint_trace(path: Path | str, options: Options | None = None) -> doc.Fingerprint:
     """Open the trace at `path` through the contract and fingerprint it."""
+    return _analyse(path, options, with_timeline=False)[0]
+
+
+def report_trace(path: Path | str, options: Options | None = None) -> tuple[doc.Fingerprint, Timeline]:
+    """The fingerprint of the trace at `path` and its timeline (the report's charts), in one pass
+    over one DuckDB connection: the timeline is drawn in the fingerprint's windows."""
+    fp, tl = _analyse(path, options, with_timeline=True)
+    assert tl is not None
+    return fp, tl
+
+
+def _analyse(
+    path: Path | str, options: Options | None, *, with_timeline: bool
+) -> tuple[doc.Fingerprint, Timeline | None]:
     trace = open_trace(path)
     # A capture of an idle device is a valid trace with no io files: say so, rather than let the
     # queries below fail on a relation with nothing behind it.
@@ -31,15 +46,18 @@ def fingerprint_trace(path: Path | str, options: Options | None = None) -> dict[
     with tempfile.TemporaryDirectory(prefix="iofp-fp-") as scratch:
         con = duck.connect(Path(scratch) / "fp.duckdb")
         try:
-            return compute(con, trace.relation(con), trace.relation(con, SYNC_TABLE), trace.meta, options)
+            f = frame(con, trace.relation(con), trace.relation(con, SYNC_TABLE), trace.meta, options)
+            fp = fingerprint(con, f)
+            return fp, timeline(con, f) if with_timeline else None
         finally:
             con.close()
 
 
-def write_json(doc: dict[str, Any], out: Path, *, force: bool = False) -> Path:
-    """Write a JSON artifact whole (temp file + rename); never over an existing one without force."""
+def write_json(fp: doc.Fingerprint | dict[str, Any], out: Path, *, force: bool = False) -> Path:
+    """Write a fingerprint (or another JSON artifact) whole (temp file + rename); never over an
+    existing one without force."""
     check_output_file(out, force=force)
-    atomic_write_bytes(out, json.dumps(doc, indent=1, default=_jsonable).encode())
+    atomic_write_bytes(out, doc.dumps(fp).encode())
     return out
 
 
@@ -49,20 +67,6 @@ def write_text(text: str, out: Path, *, force: bool = False) -> Path:
     return out
 
 
-def read_json(path: Path) -> dict[str, Any]:
-    """Read a fingerprint file, checked (fingerprint.document)."""
-    from fingerprint import document
-
-    return document.load(path)
-
-
-def _jsonable(o: Any) -> Any:
-    if hasattr(o, "item"):  # numpy scalars
-        return o.item()
-    if isinstance(o, (set, tuple)):
-        return list(o)
-    import decimal
-
-    if isinstance(o, decimal.Decimal):
-        return float(o)
-    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+def read_json(path: Path) -> doc.Fingerprint:
+    """Read a fingerprint file, checked (iofp/fingerprint_doc.py)."""
+    return doc.load(path)

@@ -22,9 +22,8 @@ from typing import Any
 
 import duckdb
 
-from fingerprint import document
 from fingerprint.diff import DiffResult, diff
-from iofp import duck
+from iofp import duck, fingerprint_doc
 from iofp.errors import BadInput, Busy
 from iofp.sqlfiles import load_sql
 
@@ -141,19 +140,22 @@ class Catalog:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def add(self, doc: dict[str, Any], service: str, source_file: str | None = None) -> int:
+    def add(
+        self, doc: fingerprint_doc.Fingerprint | dict[str, Any], service: str, source_file: str | None = None
+    ) -> int:
         """Store a fingerprint for `service`; returns its id. The same document is refused twice."""
         if not service.strip():
             raise BadInput("--service must name the service, e.g. --service order-router")
-        document.check(doc, source_file or "document")
-        text = json.dumps(doc, sort_keys=True)
+        if isinstance(doc, dict):
+            doc = fingerprint_doc.from_dict(doc, source_file or "document")
+        text = json.dumps(doc.to_dict(), sort_keys=True)
         digest = hashlib.sha256(text.encode()).hexdigest()
         dup = self._run("catalog_find_digest", {"service": service, "digest": digest})
         if dup:
             raise BadInput(
                 f"{source_file or 'this fingerprint'} is already in the catalog as #{dup[0]['id']}"
             )
-        start_ns = (doc.get("provenance") or {}).get("capture_start_ns")
+        start_ns = doc.provenance.capture_start_ns
         params = {
             "service": service,
             "added_us": time.time_ns() // 1000,
@@ -187,7 +189,7 @@ class Catalog:
             raise BadInput(
                 f"no fingerprints for service {service!r} in {self.path}; add one with iofp catalog add"
             )
-        steps = [TrendStep(a, b, diff(a.doc, b.doc)) for a, b in itertools.pairwise(found)]
+        steps = [TrendStep(a, b, diff(_read(a), _read(b))) for a, b in itertools.pairwise(found)]
         return found, steps
 
 
@@ -208,3 +210,8 @@ def _holder(e: BaseException) -> str:
     if len(cmd) > 60:
         cmd = cmd[:57] + "..."
     return f"pid {m[1]}" + (f" ({cmd})" if cmd else "")
+
+
+def _read(e: Entry) -> fingerprint_doc.Fingerprint:
+    """A stored document, checked as a file is (a catalog written by an older iofp may hold v1)."""
+    return fingerprint_doc.from_dict(e.doc, f"catalog entry #{e.id}")

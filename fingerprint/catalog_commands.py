@@ -8,9 +8,9 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from fingerprint import document
 from fingerprint.catalog import Catalog
 from fingerprint.catalog_view import entries_table, render_trend
+from iofp import fingerprint_doc
 
 catalog_app = typer.Typer(
     help="Store fingerprints per service and review their drift over time (quarterly reviews).",
@@ -32,7 +32,7 @@ def add(
 
     Example: iofp catalog add q3.json --service order-router
     """
-    doc = document.load(fingerprint)
+    doc = fingerprint_doc.load(fingerprint)
     with Catalog(catalog) as cat:
         entry_id = cat.add(doc, service, str(fingerprint))
         typer.echo(f"Added {fingerprint} as #{entry_id} of {service} in {cat.path}.")

@@ -24,7 +24,7 @@ def entries_table(entries: list[Entry], title: str) -> Table:
         "MB/s",
         "reads",
         "p99 µs",
-        "flush/s",
+        "flushes/s",
         "bound",
     ):
         t.add_column(col, justify="left" if col in ("service", "taken (UTC)", "scope", "bound") else "right")
@@ -54,5 +54,5 @@ def render_trend(console: Console, service: str, entries: list[Entry], steps: li
                 if c.rel_change is not None and not c.threshold_is_absolute
                 else (f"{c.abs_change:+.3f}" if c.abs_change is not None else "new")
             )
-            a, b = human(c.a), human(c.b)  # as `iofp diff` prints them
+            a, b = human(c.a, c.unit), human(c.b, c.unit)  # as `iofp diff` prints them
             console.print(f"    {c.kind:7} {c.metric}: {a} -> {b} ({change}, {c.direction})")

@@ -15,6 +15,7 @@ i.e. not counting flushes, which would otherwise dilute the write share of a com
   6. OLTP point-read              read-mostly, random, small
   7. mixed OLTP                   random, small or medium (mean < 64 KiB)
   8. large random / mixed         random, anything else
+  (0. flushes only                no data requests at all: a trace of cache flushes alone)
 "random" is sequential share < 0.5: the OLTP shapes are point accesses, so a stream of small
 sequential requests (which a device serves from readahead and merges) is never one of them.
 
@@ -24,7 +25,7 @@ Bound (first match wins):
      (Little's law: the committers spend that share of the time waiting on the device). Where
      latency is known that measured share decides alone: 500 commits/s at 40 µs is 2% of the time,
      and commits that cheap do not set the pace however many of the I/Os they are. Only a trace
-     without latency falls back to durability points >= 20% of I/Os (commits dominate the stream,
+     without latency falls back to durability points >= 20% of requests (commits dominate the stream,
      so a committer may wait on each flush in turn), and says it is demand-side.
   2. throughput-bound     mean size >= 64 KiB, or sequential share >= 0.5 with mean size >= 32 KiB:
      bytes, not operations, are the demand.
@@ -35,24 +36,31 @@ the device, rather than the application, set the pace.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+from iofp import fingerprint_doc as doc
+
+if TYPE_CHECKING:
+    from iofp.fingerprint_doc import Scope
 
 KIB = 1024
 COMMIT_BUSY = 0.2  # share of wall time spent in fsync (or flush) from which commits set the pace
-COMMIT_SHARE = 0.2  # without latency: share of I/Os that are durability points, as a stand-in
+COMMIT_SHARE = 0.2  # without latency: share of requests that are durability points, as a stand-in
 
 
-def classify_shape(s: dict[str, Any]) -> dict[str, Any]:
-    m = s["mix"]
-    data = m["reads"] + m["writes"] + m["discards"]
-    rs = m["reads"] / data if data else 0.0
-    ws = m["writes"] / data if data else 0.0
-    size = s["size"]["mean_bytes"] or 0.0
-    seq = s["sequential"]["share"] or 0.0
-    d = s["durability"]
-    commit = bool((d["flush_fua_share"] or 0) >= 0.05 or d["sync_calls"])
+def classify_shape(s: Scope) -> doc.Shape:
+    m = s.mix
+    data = m.reads + m.writes + m.discards
+    rs = m.reads / data if data else 0.0
+    ws = m.writes / data if data else 0.0
+    size = s.size.mean_bytes or 0.0
+    seq = s.sequential.share or 0.0
+    d = s.durability
+    commit = bool((d.flush_fua_share or 0) >= 0.05 or d.sync_calls)
     sequential = seq >= 0.5
-    if sequential and rs >= 0.7:
+    if not data:
+        name = "flushes only"
+    elif sequential and rs >= 0.7:
         name = "batch sequential scan" if size >= 64 * KIB else "small-block sequential scan"
     elif sequential and ws >= 0.7:
         name = "log append"
@@ -66,57 +74,58 @@ def classify_shape(s: dict[str, Any]) -> dict[str, Any]:
         name = "mixed OLTP"
     else:
         name = "large random / mixed"
-    return {
-        "class": name,
-        "basis": {
+    return doc.Shape(
+        name=name,
+        basis={
             "read_share_of_data_ios": rs,
             "write_share_of_data_ios": ws,
             "mean_size_bytes": size,
             "sequential_share": seq,
-            "durability_share": d["flush_fua_share"],
-            "sync_calls": bool(d["sync_calls"]),
+            "durability_share": d.flush_fua_share,
+            "sync_calls": bool(d.sync_calls),
         },
-        "rule": "see fingerprint/classify.py: read/write-mostly >= 70%, sequential >= 0.5 (random below), "
+        rule="see fingerprint/classify.py: read/write-mostly >= 70%, sequential >= 0.5 (random below), "
         "small <= 32 KiB, large >= 64 KiB",
-    }
+    )
 
 
-def classify_bound(s: dict[str, Any]) -> dict[str, Any]:
-    d = s["durability"]
-    lat = s["latency"] or {}
-    size = s["size"]["mean_bytes"] or 0.0
-    seq = s["sequential"]["share"] or 0.0
+def _fsync_latency(s: Scope) -> tuple[float | None, float | None, float | None]:
+    """p50, p99 and mean of the latency a committer waits on: fsync as the application saw it (the
+    most frequent call), else the device latency of the flush requests."""
+    calls = s.durability.sync_calls
+    if calls:
+        main = max(calls.values(), key=lambda c: c.calls)
+        return main.p50_us, main.p99_us, main.mean_us
+    flush = (s.latency or {}).get("flush")
+    if flush is not None:
+        return flush.p50_us, flush.p99_us, flush.mean_us
+    return None, None, None
+
+
+def classify_bound(s: Scope) -> doc.Bound:
+    d = s.durability
+    lat = s.latency or {}
+    size = s.size.mean_bytes or 0.0
+    seq = s.sequential.share or 0.0
     service_known = bool(lat)
-
-    sync_calls = d["sync_calls"]
-    commit_rate = d["commit_rate_per_s"] if sync_calls else d["flush_rate_per_s"]
-    # The latency a committer waits on: fsync as the application saw it, else the device latency
-    # of the flush/FUA requests is not separated here, so the write p50 stands in for it.
-    fsync_p50_us = fsync_p99_us = fsync_mean_us = None
-    if sync_calls:
-        main = max(sync_calls.values(), key=lambda c: c["calls"])
-        fsync_p50_us, fsync_p99_us, fsync_mean_us = main["p50_us"], main["p99_us"], main["mean_us"]
-    elif "flush" in lat:
-        f = lat["flush"]
-        fsync_p50_us, fsync_p99_us, fsync_mean_us = f["p50_us"], f["p99_us"], f["mean_us"]
-    busy = None
-    if commit_rate is not None and fsync_mean_us is not None:
-        busy = commit_rate * fsync_mean_us / 1e6
+    commit_rate = d.commits_per_s if d.sync_calls else d.flush_fua_per_s
+    p50, p99, mean = _fsync_latency(s)
+    busy = commit_rate * mean / 1e6 if commit_rate is not None and mean is not None else None
     numbers = {
-        "iops": s["intensity"]["iops_mean"],
-        "mbps": s["intensity"]["mbps_mean"],
+        "iops": s.intensity.iops,
+        "mbps": s.intensity.mbps,
         "mean_size_bytes": size,
         "sequential_share": seq,
-        "durability_share": d["flush_fua_share"],
+        "durability_share": d.flush_fua_share,
         "commit_rate_per_s": commit_rate,
-        "fsync_p50_us": fsync_p50_us,
-        "fsync_p99_us": fsync_p99_us,
-        "fsync_mean_us": fsync_mean_us,
+        "fsync_p50_us": p50,
+        "fsync_p99_us": p99,
+        "fsync_mean_us": mean,
         "commit_busy_share": busy,
-        "mean_inflight": (s["inflight"] or {}).get("mean"),
-        "latency_p99_us": lat.get("all", {}).get("p99_us"),
+        "mean_inflight": s.inflight.mean if s.inflight else None,
+        "latency_p99_us": lat["all"].p99_us if "all" in lat else None,
     }
-    share = d["flush_fua_share"]
+    share = d.flush_fua_share
     committing = commit_rate is not None and commit_rate >= 1
     commit_heavy = share is not None and share >= COMMIT_SHARE
     # The measured busy share, when there is one, overrules the count: a flush-heavy stream whose
@@ -126,12 +135,9 @@ def classify_bound(s: dict[str, Any]) -> dict[str, Any]:
         verdict = "fsync-latency-bound"
         why = f"{commit_rate:,.0f} commits/s"
         if share is not None:
-            why += f", flush/FUA are {share:.0%} of I/Os"
+            why += f", flush/FUA are {share:.0%} of requests"
         if busy is not None:
-            why += (
-                f"; fsync p50 {fsync_p50_us:,.0f} us, p99 {fsync_p99_us:,.0f} us, "
-                f"{busy:.0%} of wall time spent in it"
-            )
+            why += f"; fsync p50 {p50:,.0f} µs, p99 {p99:,.0f} µs, {busy:.0%} of wall time spent in it"
         if numbers["mean_inflight"] is not None:
             why += f"; mean in-flight {numbers['mean_inflight']:.1f}"
         why += ": commit latency, not IOPS or bandwidth, sets the pace"
@@ -142,17 +148,14 @@ def classify_bound(s: dict[str, Any]) -> dict[str, Any]:
         verdict = "IOPS-bound"
         why = f"mean size {size / KIB:.1f} KiB, {seq:.0%} sequential: operations/s is the demand"
         if numbers["iops"] is not None:
-            why += f" ({numbers['iops']:.0f} IOPS mean)"
+            why += f" ({numbers['iops']:,.0f} IOPS mean)"
     if not fsync_bound and committing and commit_heavy and busy is not None:
         why += (
-            f"; commits are {share:.0%} of I/Os ({commit_rate:,.0f}/s) but fsync takes {busy:.0%} of wall "
-            f"time (mean {fsync_mean_us:,.0f} us), under the {COMMIT_BUSY:.0%} at which commits set the pace"
+            f"; commits are {share:.0%} of requests ({commit_rate:,.0f}/s) but fsync takes {busy:.0%} of "
+            f"wall time (mean {mean:,.0f} µs), under the {COMMIT_BUSY:.0%} at which commits set the pace"
         )
     if not service_known:
         why += "; demand-side only: the trace has no latency, so whether the device set the pace is unknown"
-    return {
-        "verdict": verdict,
-        "side": "demand+service" if service_known else "demand-only",
-        "why": why,
-        "numbers": numbers,
-    }
+    return doc.Bound(
+        verdict=verdict, side="demand+service" if service_known else "demand-only", why=why, numbers=numbers
+    )

@@ -11,6 +11,11 @@ import typer
 
 from iofp.windows import DEFAULT_WINDOW
 
+WINDOW_HELP = (
+    f"Window of the regimes (1s, 500ms; at least 1ms). Default {DEFAULT_WINDOW}: the smallest of 1, 2, 5, "
+    "10, 30, 60 s (1-500 ms for a trace under 20 s) whose median window holds >= 25 I/Os."
+)
+
 
 def import_cmd(
     fmt: str = typer.Argument(
@@ -43,9 +48,7 @@ def import_cmd(
 
 def fingerprint_cmd(
     trace: Path = typer.Argument(..., help="An iofp trace directory (captured or imported)."),
-    window: str = typer.Option(
-        DEFAULT_WINDOW, "--window", help="Window of the time series and regimes (1s, 500ms; at least 1ms)."
-    ),
+    window: str | None = typer.Option(None, "--window", help=WINDOW_HELP, show_default=False),
     device: str | None = typer.Option(None, "--device", help="Only this device (as named in the trace)."),
     between: tuple[str, str] | None = typer.Option(
         None, "--between", help="Also summarise T1..T2: HH:MM:SS[.fff] wall clock or seconds from start."
@@ -55,20 +58,20 @@ def fingerprint_cmd(
     force: bool = typer.Option(False, "--force", help="Overwrite an existing --json file."),
 ) -> None:
     """Fingerprint a trace: IOPS/MB/s/latency, mix, sizes, locality, burstiness, flushes, the
-    steady and spike regimes, the workload shape and its bound.
+    steady, baseline and spike regimes (spikes ranked biggest first), the workload shape and its bound.
 
-    Example: iofp fingerprint mysql.trace --window 1s --json mysql.fp.json --label service=db
+    Example: iofp fingerprint mysql.trace --json mysql.fp.json --label service=db
     """
     from fingerprint.api import fingerprint_trace, write_json
     from fingerprint.compute import Options
     from fingerprint.summary import render
     from iofp.contract import check_output_file
     from iofp.values import parse_labels
-    from iofp.windows import parse_window_ns
+    from iofp.windows import parse_window_option
 
     if json_out is not None:
         check_output_file(json_out, force=force)
-    opts = Options(parse_window_ns(window), device, between, parse_labels(label))
+    opts = Options(parse_window_option(window), device, between, parse_labels(label))
     fp = fingerprint_trace(trace, opts)
     render(fp)
     if json_out is not None:
@@ -102,7 +105,7 @@ def diff_cmd(
 def report_cmd(
     trace: Path = typer.Argument(..., help="An iofp trace directory."),
     out: Path = typer.Option(..., "-o", "--out", help="The HTML file to write."),
-    window: str = typer.Option(DEFAULT_WINDOW, "--window", help="Window of the timeline and regimes."),
+    window: str | None = typer.Option(None, "--window", help=WINDOW_HELP, show_default=False),
     device: str | None = typer.Option(None, "--device", help="Only this device."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing report."),
 ) -> None:
@@ -111,15 +114,15 @@ def report_cmd(
 
     Example: iofp report mysql.trace -o mysql.html
     """
-    from fingerprint.api import fingerprint_trace, write_text
+    from fingerprint.api import report_trace, write_text
     from fingerprint.compute import Options
     from fingerprint.report import render_html
     from iofp.contract import check_output_file
-    from iofp.windows import parse_window_ns
+    from iofp.windows import parse_window_option
 
     check_output_file(out, force=force)
-    fp = fingerprint_trace(trace, Options(parse_window_ns(window), device))
-    write_text(render_html(fp), out, force=force)
+    fp, tl = report_trace(trace, Options(parse_window_option(window), device))
+    write_text(render_html(fp, tl), out, force=force)
     typer.echo(f"Wrote {out}. Next: open it in a browser, or iofp fingerprint {trace} --json fp.json")
 
 

@@ -1,6 +1,6 @@
 """What changed between two fingerprints, split into demand changes and service changes.
 
-`diff(a, b) -> DiffResult` compares two fingerprint dicts (A = before, B = after) metric by metric.
+`diff(a, b) -> DiffResult` compares two fingerprints (A = before, B = after) metric by metric.
 Demand metrics describe what the workload asked for (IOPS, MB/s, mix, size, sequentiality,
 burstiness, flush and commit rates, footprint); service metrics describe how the device answered
 (latency percentiles, fsync latency). A metric is flagged when it moves beyond its threshold:
@@ -11,13 +11,17 @@ The verdict separates "the workload got harder" (demand moved) from "the device 
 directions decide: latency moving against the load (faster under more load, slower under less)
 says which way the device went; latency moving with it cannot be pinned on the device from
 fingerprints alone, and the verdict says so. The steady-state scope is compared when
-both fingerprints have one (it is the like-for-like regime); otherwise the whole trace.
+both fingerprints have one (it is the like-for-like regime); else the baseline (the windows in no
+spike) when both have one; otherwise the whole trace.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from iofp.fingerprint_doc import Fingerprint, Scope
 
 
 @dataclass(frozen=True)
@@ -28,25 +32,26 @@ class Metric:
     threshold: float
     absolute: bool = False  # threshold in share points rather than relative change
     harder_when: int = 1  # +1: a rise makes the workload harder (or the device slower); -1: a fall
+    unit: str = ""  # printed with the values where the name does not say it (latencies: µs)
 
 
 METRICS: tuple[Metric, ...] = (
-    Metric("IOPS", ("intensity", "iops_mean"), "demand", 0.20),
-    Metric("MB/s", ("intensity", "mbps_mean"), "demand", 0.20),
-    Metric("read share (count)", ("mix", "read_share_count"), "demand", 0.10, absolute=True, harder_when=-1),
+    Metric("IOPS", ("intensity", "iops"), "demand", 0.20),
+    Metric("MB/s", ("intensity", "mbps"), "demand", 0.20),
+    Metric("read share (count)", ("mix", "read_share"), "demand", 0.10, absolute=True, harder_when=-1),
     Metric("mean size (bytes)", ("size", "mean_bytes"), "demand", 0.25, harder_when=-1),
     Metric("sequential share", ("sequential", "share"), "demand", 0.10, absolute=True, harder_when=-1),
     Metric("peak/mean IOPS, 1 s", ("burstiness", "1s", "peak_to_mean"), "demand", 0.50),
     Metric("peak/mean IOPS, 100 ms", ("burstiness", "100ms", "peak_to_mean"), "demand", 0.50),
     Metric("dispersion index, 1 s", ("burstiness", "1s", "index_of_dispersion"), "demand", 1.00),
-    Metric("flush+FUA per s", ("durability", "flush_rate_per_s"), "demand", 0.25),
-    Metric("fsync-family calls per s", ("durability", "commit_rate_per_s"), "demand", 0.25),
+    Metric("flush+FUA per s", ("durability", "flush_fua_per_s"), "demand", 0.25),
+    Metric("fsync-family calls per s", ("durability", "commits_per_s"), "demand", 0.25),
     Metric("footprint (4 KiB blocks)", ("footprint", "blocks_4k"), "demand", 0.25),
-    Metric("latency p50", ("latency", "all", "p50_us"), "service", 0.20),
-    Metric("latency p99", ("latency", "all", "p99_us"), "service", 0.25),
-    Metric("latency p99.9", ("latency", "all", "p99_9_us"), "service", 0.50),
-    Metric("read latency p99", ("latency", "read", "p99_us"), "service", 0.25),
-    Metric("write latency p99", ("latency", "write", "p99_us"), "service", 0.25),
+    Metric("latency p50", ("latency", "all", "p50_us"), "service", 0.20, unit="µs"),
+    Metric("latency p99", ("latency", "all", "p99_us"), "service", 0.25, unit="µs"),
+    Metric("latency p99.9", ("latency", "all", "p99_9_us"), "service", 0.50, unit="µs"),
+    Metric("read latency p99", ("latency", "read", "p99_us"), "service", 0.25, unit="µs"),
+    Metric("write latency p99", ("latency", "write", "p99_us"), "service", 0.25, unit="µs"),
 )
 # Demand metrics whose movement makes a latency comparison unfair ("comparable demand"). Flush and
 # commit rates are load too: each flush drains the device's write cache, and the writes queued
@@ -75,6 +80,7 @@ class Change:
     threshold_is_absolute: bool
     flagged: bool
     direction: str  # "harder", "easier", "slower", "faster" or "" when not flagged
+    unit: str = ""
 
 
 @dataclass
@@ -97,33 +103,41 @@ class DiffResult:
         return asdict(self)
 
 
-def _get(d: dict[str, Any] | None, path: tuple[str, ...]) -> float | None:
+def _get(d: Any, path: tuple[str, ...]) -> float | None:
+    """The number at `path` (attributes of the document's dataclasses, keys of its dicts), or None."""
     for k in path:
-        if not isinstance(d, dict):
+        if dataclasses.is_dataclass(d):
+            d = getattr(d, k, None)
+        elif isinstance(d, dict):
+            d = d.get(k)
+        else:
             return None
-        d = d.get(k)
     return d if isinstance(d, (int, float)) and not isinstance(d, bool) else None
 
 
-def _sync_p99(scope: dict[str, Any]) -> float | None:
-    calls = (scope.get("durability") or {}).get("sync_calls") or {}
+def _sync_p99(scope: Scope) -> float | None:
+    calls = scope.durability.sync_calls
     if not calls:
         return None
-    main = max(calls.values(), key=lambda c: c["calls"])
-    return main.get("p99_us")
+    return max(calls.values(), key=lambda c: c.calls).p99_us
 
 
-def diff(a: dict[str, Any], b: dict[str, Any]) -> DiffResult:
+def diff(a: Fingerprint, b: Fingerprint) -> DiffResult:
     """Compare fingerprint `a` (before) with `b` (after)."""
     notes = []
-    if a.get("steady") and b.get("steady"):
+    if a.steady and b.steady:
         scope = "steady"
+    elif a.baseline and b.baseline:
+        scope = "baseline"
+        notes.append("compared baselines (the windows in no spike): at least one has no steady state")
     else:
         scope = "whole"
-        notes.append("compared whole traces: at least one fingerprint has no steady-state windows")
-    sa, sb = a[scope], b[scope]
+        notes.append(
+            "compared whole traces: at least one fingerprint has neither a steady state nor a baseline"
+        )
+    sa, sb = getattr(a, scope), getattr(b, scope)
     changes = [_change(m, _get(sa, m.path), _get(sb, m.path)) for m in METRICS]
-    fs = Metric("fsync p99", ("fsync_p99",), "service", 0.25)
+    fs = Metric("fsync p99", ("fsync_p99",), "service", 0.25, unit="µs")
     changes.append(_change(fs, _sync_p99(sa), _sync_p99(sb)))
 
     demand = [c for c in changes if c.kind == "demand" and c.flagged]
@@ -135,7 +149,7 @@ def diff(a: dict[str, Any], b: dict[str, Any]) -> DiffResult:
     # Which way the load moved: over the load metrics only, since burstiness or footprint moving
     # the other way says little about how busy the device was.
     heavier = sum(c.direction == "harder" for c in load) - sum(c.direction == "easier" for c in load)
-    if a[scope].get("latency") is None or b[scope].get("latency") is None:
+    if sa.latency is None or sb.latency is None:
         notes.append("at least one trace has no latency: only demand can be compared")
 
     if not demand and not service:
@@ -161,8 +175,8 @@ def diff(a: dict[str, Any], b: dict[str, Any]) -> DiffResult:
         comparable_demand=comparable,
         verdict=verdict,
         notes=notes,
-        a_labels=(a.get("provenance") or {}).get("labels", {}),
-        b_labels=(b.get("provenance") or {}).get("labels", {}),
+        a_labels=a.provenance.labels,
+        b_labels=b.provenance.labels,
     )
 
 
@@ -209,4 +223,4 @@ def _change(m: Metric, va: float | None, vb: float | None) -> Change:
     if flagged and delta is not None:
         up = delta * m.harder_when > 0
         direction = ("harder" if up else "easier") if m.kind == "demand" else ("slower" if up else "faster")
-    return Change(m.name, m.kind, va, vb, rel, delta, m.threshold, m.absolute, flagged, direction)
+    return Change(m.name, m.kind, va, vb, rel, delta, m.threshold, m.absolute, flagged, direction, m.unit)

@@ -1,8 +1,10 @@
 """`iofp report`: one self-contained HTML page for a fingerprint (inline SVG and CSS, no network).
 
-`render_html(fp)` takes a fingerprint dict (from `compute`) and returns the page: the timeline
-(IOPS, MB/s, latency p50/p99, mean in-flight) with steady windows shaded green and spikes red,
-the size and latency histograms, and the per-scope tables the terminal summary shows.
+`render_html(fp, timeline)` takes a fingerprint and the timeline drawn from its trace in its windows
+(fingerprint/timeline.py; a fingerprint holds no per-window series) and returns the page: the
+timeline (IOPS, MB/s, latency p50/p99, mean in-flight) with steady windows shaded green and spikes
+red, the spikes biggest first, the size and latency histograms, and the per-scope tables the
+terminal summary shows.
 """
 
 from __future__ import annotations
@@ -11,9 +13,11 @@ import html
 import math
 from importlib import resources
 from string import Template
-from typing import Any
 
-from fingerprint.summary import ROWS
+from fingerprint.summary import ROWS, baseline_line, steady_line, window_line
+from fingerprint.timeline import Timeline
+from iofp import regimes
+from iofp.fingerprint_doc import Fingerprint, Histogram, Provenance
 
 W, H, PAD_L, PAD_B, PAD_T = 1100, 150, 64, 22, 10
 MAX_POINTS = 2000  # per chart; longer series are reduced to per-bucket maxima (peaks survive)
@@ -40,10 +44,22 @@ def _reduce(xs: list[float], ys: list[float | None]) -> tuple[list[float], list[
     return rx, ry
 
 
-def _timeline(fp: dict[str, Any], key: str, label: str, scale: float = 1.0, extra: str | None = None) -> str:
-    s = fp["series"]["window"]
+def _runs(classes: list[int], cls: int) -> list[tuple[int, int]]:
+    out: list[list[int]] = []
+    for k, c in enumerate(classes):
+        if c == cls and out and out[-1][1] == k - 1:
+            out[-1][1] = k
+        elif c == cls:
+            out.append([k, k])
+    return [(a, b) for a, b in out]
+
+
+def _timeline(
+    fp: Fingerprint, tl: Timeline, key: str, label: str, scale: float = 1.0, extra: str | None = None
+) -> str:
+    s = tl.columns
     xs: list[float] = s["start_s"]
-    width = s["width_s"]
+    width = tl.window_s
     t_end = (xs[-1] + width) if xs else 1.0
     lines = [(key, "#3a6ea5")] + ([(extra, "#c0392b")] if extra else [])
     data = []
@@ -59,19 +75,19 @@ def _timeline(fp: dict[str, Any], key: str, label: str, scale: float = 1.0, extr
         return PAD_T + (H - PAD_T - PAD_B) * (1 - v / ymax)
 
     out = [f'<svg class="chart" data-series="{key}" width="{W}" height="{H}" viewBox="0 0 {W} {H}">']
-    reg = fp["regimes"]
-    for a, z in reg["steady_ranges_s"]:
+    for a, z in _runs(s["regime"], regimes.STEADY):
         out.append(
-            f'<rect class="regime steady" data-start="{a:g}" data-end="{z:g}" x="{X(a):.1f}" y="{PAD_T}" '
-            f'width="{max(X(z) - X(a), 0.5):.1f}" height="{H - PAD_T - PAD_B}" fill="{STEADY}"/>'
+            f'<rect class="regime steady" data-start="{a * width:g}" data-end="{(z + 1) * width:g}" '
+            f'x="{X(a * width):.1f}" y="{PAD_T}" width="{max(X((z + 1) * width) - X(a * width), 0.5):.1f}" '
+            f'height="{H - PAD_T - PAD_B}" fill="{STEADY}"/>'
         )
-    for sp in reg["spikes"]:
-        a, z = sp["start_s"], sp["end_s"]
+    for sp in sorted(fp.regimes.spikes, key=lambda sp: sp.start_s):
+        a, z = sp.start_s, sp.end_s
         out.append(
-            f'<rect class="regime spike" data-start="{a:g}" data-end="{z:g}" '
-            f'data-peak="{sp["peak_iops"]:.0f}" '
+            f'<rect class="regime spike" data-start="{a:g}" data-end="{z:g}" data-rank="{sp.rank}" '
+            f'data-peak-iops="{sp.peak_iops:.0f}" '
             f'x="{X(a):.1f}" y="{PAD_T}" width="{max(X(z) - X(a), 0.5):.1f}" height="{H - PAD_T - PAD_B}" '
-            f'fill="{SPIKE}"/>'
+            f'fill="{SPIKE}"><title>spike #{sp.rank}: peak {sp.peak_iops:,.0f} IOPS</title></rect>'
         )
     for k, color, rx, ry in data:
         pts = " ".join(
@@ -94,10 +110,10 @@ def _timeline(fp: dict[str, Any], key: str, label: str, scale: float = 1.0, extr
     return "\n".join(out)
 
 
-def _bars(hist: dict[str, Any] | None, title: str, unit: str) -> str:
+def _bars(hist: Histogram | None, title: str, unit: str) -> str:
     if not hist:
         return f'<div class="hist"><b>{html.escape(title)}</b><p>not in this trace</p></div>'
-    counts, limits = hist["counts"], hist["limits"]
+    counts, limits = hist.counts, hist.limits
     labels = [f"≤{_fmt(v)}" for v in limits] + [f">{_fmt(limits[-1])}"]
     n = len(counts)
     bw, h = 26, 160
@@ -122,85 +138,89 @@ def _bars(hist: dict[str, Any] | None, title: str, unit: str) -> str:
     return "\n".join(out)
 
 
-def _scope_table(fp: dict[str, Any]) -> str:
-    scopes = [(n, fp[n]) for n in ("whole", "steady", "spike", "between") if fp.get(n)]
-    head = "".join(f'<th data-scope="{n}">{n} ({s["windows"]} windows)</th>' for n, s in scopes)
+def _scope_table(fp: Fingerprint) -> str:
+    scopes = fp.scopes()
+    head = "".join(f'<th data-scope="{s.name}">{s.name} ({s.windows} windows)</th>' for s in scopes)
     rows = [f"<tr><th></th>{head}</tr>"]
     for label, get in ROWS:
-        cells = "".join(f"<td>{html.escape(get(s))}</td>" for _, s in scopes)
+        cells = "".join(f"<td>{html.escape(get(s))}</td>" for s in scopes)
         rows.append(f"<tr><td>{html.escape(label)}</td>{cells}</tr>")
     return '<table id="scopes">' + "\n".join(rows) + "</table>"
 
 
-def _spike_table(fp: dict[str, Any]) -> str:
-    sp = fp["regimes"]["spikes"]
-    if not sp:
-        return "<p>No spike windows.</p>"
+def _spike_table(fp: Fingerprint) -> str:
+    reg = fp.regimes
+    if not reg.spikes:
+        return "<p>No spikes.</p>"
     rows = [
-        "<tr><th>start (s)</th><th>end (s)</th><th>duration (s)</th><th>peak IOPS</th>"
-        "<th>mean IOPS</th><th>peak MB/s</th><th>peak / trace mean</th></tr>"
+        "<tr><th>rank</th><th>start (s)</th><th>end (s)</th><th>duration (s)</th><th>peak IOPS</th>"
+        "<th>baseline IOPS</th><th>peak MB/s</th><th>excess I/Os</th><th>share of I/Os</th>"
+        "<th>tripped by</th><th>significance (Li-Ma)</th></tr>"
     ]
-    for s in sp[:200]:
-        p2m = "-" if s["peak_to_mean"] is None else f"{s['peak_to_mean']:.2f}"
+    for s in reg.spikes:
+        share = "-" if s.io_share is None else f"{s.io_share:.1%}"
         rows.append(
-            f"<tr><td>{s['start_s']:g}</td><td>{s['end_s']:g}</td><td>{s['duration_s']:g}</td>"
-            f"<td>{s['peak_iops']:,.0f}</td><td>{s['mean_iops']:,.0f}</td><td>{s['peak_mbps']:,.2f}</td>"
-            f"<td>{p2m}</td></tr>"
+            f"<tr><td>{s.rank}</td><td>{s.start_s:g}</td><td>{s.end_s:g}</td><td>{s.duration_s:g}</td>"
+            f"<td>{s.peak_iops:,.1f}</td><td>{s.baseline_iops:,.1f}</td><td>{s.peak_mbps:,.2f}</td>"
+            f"<td>{s.excess_ios:+,.0f}</td><td>{share}</td><td>{s.tripped}</td><td>{s.significance:.1f}</td></tr>"
         )
-    more = f"<p>{len(sp) - 200} more spikes in the JSON.</p>" if len(sp) > 200 else ""
+    more = (
+        f"<p>{reg.spikes_total - len(reg.spikes)} smaller spikes are counted, not listed.</p>"
+        if reg.spikes_total > len(reg.spikes)
+        else ""
+    )
     return '<table id="spikes">' + "\n".join(rows) + "</table>" + more
 
 
-def _incomplete(prov: dict[str, Any]) -> list[str]:
+def _incomplete(prov: Provenance) -> list[str]:
     """The contract's note on a trace whose writer did not finish (no trace.json), shown first."""
-    why = (prov.get("extra") or {}).get("incomplete")
+    why = (prov.extra or {}).get("incomplete")
     return [f'<div class="verdict" id="incomplete"><b>Warning:</b> {html.escape(why)}</div>'] if why else []
 
 
-def render_html(fp: dict[str, Any]) -> str:
-    prov, reg, b = fp["provenance"], fp["regimes"], fp["bound"]
-    devices = ", ".join(prov["devices"]) or "-"
-    title = f"iofp report: {prov['source']} ({devices})"
-    whole = fp["whole"]
-    lat = whole.get("latency") or {}
+def render_html(fp: Fingerprint, tl: Timeline) -> str:
+    prov, reg, b = fp.provenance, fp.regimes, fp.whole.bound
+    devices = ", ".join(prov.devices) or "-"
+    title = f"iofp report: {prov.source} ({devices})"
+    whole = fp.whole
+    lat = whole.latency or {}
+    labels = ", ".join(f"{k}={v}" for k, v in prov.labels.items()) or "-"
     parts = [
         f"<h1>{html.escape(title)}</h1>",
-        f'<div class="prov">host {html.escape(str(prov["host"]))} · '
-        f"kernel {html.escape(str(prov['kernel']))} · "
-        f"{prov['duration_s']:,.3f} s · trace by iofp {html.escape(str(prov['trace_tool_version']))}, "
-        f"fingerprint v{fp['fingerprint_version']} · lost events {prov['lost_events']} · labels "
-        f"{html.escape(', '.join(f'{k}={v}' for k, v in prov['labels'].items()) or '-')}</div>",
+        f'<div class="prov">host {html.escape(str(prov.host))} · kernel {html.escape(str(prov.kernel))} · '
+        f"{prov.duration_s:,.3f} s · trace by iofp {html.escape(str(prov.trace_tool_version))}, "
+        f"fingerprint v{fp.fingerprint_version} · lost events {prov.lost_events} · labels "
+        f"{html.escape(labels)}</div>",
         *_incomplete(prov),
-        f'<div class="verdict" id="verdict"><b>{html.escape(fp["shape"]["class"])}, '
-        f"{html.escape(b['verdict'])}</b> ({b['side']}): {html.escape(b['why'])}</div>",
-        f'<p id="regimes">Steady state: <b>{reg["steady_windows"]}</b> of {reg["windows"]} windows '
-        f"(SNIA PTS rule). Spikes: <b>{len(reg['spikes'])}</b> ({reg['spike_windows']} windows above "
-        f"{reg['spike_threshold_iops']:,.1f} IOPS or {reg.get('spike_threshold_mbps', 0):,.2f} MB/s; steady "
-        f"median {reg['steady_median_iops']:,.1f} IOPS, {reg.get('steady_median_mbps', 0):,.2f} MB/s).</p>",
+        f'<div class="verdict" id="verdict"><b>{html.escape(whole.shape.name)}, '
+        f"{html.escape(b.verdict)}</b> ({b.side}): {html.escape(b.why)}</div>",
+        f'<p id="regimes">Steady state: <b>{reg.steady.windows}</b> of {reg.windows} windows (SNIA PTS '
+        f"rule). Spikes: <b>{reg.spikes_total}</b> ({reg.spike_windows} windows), biggest first below.</p>",
+        "<ul>" + "".join(f"<li>{html.escape(x)}</li>" for x in (window_line(fp), steady_line(fp),
+                                                                 baseline_line(fp))) + "</ul>",
         "<h2>Timeline</h2>",
         f'<div class="legend"><span><i class="sw" style="background:{STEADY}"></i>steady</span>'
         f'<span><i class="sw" style="background:{SPIKE}"></i>spike</span>'
         '<span style="color:#3a6ea5">p50 / value</span><span style="color:#c0392b">p99</span></div>',
-        _timeline(fp, "iops", f"IOPS per {fp['params']['window_s']:g} s window"),
-        _timeline(fp, "mbps", "MB/s"),
-    ]
+        _timeline(fp, tl, "iops", f"IOPS (reads, writes, discards) per {tl.window_s:g} s window"),
+        _timeline(fp, tl, "mbps", "MB/s"),
+    ]  # fmt: skip
     if lat:
-        label = "read+write latency p50 / p99 (µs)"
-        parts.append(_timeline(fp, "lat_p50_ns", label, 1e-3, extra="lat_p99_ns"))
-    if whole.get("inflight"):
-        parts.append(_timeline(fp, "mean_inflight", "mean in-flight at issue"))
+        parts.append(_timeline(fp, tl, "lat_p50_us", "read+write latency p50 / p99 (µs)", extra="lat_p99_us"))
+    if whole.inflight:
+        parts.append(_timeline(fp, tl, "mean_inflight", "mean in-flight at issue"))
     parts += [
         "<h2>Fingerprint</h2>",
         _scope_table(fp),
-        "<h2>Spikes</h2>",
+        "<h2>Spikes, biggest (most I/Os over the baseline) first</h2>",
         _spike_table(fp),
         "<h2>Histograms (vscsiStats bins, whole trace)</h2>",
         '<div class="hists">',
-        _bars(whole["size"]["hist"]["all"], "I/O size", "bytes"),
-        _bars((lat.get("all") or {}).get("hist_us"), "latency", "µs"),
-        _bars(whole["seek"]["hist"]["all"], "seek distance", "512 B LBNs"),
-        _bars(whole["interarrival"]["hist"], "inter-arrival", "µs"),
-        _bars((whole.get("inflight") or {}).get("hist", {}).get("all"), "in-flight at issue", "I/Os"),
+        _bars(whole.size.hist.all, "I/O size", "bytes"),
+        _bars(lat["all"].hist_us if "all" in lat else None, "latency", "µs"),
+        _bars(whole.seek.hist.all, "seek distance", "512 B LBNs"),
+        _bars(whole.interarrival.hist, "inter-arrival", "µs"),
+        _bars(whole.inflight.hist.all if whole.inflight else None, "in-flight at issue", "I/Os"),
         "</div>",
     ]
     tpl = Template(resources.files("fingerprint").joinpath("report.html").read_text())

@@ -1,112 +1,174 @@
-"""The terminal summary of a fingerprint: whole trace, steady state, spikes, and the bound."""
+"""The terminal summary of a fingerprint: its scopes side by side, the window and how it was chosen,
+the steady-state verdict (and by how much it missed), the baseline, the spikes biggest first, and the
+bound. Every number carries its unit (in the row label or beside it); a ratio names both terms."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
+from iofp import regimes
+from iofp.fingerprint_doc import Fingerprint, Scope
+from iofp.values import duration_text
 
-def _num(v: Any, fmt: str = "{:,.0f}") -> str:
+SHOWN_SPIKES = 5
+
+
+def _num(v: float | None, fmt: str = "{:,.0f}") -> str:
     return "-" if v is None else fmt.format(v)
 
 
-def _pct(v: Any) -> str:
+def _pct(v: float | None) -> str:
     return "-" if v is None else f"{v:.1%}"
 
 
-def _lat(s: dict[str, Any], op: str, key: str) -> Any:
-    return ((s.get("latency") or {}).get(op) or {}).get(key)
-
-
-def _reads(s: dict[str, Any]) -> str:
-    return f"{_pct(s['mix']['read_share_count'])} / {_pct(s['mix']['read_share_bytes'])}"
+def _lats(s: Scope, op: str = "all", n: int = 3) -> str:
+    lat = (s.latency or {}).get(op)
+    if lat is None:
+        return "-"
+    return " / ".join(f"{v:,.0f}" for v in (lat.p50_us, lat.p99_us, lat.p99_9_us)[:n])
 
 
 def _kib(v: float | None) -> str:
     return _num(None if v is None else v / 1024, "{:,.1f}")
 
 
-def _mib(v: float | None) -> str:
-    return _num(None if v is None else v / 2**20, "{:,.1f}")
-
-
-def _inflight(s: dict[str, Any]) -> str:
-    i = s["inflight"]
-    return "-" if not i else f"{i['mean']:.1f} / {i['p99']}"
-
-
-def _burst(s: dict[str, Any]) -> str:
-    b = s["burstiness"]
-    return f"{_num(b['100ms']['peak_to_mean'], '{:.1f}')} / {_num(b['1s']['peak_to_mean'], '{:.1f}')}"
-
-
-def _lats(
-    s: dict[str, Any], op: str = "all", keys: tuple[str, ...] = ("p50_us", "p99_us", "p99_9_us")
-) -> str:
-    if _lat(s, op, "p50_us") is None:
-        return "-"
-    return " / ".join(f"{_lat(s, op, k):,.0f}" for k in keys)
-
-
-ROWS: list[tuple[str, Callable[[dict[str, Any]], str]]] = [
-    ("I/Os", lambda s: _num(s["ios"])),
-    ("seconds", lambda s: _num(s["seconds"], "{:,.1f}")),
-    ("IOPS (mean)", lambda s: _num(s["intensity"]["iops_mean"], "{:,.1f}")),
-    ("MB/s (mean)", lambda s: _num(s["intensity"]["mbps_mean"], "{:,.2f}")),
-    ("reads by count / bytes", _reads),
-    ("mean size (KiB)", lambda s: _kib(s["size"]["mean_bytes"])),
-    ("sequential", lambda s: _pct(s["sequential"]["share"])),
-    ("in-flight mean / p99", _inflight),
-    ("inter-arrival CV", lambda s: _num(s["interarrival"]["cv"], "{:.2f}")),
-    ("peak/mean 100ms / 1s", _burst),
-    ("dispersion (1s)", lambda s: _num(s["burstiness"]["1s"]["index_of_dispersion"], "{:.1f}")),
-    ("flush+FUA /s", lambda s: _num(s["durability"]["flush_rate_per_s"], "{:,.1f}")),
-    ("fsync-family /s", lambda s: _num(s["durability"]["commit_rate_per_s"], "{:,.1f}")),
-    # `all` is reads and writes (compute.DATA_LATENCY_OPS); flushes have their own row
-    ("r+w latency p50 / p99 / p99.9 (µs)", _lats),
-    ("flush latency p50 / p99 (µs)", lambda s: _lats(s, "flush", ("p50_us", "p99_us"))),
-    ("footprint (MiB)", lambda s: _mib(s["footprint"]["bytes"])),
-    ("I/O on hottest 1% blocks", lambda s: _pct(s["footprint"]["hot_1pct_io_share"])),
-    ("shape", lambda s: s["shape"]["class"]),
-    ("bound", lambda s: s["bound"]["verdict"]),
-]
-
-
-def render(fp: dict[str, Any], console: Console | None = None) -> None:
-    console = console or Console()
-    prov = fp["provenance"]
-    scopes = [(n, fp[n]) for n in ("whole", "steady", "spike", "between") if fp.get(n)]
-    title = (
-        f"{prov['source']} · {', '.join(prov['devices']) or '-'} · {prov['duration_s']:,.1f} s · "
-        f"window {fp['params']['window_s']:g} s"
+def _inflight(s: Scope) -> str:
+    return (
+        "-" if s.inflight is None or s.inflight.mean is None else f"{s.inflight.mean:.1f} / {s.inflight.p99}"
     )
-    t = Table(title=title, title_justify="left")
-    t.add_column("")
-    for name, s in scopes:
-        t.add_column(f"{name} ({s['windows']} win)", justify="right")
-    for label, get in ROWS:
-        t.add_row(label, *(get(s) for _, s in scopes))
-    console.print(t)
-    reg = fp["regimes"]
-    console.print(
-        f"steady: {reg['steady_windows']} of {reg['windows']} windows; spike threshold "
-        f"{reg['spike_threshold_iops']:,.1f} IOPS or {reg.get('spike_threshold_mbps', 0):,.2f} MB/s "
-        f"(steady median {reg['steady_median_iops']:,.1f} IOPS, {reg.get('steady_median_mbps', 0):,.2f} MB/s)"
+
+
+def _burst(s: Scope) -> str:
+    """The busiest second's I/Os over the mean second's: both terms of the peak-to-mean ratio."""
+    b = s.burstiness["1s"]
+    return f"{_num(b.peak_ios)} / {_num(b.mean_ios)}"
+
+
+ROWS: list[tuple[str, Callable[[Scope], str]]] = [
+    ("I/Os (r+w+discard)", lambda s: _num(s.ios)),
+    ("IOPS (mean)", lambda s: _num(s.intensity.iops, "{:,.1f}")),
+    ("MB/s (mean)", lambda s: _num(s.intensity.mbps, "{:,.2f}")),
+    ("reads: I/Os / bytes", lambda s: f"{_pct(s.mix.read_share)} / {_pct(s.mix.read_share_bytes)}"),
+    ("mean size (KiB)", lambda s: _kib(s.size.mean_bytes)),
+    ("sequential", lambda s: _pct(s.sequential.share)),
+    ("in-flight mean/p99", _inflight),
+    ("flushes /s", lambda s: _num(s.intensity.flushes_per_s, "{:,.1f}")),
+    ("flush+FUA /s", lambda s: _num(s.durability.flush_fua_per_s, "{:,.1f}")),
+    ("fsync-family /s", lambda s: _num(s.durability.commits_per_s, "{:,.1f}")),
+    # `all` is reads and writes (scope.DATA_LATENCY_OPS); flushes have their own row
+    ("r+w µs p50/99/99.9", _lats),
+    ("flush µs p50/p99", lambda s: _lats(s, "flush", 2)),
+    ("IOPS: peak s / mean s", _burst),
+    ("IOPS dispersion 1 s", lambda s: _num(s.burstiness["1s"].index_of_dispersion, "{:.1f}")),
+    ("footprint (MiB)", lambda s: _num(s.footprint and s.footprint.bytes / 2**20, "{:,.1f}")),
+    ("I/Os on hot 1% blocks", lambda s: _pct(s.footprint and s.footprint.hot_1pct_io_share)),
+    ("shape", lambda s: s.shape.name),
+    ("bound", lambda s: s.bound.verdict),
+]  # fmt: skip
+
+
+def shown_scopes(fp: Fingerprint) -> list[Scope]:
+    """The columns: the whole trace; the steady state when it covers at least half of the baseline,
+    else the baseline (the windows in no spike: on a sparse production trace a few steady windows
+    say little about the rest); the spikes; and a --between span."""
+    middle = fp.steady
+    if fp.baseline is not None and (middle is None or middle.windows < fp.baseline.windows / 2):
+        middle = fp.baseline if fp.spike else middle
+    return [s for s in (fp.whole, middle, fp.spike, fp.between) if s is not None]
+
+
+def seconds_text(t: float, window_s: float) -> str:
+    """A time on the trace's clock, with the decimals its windows need (5 s: none; 250 ms: two)."""
+    d = next((d for d in range(10) if abs(window_s * 10**d - round(window_s * 10**d)) < 1e-9), 9)
+    return f"{t:,.{d}f}"
+
+
+def window_line(fp: Fingerprint) -> str:
+    reg, w = fp.regimes, fp.params.window_ns
+    how = "--window" if fp.params.window_rule == "--window" else "the default rule"
+    line = (
+        f"window {duration_text(w)} ({how}): {reg.windows:,} windows, median "
+        f"{reg.window_ios_median:,.0f} I/Os per window"
     )
-    if reg.get("sparse"):
-        console.print(f"[yellow]{reg['sparse']['hint']}[/yellow]")
-    for sp in reg["spikes"][:5]:
-        console.print(
-            f"  spike {sp['start_s']:,.1f}-{sp['end_s']:,.1f} s ({sp['duration_s']:g} s): peak "
-            f"{sp['peak_iops']:,.0f} IOPS, mean {sp['mean_iops']:,.0f}, "
-            f"peak/mean {_num(sp['peak_to_mean'], '{:.1f}')}"
+    return line + (f"; {reg.sparse_hint}" if reg.sparse_hint else "")
+
+
+def steady_line(fp: Fingerprint) -> str:
+    st, reg = fp.regimes.steady, fp.regimes
+    if st.met:
+        return f"steady (SNIA PTS rule over 5-window blocks): {st.windows:,} of {reg.windows:,} windows"
+    if st.closest_range_pct is None:
+        return f"steady: none of {reg.windows:,} windows (too few, or no I/O, for a 5-window block)"
+    at = seconds_text(st.closest_start_s or 0.0, fp.params.window_ns / 1e9)
+    line = (
+        f"steady: no 5-window block meets the SNIA rule (range <= 20%, slope <= 10% of the mean); the "
+        f"closest, at {at} s, has range {st.closest_range_pct:.0f}% and slope {st.closest_slope_pct:.0f}% of "
+        f"its {st.closest_mean_iops:,.1f} IOPS"
+    )
+    if reg.window_ios_median < regimes.SNIA_NOISE_IOS:
+        line += (
+            f"; counting noise alone fails it below ~{regimes.SNIA_NOISE_IOS} I/Os per window "
+            f"(median here {reg.window_ios_median:,.0f})"
         )
-    if len(reg["spikes"]) > 5:
-        console.print(f"  ... and {len(reg['spikes']) - 5} more spikes (see --json)")
-    if prov.get("lost_events"):
-        console.print(f"[red]the capture lost {prov['lost_events']:,} events[/red]: {prov['loss']}")
-    b = fp["bound"]
-    console.print(f"[bold]{fp['shape']['class']}, {b['verdict']}[/bold] ({b['side']}): {b['why']}")
+    return line
+
+
+def baseline_line(fp: Fingerprint) -> str:
+    b, t = fp.regimes.baseline, fp.regimes.thresholds
+    return (
+        f"baseline (the windows in no spike): {b.windows:,} of {fp.regimes.windows:,}, median "
+        f"{b.median_iops:,.1f} IOPS and {b.median_mbps:,.2f} MB/s; a window is hot above "
+        f"{t.hot_iops:,.1f} IOPS or {t.hot_mbps:,.2f} MB/s"
+    )
+
+
+TRIPPED = {"iops": "IOPS", "mbps": "MB/s", "both": "both"}
+
+
+def spike_table(fp: Fingerprint) -> Table:
+    reg, w_s = fp.regimes, fp.params.window_ns / 1e9
+    t = Table(
+        title=f"spikes: {reg.spikes_total:,}, biggest (most I/Os over the baseline) first",
+        title_justify="left",
+        box=None,
+    )
+    for col in ("#", "from-to (s)", "peak IOPS", "base IOPS", "peak MB/s", "+I/Os", "of all", "by"):
+        t.add_column(col, justify="left" if col in ("from-to (s)", "by") else "right")
+    for sp in reg.spikes[:SHOWN_SPIKES]:
+        t.add_row(
+            str(sp.rank), f"{seconds_text(sp.start_s, w_s)}-{seconds_text(sp.end_s, w_s)}",
+            f"{sp.peak_iops:,.1f}", f"{sp.baseline_iops:,.1f}", f"{sp.peak_mbps:,.2f}",
+            f"{sp.excess_ios:+,.0f}", _pct(sp.io_share), TRIPPED[sp.tripped],
+        )  # fmt: skip
+    if reg.spikes_total > SHOWN_SPIKES:
+        t.caption = f"... and {reg.spikes_total - SHOWN_SPIKES:,} smaller (all ranked in --json)"
+        t.caption_justify = "left"
+    return t
+
+
+def render(fp: Fingerprint, console: Console | None = None) -> None:
+    console = console or Console()
+    prov = fp.provenance
+    title = f"{prov.source} · {', '.join(prov.devices) or '-'} · {prov.duration_s:,.1f} s"
+    t = Table(title=escape(title), title_justify="left")
+    t.add_column("", no_wrap=True)
+    scopes = shown_scopes(fp)
+    for s in scopes:
+        t.add_column(f"{s.name}\n{s.windows:,} win", justify="right")
+    for label, get in ROWS:
+        t.add_row(label, *(escape(get(s)) for s in scopes))
+    console.print(t)
+    for line in (window_line(fp), steady_line(fp), baseline_line(fp)):
+        console.print(escape(line))
+    if fp.regimes.spikes_total:
+        console.print(spike_table(fp))
+    else:
+        console.print("spikes: none")
+    if prov.lost_events:
+        console.print(f"[red]the capture lost {prov.lost_events:,} events[/red]: {escape(str(prov.loss))}")
+    b = fp.whole.bound
+    console.print(f"[bold]{escape(fp.whole.shape.name)}, {b.verdict}[/bold] ({b.side}): {escape(b.why)}")

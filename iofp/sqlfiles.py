@@ -6,5 +6,5 @@ from importlib import resources
 
 @cache
 def load_sql(package: str, name: str) -> str:
-    """`load_sql("fingerprint.sql", "window_series")` -> the text of fingerprint/sql/window_series.sql."""
+    """`load_sql("fingerprint.sql", "timeline")` -> the text of fingerprint/sql/timeline.sql."""
     return resources.files(package).joinpath(f"{name}.sql").read_text()

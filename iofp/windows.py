@@ -1,11 +1,14 @@
 """The time spans every stage selects by: --between (a span on a trace's clock) and --window (the
-width of the per-window series and of the regimes), each with one rule for its limits."""
+width of the per-window series and of the regimes), each with one rule for its limits, and the one
+rule for the default window when no --window is given."""
 
 from __future__ import annotations
 
 import itertools
 import math
 from collections.abc import Iterator
+
+import numpy as np
 
 from iofp.errors import BadInput
 from iofp.values import MAX_DURATION_NS, duration_text, parse_duration_ns
@@ -23,14 +26,53 @@ def check_between_s(t1: float, t2: float, flag: str = "--between") -> None:
 # The regime window (--window of iofp fingerprint, report, iolog and replay). Every window from the
 # first arrival to the last is a row of the series and of the regime rule, empty or not: `--window
 # 1us` over a 30 s trace is 30 M of them and minutes of CPU. Below 1 ms a window holds a handful of
-# I/Os at most (noise, not a regime); 2 M windows take ~30 s (17 µs each). The default is the one
-# every stage uses, so a fingerprint and a replay given no --window name the same windows.
-DEFAULT_WINDOW_NS = 10**9
+# I/Os at most (noise, not a regime); 2 M windows take ~30 s (17 µs each).
 MIN_WINDOW_NS = 1_000_000
 MAX_WINDOWS = 2_000_000
 
+# The default window, the same in every stage (so a fingerprint and a replay given no --window name
+# the same windows), adapts to the trace's length and density. A window of N I/Os carries Poisson
+# noise of sqrt(N): at N = 25 one standard deviation is 20% of the count, below that single windows
+# of noise read as spikes and nothing is steady (the 1 h MySQL trace at 1 s has a median of 5 I/Os
+# per window: 786 "spikes"). At least 20 windows give the baseline's median and MAD something to
+# stand on. Whole seconds for traces of 20 s and more (30 and 60 s are the coarse steps monitoring
+# uses); the 1-2-5 sub-second steps only for shorter traces (TPC-C's 0.136 s).
+WINDOW_STEPS_NS = (
+    *(m * 10**e for e in (6, 7, 8) for m in (1, 2, 5)),
+    *(s * 10**9 for s in (1, 2, 5, 10, 30, 60)),
+)
+DEFAULT_MIN_WINDOWS = 20
+DEFAULT_MIN_MEDIAN_IOS = 25
+DEFAULT_WINDOW = "auto"  # as the options' help shows it
+DEFAULT_WINDOW_RULE = (
+    "default: the smallest of 1, 2, 5, 10, 30, 60 s (1 ms to 500 ms for a trace under 20 s) whose median "
+    f"window holds >= {DEFAULT_MIN_MEDIAN_IOS} I/Os over >= {DEFAULT_MIN_WINDOWS} windows, else the "
+    f"widest giving {DEFAULT_MIN_WINDOWS} windows"
+)
 
-DEFAULT_WINDOW = duration_text(DEFAULT_WINDOW_NS)  # as the options' help shows it: "1s"
+
+def default_steps_ns(span_ns: int) -> list[int]:
+    """The candidate default windows for a trace spanning `span_ns` (first to last arrival): whole
+    seconds if it has DEFAULT_MIN_WINDOWS of them, else the sub-second steps. Each is a multiple of
+    the first, so one series at the first width gives every candidate's counts."""
+    seconds = [w for w in WINDOW_STEPS_NS if w >= 10**9]
+    if span_ns // seconds[0] + 1 >= DEFAULT_MIN_WINDOWS:
+        return seconds
+    return [w for w in WINDOW_STEPS_NS if w < 10**9]
+
+
+def default_window_ns(base_ios: np.ndarray, span_ns: int) -> int:
+    """DEFAULT_WINDOW_RULE, from the I/Os per window of the first of `default_steps_ns(span_ns)`
+    (every window from the first arrival to the last, empty ones included)."""
+    steps = default_steps_ns(span_ns)
+    base = steps[0]
+    usable = [w for w in steps if span_ns // w + 1 >= DEFAULT_MIN_WINDOWS] or steps[:1]
+    for w in usable:
+        m = w // base
+        counts = np.add.reduceat(base_ios, np.arange(0, len(base_ios), m)) if m > 1 else base_ios
+        if len(counts) and np.median(counts) >= DEFAULT_MIN_MEDIAN_IOS:
+            return w
+    return usable[-1]
 
 
 def _nice_windows() -> Iterator[int]:
@@ -63,3 +105,10 @@ def parse_window_ns(text: str, flag: str = "--window") -> int:
     window_ns = parse_duration_ns(text, flag)
     check_window_ns(window_ns, flag=flag)
     return window_ns
+
+
+def parse_window_option(text: str | None, flag: str = "--window") -> int | None:
+    """A --window value as parse_window_ns reads it, or None (the default rule) for none or 'auto'."""
+    if text is None or text.strip().lower() == DEFAULT_WINDOW:
+        return None
+    return parse_window_ns(text, flag)

@@ -18,7 +18,7 @@ import typer
 
 from iofp.errors import BadInput
 from iofp.values import parse_labels
-from iofp.windows import DEFAULT_WINDOW, DEFAULT_WINDOW_NS, parse_window_ns
+from iofp.windows import DEFAULT_WINDOW, parse_window_option
 
 if TYPE_CHECKING:
     from replay.selection import Selection
@@ -41,7 +41,7 @@ class SelectionArgs:
     def selection(self) -> Selection:
         from replay.selection import Selection
 
-        window_ns = DEFAULT_WINDOW_NS if self.window is None else parse_window_ns(self.window)
+        window_ns = parse_window_option(self.window)
         if self.window is not None and self.regime is None:  # --between and the whole trace have no windows
             raise BadInput(
                 f"--window {self.window} is the width of --regime's windows; add --regime steady or "
@@ -54,8 +54,8 @@ class SelectionArgs:
 
 
 _WINDOW_HELP = (
-    f"Width of --regime's windows, as for iofp fingerprint (default {DEFAULT_WINDOW}; at least 1ms): "
-    "pass the fingerprint's --window to select the windows it names."
+    f"Width of --regime's windows, as for iofp fingerprint (default {DEFAULT_WINDOW}, the fingerprint's "
+    "rule; at least 1ms): pass the fingerprint's --window, if it had one, to select the windows it names."
 )
 _SHARED: dict[str, tuple[Any, Any]] = {
     "device": (
@@ -74,7 +74,10 @@ _SHARED: dict[str, tuple[Any, Any]] = {
     "regime": (
         str | None,
         typer.Option(
-            None, "--regime", help="steady: the longest steady-state span; spike: the busiest spike."
+            None,
+            "--regime",
+            help="spike: the fingerprint's rank-1 (biggest) spike; steady: the longest steady-state run; "
+            "baseline: the longest run of windows in no spike.",
         ),
     ),
     # None, not the default itself, so that a --window with no --regime to use it can be told from none.

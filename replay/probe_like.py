@@ -44,10 +44,11 @@ def defaults() -> Workload:
 
 
 def load(path: Path) -> dict[str, Any]:
-    """The fingerprint at `path`, read and checked by the fingerprint stage (BadInput if unusable)."""
-    from fingerprint.api import read_json
+    """The fingerprint at `path`, read and checked through its contract (iofp/fingerprint_doc.py,
+    BadInput if unusable), as the JSON object from_fingerprint reads."""
+    from iofp import fingerprint_doc
 
-    return read_json(path)
+    return fingerprint_doc.load(path).to_dict()
 
 
 def from_fingerprint(doc: dict[str, Any], where: str) -> Workload:

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pyarrow as pa
+import numpy as np
 
-from iofp import duck, regimes
+from iofp import regimes
 from iofp.probe_result import Steadiness
 
 STEADY_WINDOWS = 5
@@ -43,13 +43,9 @@ def judge(series: list[float], window_s: float) -> Steadiness:
     mean = sum(last) / STEADY_WINDOWS
     spread = (max(last) - min(last)) / mean if mean else None
     slope = _slope_share(last, mean)
-    table = pa.table({"k": list(range(n)), "iops": series, "mbps": series})  # one size: bytes follow I/Os
-    con = duck.connect()
-    try:
-        steady = set(regimes.classify(con, table).steady)
-    finally:
-        con.close()
-    if all(k in steady for k in range(n - STEADY_WINDOWS, n)):
+    ios = np.asarray(series, float)  # one size: bytes follow I/Os
+    reg = regimes.classify(regimes.Series(0, round(window_s * 1e9), "probe", ios, ios, 1.0, 1.0, 1.0))
+    if (reg.classes[-STEADY_WINDOWS:] == regimes.STEADY).all():
         return Steadiness("steady", window_s, n, spread, slope)
     return Steadiness("not steady", window_s, n, spread, slope, f"last {STEADY_WINDOWS} of {n} windows")
 

@@ -2,14 +2,14 @@
 
 A selection is always one contiguous span of the trace's clock, so replaying it keeps every time gap
 between the I/Os it contains. `--regime` picks that span from the windows the fingerprint calls
-steady or spike: both stages run the one rule of iofp/regimes.py on the same per-window series
-(windows of --window, 1 s by default as for the fingerprint, from the first I/O of the selected
-device, or of all), so with the same --window and --device
+steady, baseline or spike: both stages classify the same per-window series with the one rule of
+iofp/regimes.py (windows of --window, or of the same default rule, from the first I/O of the
+selected device, or of all), so with the same --window and --device
 
-- steady: the longest run of steady windows (earliest on a tie): the longest of the fingerprint's
-  `steady_ranges_s`;
-- spike:  the run of consecutive spike windows that holds the busiest window, kept verbatim: the
-  fingerprint's spike with the highest peak IOPS (earliest on a tie).
+- spike:    the fingerprint's rank-1 spike (the most I/Os over the baseline), kept verbatim;
+- steady:   the longest run of steady windows (earliest on a tie);
+- baseline: the longest run of windows in no spike (earliest on a tie): a sparse production trace
+  with no steady state still has one.
 
 Without --device, the I/Os of every device in the trace go to the one replay target, in time order
 (offsets of different devices may then overlap on the target).
@@ -29,10 +29,10 @@ from iofp.contract import IO_SCHEMA, IO_TABLE, OPS, SYNC_TABLE, Trace
 from iofp.errors import BadInput
 from iofp.sqlfiles import load_sql
 from iofp.values import duration_text
-from iofp.windows import DEFAULT_WINDOW_NS, check_between_s, check_window_ns
+from iofp.windows import check_between_s, check_window_ns
 
 SQL = "replay.sql"
-REGIMES = ("steady", "spike")
+REGIMES = regimes.REGIME_NAMES
 _ALL = (-(2**63), 2**63 - 1)
 
 
@@ -40,10 +40,10 @@ _ALL = (-(2**63), 2**63 - 1)
 class Selection:
     device: str | None = None
     between: tuple[float, float] | None = None  # seconds on the trace's clock (ts_ns / 1e9), half-open
-    regime: str | None = None  # "steady" | "spike"
+    regime: str | None = None  # "steady" | "spike" | "baseline"
     reads_only: bool = False
-    # The width of --regime's windows; the fingerprint's default, so both name the same windows.
-    window_ns: int = DEFAULT_WINDOW_NS
+    # The width of --regime's windows; None: the fingerprint's default rule, so both name the same windows.
+    window_ns: int | None = None
 
     def check(self) -> None:
         if self.between is not None and self.regime is not None:
@@ -52,7 +52,8 @@ class Selection:
             check_between_s(*self.between)
         if self.regime is not None and self.regime not in REGIMES:
             raise BadInput(f"--regime {self.regime}: choose one of {', '.join(REGIMES)}")
-        check_window_ns(self.window_ns)  # the fingerprint's limits; the count once the span is known
+        if self.window_ns is not None:
+            check_window_ns(self.window_ns)  # the fingerprint's limits; the count once the span is known
 
 
 @dataclass
@@ -146,32 +147,23 @@ def resolve(con: duckdb.DuckDBPyConnection, trace: Trace, sel: Selection) -> Sel
 
 
 def _regime_span(con: duckdb.DuckDBPyConnection, trace: Trace, sel: Selection) -> tuple[int, int, str]:
-    window_ns = sel.window_ns
-    series = regimes.window_rates(con, window_ns, sel.device)
-    reg = regimes.classify(con, series)
-    runs: list[tuple[int, int]] = []  # [first, last] window indexes of consecutive windows of the regime
-    for k in reg.steady if sel.regime == "steady" else reg.spike:
-        if runs and runs[-1][1] == k - 1:
-            runs[-1] = (runs[-1][0], k)
-        else:
-            runs.append((k, k))
-    if not runs:
+    """The span --regime selects, from the fingerprint's own rule (iofp/regimes.py) on the same series."""
+    series = regimes.series(con, sel.window_ns, sel.device)
+    reg = regimes.classify(series)
+    window = duration_text(series.window_ns)
+    run = reg.run(sel.regime or "")
+    if run is None:
+        other = "--regime baseline (the longest stretch with no spike), " if sel.regime == "steady" else ""
         raise BadInput(
-            f"{trace.root}: no {sel.regime} windows among its {series.num_rows} windows of "
-            f"{duration_text(window_ns)}; pass another --window, or --between T1 T2"
+            f"{trace.root}: no {sel.regime} windows among its {series.windows} windows of {window}; "
+            f"pass {other}another --window, or --between T1 T2"
         )
-    if sel.regime == "steady":
-        first, last = max(runs, key=lambda r: (r[1] - r[0], -r[0]))
-    else:
-        iops = series["iops"].to_pylist()
-        peak = max(reg.spike, key=lambda k: (iops[k], -k))
-        first, last = next((a, b) for a, b in runs if a <= peak <= b)
-    start_ns = series["start_ns"]
-    t_lo = start_ns[first].as_py()
-    t_hi = start_ns[last].as_py() + window_ns
+    first, last = run
+    t_lo = series.t0_ns + first * series.window_ns
+    t_hi = series.t0_ns + (last + 1) * series.window_ns
     # The window numbers are the fingerprint's at the same width, so the width goes with them.
-    span = f"{t_lo / 1e9:.3f} s to {t_hi / 1e9:.3f} s"
-    how = f"{sel.regime} windows {first}-{last} of {duration_text(window_ns)} ({span})"
+    what = "spike #1 (the biggest):" if sel.regime == "spike" else f"{sel.regime}"
+    how = f"{what} windows {first}-{last} of {window} ({t_lo / 1e9:.3f} s to {t_hi / 1e9:.3f} s)"
     return t_lo, t_hi, how
 
 

@@ -4,6 +4,7 @@ written through the contract, and the shared real traces imported with `iofp imp
 from __future__ import annotations
 
 import gzip
+import math
 import sys
 from pathlib import Path
 
@@ -110,3 +111,16 @@ def load_result(out: Path) -> dict:
     from iofp.replay_result import load
 
     return load(out)[1].to_dict()
+
+
+def close(a: object, b: object) -> bool:
+    """Equal JSON values, floats to a relative 1e-12."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(close(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(close(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, float) or isinstance(b, float):
+        return (
+            isinstance(a, (int, float)) and isinstance(b, (int, float)) and math.isclose(a, b, rel_tol=1e-12)
+        )
+    return a == b

@@ -54,7 +54,7 @@ def quarters(tmp_path):
     paths = []
     for name, doc in (("q3", q3), ("q1", q1), ("q2", q2)):  # added out of order on purpose
         p = tmp_path / f"{name}.json"
-        p.write_text(json.dumps(doc))
+        p.write_text(json.dumps(doc.to_dict()))
         paths.append(p)
     return paths
 
@@ -77,9 +77,9 @@ def test_trend_orders_by_capture_time_and_separates_device_from_workload(tmp_pat
 
     code, out, err = run_iofp("catalog", "trend", "--service", "order-router", "--catalog", str(db))
     assert code == 0, err
-    # the numbers as `iofp diff` prints them (these were "5e+02 -> 1e+03")
+    # the numbers as `iofp diff` prints them, with their units (these were "5e+02 -> 1e+03")
     assert "demand  IOPS: 500 -> 1,000 (+100%, harder)" in out
-    assert "service latency p99: 100 -> 300 (+200%, slower)" in out
+    assert "service latency p99: 100 µs -> 300 µs (+200%, slower)" in out
 
     code, out, err = run_iofp("catalog", "trend", "--service", "order-router", "--catalog", str(db), "--json")
     assert code == 0, err

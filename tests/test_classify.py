@@ -9,11 +9,13 @@ import pytest
 
 from fingerprint.api import fingerprint_trace
 from iofp.contract import TraceMeta, TraceWriter
+from iofp.fingerprint_doc import Scope
 
 US = 1_000
 
 
-def write_trace(path, io: dict, sync: dict | None = None, source: str = "capture", seconds: int = 0) -> dict:
+def write_trace(path, io: dict, sync: dict | None = None, source: str = "capture", seconds: int = 0) -> Scope:
+    """The trace written through the contract, fingerprinted; its whole scope."""
     n = len(io["ts_ns"])
     devices = sorted(set(io.get("device", ["d0"])))
     meta = TraceMeta(source=source, devices={d: {} for d in devices}, duration_ns=seconds * 10**9 or None)
@@ -21,7 +23,7 @@ def write_trace(path, io: dict, sync: dict | None = None, source: str = "capture
         w.write("io", pa.table({"device": ["d0"] * n, **io}))
         if sync is not None:
             w.write("sync", pa.table(sync))
-    return fingerprint_trace(path)
+    return fingerprint_trace(path).whole
 
 
 def stream(n: int, size: int, op: str, start: int = 0, step_ns: int = 100 * US) -> dict:
@@ -35,12 +37,12 @@ def stream(n: int, size: int, op: str, start: int = 0, step_ns: int = 100 * US) 
 
 def test_sequential_small_reads_are_a_scan_not_point_reads(tmp_path):
     fp = write_trace(tmp_path / "seq4k", stream(4000, 4096, "read"))
-    assert fp["whole"]["sequential"]["share"] > 0.99
-    assert fp["shape"]["class"] == "small-block sequential scan"
+    assert fp.sequential.share > 0.99
+    assert fp.shape.name == "small-block sequential scan"
     # the same requests at random offsets are point reads
     rand = stream(4000, 4096, "read")
     rand["offset"] = np.random.default_rng(3).permutation(4000).astype(np.int64) * (1 << 20)
-    assert write_trace(tmp_path / "rand4k", rand)["shape"]["class"] == "OLTP point-read"
+    assert write_trace(tmp_path / "rand4k", rand).shape.name == "OLTP point-read"
 
 
 def test_sequential_read_and_write_streams_are_not_mixed_oltp(tmp_path):
@@ -50,11 +52,11 @@ def test_sequential_read_and_write_streams_are_not_mixed_oltp(tmp_path):
     io = {k: np.concatenate([np.asarray(r[k]), np.asarray(w[k])]) for k in r}
     io["device"] = ["d0"] * 2000 + ["d1"] * 1000
     fp = write_trace(tmp_path / "streams", io)
-    assert fp["whole"]["sequential"]["share"] > 0.99
-    assert fp["shape"]["class"] == "mixed sequential streams"
+    assert fp.sequential.share > 0.99
+    assert fp.shape.name == "mixed sequential streams"
 
 
-def commits(tmp_path, name: str, fsync_ns: int, lat: bool = True) -> dict:
+def commits(tmp_path, name: str, fsync_ns: int, lat: bool = True) -> Scope:
     """500 commits/s for 10 s: a 4 KiB log write, a flush, and an fdatasync taking `fsync_ns`."""
     n = 5000
     t = np.arange(n, dtype=np.int64) * 2_000_000
@@ -72,22 +74,22 @@ def commits(tmp_path, name: str, fsync_ns: int, lat: bool = True) -> dict:
 
 def test_cheap_commits_are_not_fsync_latency_bound(tmp_path):
     """Flushes are half the I/Os, but 500/s x 40 µs is 2% of the time spent in fsync."""
-    b = commits(tmp_path, "fast", 40 * US)["bound"]
-    assert b["numbers"]["commit_busy_share"] == pytest.approx(0.02)
-    assert b["verdict"] == "IOPS-bound"
-    assert b["why"].endswith(
-        "; commits are 50% of I/Os (500/s) but fsync takes 2% of wall time (mean 40 us), "
+    b = commits(tmp_path, "fast", 40 * US).bound
+    assert b.numbers["commit_busy_share"] == pytest.approx(0.02)
+    assert b.verdict == "IOPS-bound"
+    assert b.why.endswith(
+        "; commits are 50% of requests (500/s) but fsync takes 2% of wall time (mean 40 µs), "
         "under the 20% at which commits set the pace"
     )
 
 
 def test_slow_commits_are_fsync_latency_bound(tmp_path):
-    b = commits(tmp_path, "slow", 1_000 * US)["bound"]  # 500/s x 1 ms: half the time in fsync
-    assert b["numbers"]["commit_busy_share"] == pytest.approx(0.5)
-    assert b["verdict"] == "fsync-latency-bound" and "50% of wall time spent in it" in b["why"]
+    b = commits(tmp_path, "slow", 1_000 * US).bound  # 500/s x 1 ms: half the time in fsync
+    assert b.numbers["commit_busy_share"] == pytest.approx(0.5)
+    assert b.verdict == "fsync-latency-bound" and "50% of wall time spent in it" in b.why
 
 
 def test_without_latency_the_commit_share_stands_in(tmp_path):
-    b = commits(tmp_path, "nolat", 0, lat=False)["bound"]
-    assert b["numbers"]["commit_busy_share"] is None
-    assert (b["verdict"], b["side"]) == ("fsync-latency-bound", "demand-only")
+    b = commits(tmp_path, "nolat", 0, lat=False).bound
+    assert b.numbers["commit_busy_share"] is None
+    assert (b.verdict, b.side) == ("fsync-latency-bound", "demand-only")

@@ -315,12 +315,6 @@ def test_a_damaged_fingerprint_or_result_is_one_line(tmp_path, doc):
         assert err.startswith("iofp: ") and err.count("\n") == 1, err
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=TypeError,
-    reason="fingerprint/compute.py: data_ios - seq_ios with None on a trace of only flushes; the fp "
-    "helper's rewrite fixes it (remove this mark when it lands)",
-)
 @pytest.mark.parametrize("flushes", [1, 10, 500])
 def test_a_valid_trace_of_only_flushes_is_fingerprinted(tmp_path, flushes):
     root = tmp_path / "t"
@@ -333,6 +327,6 @@ def test_a_valid_trace_of_only_flushes_is_fingerprinted(tmp_path, flushes):
     code, _, err = run_iofp("fingerprint", str(root), "--json", str(tmp_path / "fp.json"))
     assert code == 0, err
     doc = json.loads((tmp_path / "fp.json").read_text())
-    assert doc["whole"]["durability"]["flushes"] == n
+    assert doc["whole"]["mix"]["flushes"] == n
     code, _, err = run_iofp("report", str(root), "-o", str(tmp_path / "r.html"))
     assert code == 0, err

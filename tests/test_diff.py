@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 
 import numpy as np
@@ -12,9 +13,10 @@ from helpers import run_iofp
 from fingerprint.api import fingerprint_trace, write_json
 from fingerprint.diff import diff
 from iofp.contract import TraceMeta, TraceWriter
+from iofp.fingerprint_doc import Fingerprint
 
 
-def trace(tmp_path, name: str, rate: int, lat_scale: float, seconds: int = 20) -> dict:
+def trace(tmp_path, name: str, rate: int, lat_scale: float, seconds: int = 20) -> Fingerprint:
     """Poisson 4 KiB random reads at `rate`/s whose latency is `lat_scale` x (50..150 µs)."""
     rng = np.random.default_rng(11)
     t = np.sort(rng.uniform(0, seconds, rng.poisson(rate * seconds)))
@@ -88,11 +90,11 @@ def test_load_and_latency_both_moving_are_judged_by_their_directions(fps, a, b, 
     assert r.verdict == verdict
 
 
-def _with_commits(doc: dict, per_s: float) -> dict:
-    doc = json.loads(json.dumps(doc))
-    for scope in ("whole", "steady"):
-        doc[scope]["durability"]["commit_rate_per_s"] = per_s
-    return doc
+def _with_commits(fp: Fingerprint, per_s: float) -> Fingerprint:
+    fp = copy.deepcopy(fp)
+    for scope in (fp.whole, fp.steady):
+        scope.durability.commits_per_s = per_s
+    return fp
 
 
 def test_a_commit_rate_change_is_load_not_comparable_demand(fps):
@@ -122,9 +124,9 @@ def test_cli_diff_json_and_bad_input(fps, tmp_path):
     assert err == f"iofp: {x}: not an iofp fingerprint; make one with iofp fingerprint TRACE --json OUT\n"
 
 
-def _broken(doc: dict, key: str, value: object) -> dict:
-    """A copy of `doc` with `key` (a.b.c) set to `value`, or removed when `value` is ...."""
-    doc = json.loads(json.dumps(doc))
+def _broken(fp: Fingerprint, key: str, value: object) -> dict:
+    """The JSON of `fp` with `key` (a.b.c) set to `value`, or removed when `value` is ...."""
+    doc = fp.to_dict()
     *parents, last = key.split(".")
     at = doc
     for k in parents:
@@ -137,14 +139,19 @@ def _broken(doc: dict, key: str, value: object) -> dict:
 
 
 BROKEN = [
-    ("provenance", "x", "`provenance` is a string; expected an object or null"),
+    ("provenance", "x", "`provenance` is a string; expected an object"),
     ("steady", "x", "`steady` is a string; expected an object or null"),
     ("whole", ..., "no `whole`; not a complete iofp fingerprint (make one with iofp fingerprint TRACE "
                    "--json OUT)"),
     ("whole.latency", [1], "`whole.latency` is a list; expected an object or null"),
-    ("whole.intensity.iops_mean", "fast",
-     "`whole.intensity.iops_mean` is a string; expected a number or null"),
-    ("provenance.labels", "x", "`provenance.labels` is a string; expected an object or null"),
+    ("whole.intensity.iops", "fast", "`whole.intensity.iops` is a string; expected a number or null"),
+    ("whole.mix.reads", 1.5, "`whole.mix.reads` is a number; expected an integer"),
+    ("whole.intensity", ..., "no `whole.intensity`; not a complete iofp fingerprint (make one with iofp "
+                             "fingerprint TRACE --json OUT)"),
+    ("provenance.labels", "x", "`provenance.labels` is a string; expected an object"),
+    ("regimes.spikes", {}, "`regimes.spikes` is an object; expected a list"),
+    ("fingerprint_version", 1, "fingerprint v1; this iofp reads v2 (make one with iofp fingerprint TRACE "
+                               "--json OUT again from its trace)"),
 ]  # fmt: skip
 
 
@@ -153,8 +160,6 @@ def test_a_malformed_fingerprint_is_one_line_naming_file_and_key(fps, tmp_path, 
     good = write_json(fps["base"], tmp_path / "good.json")
     bad = tmp_path / "bad.json"
     doc = _broken(fps["base"], key, value)
-    if key == "whole":
-        doc.pop("steady")  # neither scope: what diff used to fail on with KeyError 'whole'
     bad.write_text(json.dumps(doc))
     code, _, err = run_iofp("diff", str(bad), str(good))
     assert (code, err) == (2, f"iofp: {bad}: {why}\n")

@@ -1,18 +1,24 @@
 """Fingerprint: exact features on a hand-checkable tiny trace, regimes on a synthetic trace with a
-known steady part and a known spike, null features for columns a trace lacks, and the CLI."""
+known steady part and a known spike, the default window, null features for columns a trace lacks,
+traces of flushes alone, and the CLI."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pytest
-from helpers import run_iofp, synthetic_steady_with_spike
+from helpers import close, run_iofp, synthetic_steady_with_spike
 
-from fingerprint.api import fingerprint_trace
-from fingerprint.compute import BINS, Options
+from fingerprint import compute
+from fingerprint.api import fingerprint_trace, report_trace
+from fingerprint.compute import Options
+from fingerprint.scope import BINS
 from iofp.contract import TraceMeta, TraceWriter, open_trace
+from iofp.fingerprint_doc import Fingerprint, Histogram, dumps, from_dict
+from iofp.values import duration_text
 from replay import selection
 
 MS = 1_000_000
@@ -45,63 +51,63 @@ def tiny_trace(tmp_path):
     return tmp_path / "tiny"
 
 
-def counts(hist: dict, limits_key: str) -> dict[float, int]:
+def counts(hist: Histogram, limits_key: str) -> dict[float, int]:
     """{limit: count} of the non-empty buckets (inf for the '> last' bucket)."""
     limits = [*BINS[limits_key], float("inf")]
-    return {limits[i]: c for i, c in enumerate(hist["counts"]) if c}
+    assert hist.limits == BINS[limits_key]
+    return {limits[i]: c for i, c in enumerate(hist.counts) if c}
 
 
 def test_tiny_trace_features_are_exact(tiny_trace):
     fp = fingerprint_trace(tiny_trace, Options(window_ns=10 * MS))
-    assert fp["fingerprint_version"] == 1
-    p = fp["provenance"]
-    assert (p["host"], p["kernel"], p["source"], p["lost_events"]) == ("h1", "6.18", "capture", 0)
-    assert p["devices"] == {"d0": {"model": "m"}} and p["capture_window_ns"] == [0, 10 * MS]
-    w = fp["whole"]
-    assert (w["ios"], w["bytes"], w["mix"]["reads"], w["mix"]["writes"], w["mix"]["flushes"]) == (
-        6,
-        82432,
-        2,
-        3,
-        1,
-    )
-    assert w["mix"]["read_share_count"] == pytest.approx(2 / 6)
-    assert w["mix"]["read_share_bytes"] == pytest.approx(66048 / 82432)
-    assert w["size"]["mean_bytes"] == pytest.approx(82432 / 5)  # flushes carry no size
-    assert counts(w["size"]["hist"]["all"], "io_length_bytes") == {512: 1, 4096: 2, 8192: 1, 65536: 1}
-    assert counts(w["size"]["hist"]["read"], "io_length_bytes") == {512: 1, 65536: 1}
-    seq = w["sequential"]
-    assert (seq["share"], seq["runs"], seq["mean_run_ios"]) == (pytest.approx(3 / 5), 2, 2.5)
+    assert (fp.fingerprint_version, fp.params.window_ns, fp.params.window_rule) == (2, 10 * MS, "--window")
+    p = fp.provenance
+    assert (p.host, p.kernel, p.source, p.lost_events) == ("h1", "6.18", "capture", 0)
+    assert p.devices == {"d0": {"model": "m"}} and p.capture_window_ns == [0, 10 * MS]
+    w = fp.whole
+    # 6 requests, 5 of them I/Os (data requests); the flush is counted on its own, as iostat's f/s
+    assert (w.requests, w.ios, w.bytes, w.mix.reads, w.mix.writes, w.mix.flushes) == (6, 5, 82432, 2, 3, 1)
+    assert w.intensity.iops == pytest.approx(5 / 0.010)
+    assert w.intensity.flushes_per_s == pytest.approx(1 / 0.010)
+    assert w.mix.read_share == pytest.approx(2 / 5)
+    assert w.mix.read_share_bytes == pytest.approx(66048 / 82432)
+    assert w.size.mean_bytes == pytest.approx(82432 / 5)  # flushes carry no size
+    assert counts(w.size.hist.all, "io_length_bytes") == {512: 1, 4096: 2, 8192: 1, 65536: 1}
+    assert counts(w.size.hist.read, "io_length_bytes") == {512: 1, 65536: 1}
+    seq = w.sequential
+    assert (seq.share, seq.runs, seq.mean_run_ios) == (pytest.approx(3 / 5), 2, 2.5)
     # seek in LBNs from the previous data I/O's last LBN: +1 sequential; 2048 - 31 = +2017; 2049 - 2048 = +1
-    assert counts(w["seek"]["hist"]["all"], "seek_lbn") == {1: 3, 5000: 1}
-    assert counts(w["inflight"]["hist"]["all"], "outstanding_ios") == {1: 4, 2: 1, 4: 1}
-    assert w["inflight"]["max"] == 3
+    assert counts(w.seek.hist.all, "seek_lbn") == {1: 3, 5000: 1}
+    assert counts(w.inflight.hist.all, "outstanding_ios") == {1: 4, 2: 1, 4: 1}
+    assert w.inflight.max == 3
     # gaps 1, 1, 1, 1, 6 ms -> all in the <= 5000 µs bucket except the 6 ms one
-    assert counts(w["interarrival"]["hist"], "interarrival_us") == {1000: 4, 15000: 1}
-    assert w["interarrival"]["mean_us"] == pytest.approx(2000)
-    lat = w["latency"]
+    assert counts(w.interarrival.hist, "interarrival_us") == {1000: 4, 15000: 1}
+    assert w.interarrival.mean_us == pytest.approx(2000)
+    lat = w.latency
     # the headline ("all") is reads and writes: 100..500 µs; the 1 ms flush is reported on its own
-    assert (lat["all"]["p50_us"], lat["all"]["p99_us"], lat["all"]["p99_9_us"]) == (300, 500, 500)
-    assert (lat["all"]["ios"], lat["all"]["mean_us"], lat["all"]["max_us"]) == (5, 300, 500)
-    assert (lat["write"]["p50_us"], lat["write"]["p99_us"], lat["read"]["p50_us"]) == (200, 300, 400)
-    assert (lat["flush"]["ios"], lat["flush"]["p50_us"]) == (1, 1000)
-    assert counts(lat["all"]["hist_us"], "latency_us") == {100: 1, 500: 4}
-    d = w["durability"]
-    assert (d["flush_ops"], d["fua"], d["preflush"], d["sync_writes"]) == (1, 1, 1, 3)
-    assert d["flush_fua_share"] == pytest.approx(2 / 6) and d["sync_write_share"] == 1.0
-    assert d["flush_rate_per_s"] == pytest.approx(2 / 0.010)
-    assert (d["flush_gap_p50_us"], d["flush_gap_p99_us"]) == (2000, 2000)
-    assert d["sync_calls"]["fsync"]["calls"] == 2 and d["sync_calls"]["fsync"]["p99_us"] == 4000
-    assert d["commit_rate_per_s"] == pytest.approx(2 / 0.010)
+    assert (lat["all"].p50_us, lat["all"].p99_us, lat["all"].p99_9_us) == (300, 500, 500)
+    assert (lat["all"].ios, lat["all"].mean_us, lat["all"].max_us) == (5, 300, 500)
+    assert (lat["write"].p50_us, lat["write"].p99_us, lat["read"].p50_us) == (200, 300, 400)
+    assert (lat["flush"].ios, lat["flush"].p50_us) == (1, 1000)
+    assert counts(lat["all"].hist_us, "latency_us") == {100: 1, 500: 4}
+    d = w.durability
+    assert (d.fua, d.preflush, d.sync_writes) == (1, 1, 3)
+    assert d.flush_fua_share == pytest.approx(2 / 6) and d.sync_write_share == 1.0
+    assert d.flush_fua_per_s == pytest.approx(2 / 0.010)
+    assert (d.flush_gap_p50_us, d.flush_gap_p99_us) == (2000, 2000)
+    assert d.sync_calls["fsync"].calls == 2 and d.sync_calls["fsync"].p99_us == 4000
+    assert d.commits_per_s == pytest.approx(2 / 0.010)
     # blocks 0-3 (0..16 KiB) and 256-272 ((1 MiB) .. 1 MiB + 66 KiB): 4 + 17
-    assert w["footprint"]["blocks_4k"] == 21 and w["footprint"]["hot_1pct_blocks"] == 1
+    assert w.footprint.blocks_4k == 21 and w.footprint.hot_1pct_blocks == 1
     # the hottest block (1 of them: 1% of 21, rounded up) is block 256, where both reads start
-    assert w["footprint"]["hot_1pct_io_share"] == pytest.approx(2 / 5)
-    assert [(p["pid"], p["comm"], p["ios"]) for p in w["top_processes"]] == [(10, "db", 4), (20, "cat", 2)]
+    assert w.footprint.hot_1pct_io_share == pytest.approx(2 / 5)
+    procs = [(p.pid, p.comm, p.ios, p.reads, p.writes, p.flushes) for p in w.top_processes]
+    assert procs == [(10, "db", 3, 0, 3, 1), (20, "cat", 2, 2, 0, 0)]
     # 2 fsyncs in 10 ms, 3 ms each on average: the commit path is busy 60% of the time
-    assert fp["bound"]["verdict"] == "fsync-latency-bound" and fp["bound"]["side"] == "demand+service"
-    assert fp["bound"]["numbers"]["commit_busy_share"] == pytest.approx(0.6)
-    json.dumps(fp)  # JSON-ready as returned
+    assert w.bound.verdict == "fsync-latency-bound" and w.bound.side == "demand+service"
+    assert w.bound.numbers["commit_busy_share"] == pytest.approx(0.6)
+    assert json.loads(dumps(fp)) == fp.to_dict()  # JSON-ready as returned
+    assert from_dict(fp.to_dict(), "x") == fp  # and read back as written
 
 
 def test_imported_trace_without_latency_gives_null_features_and_a_demand_side_verdict(tmp_path):
@@ -111,14 +117,14 @@ def test_imported_trace_without_latency_gives_null_features_and_a_demand_side_ve
         w.write("io", pa.table({"ts_ns": [i * MS for i in range(n)], "device": ["x"] * n,
                                 "offset": [i * 8192 * 7 for i in range(n)], "size": [8192] * n,
                                 "op": ["read"] * n}))  # fmt: skip
-    fp = fingerprint_trace(tmp_path / "t")
-    w = fp["whole"]
-    assert w["latency"] is None and w["inflight"] is None
-    assert w["durability"]["flush_fua_share"] is None and w["durability"]["commit_rate_per_s"] is None
-    assert w["top_processes"] == []
-    assert fp["shape"]["class"] == "OLTP point-read"
-    assert fp["bound"]["side"] == "demand-only" and "demand-side only" in fp["bound"]["why"]
-    assert fp["bound"]["numbers"]["fsync_p50_us"] is None
+    w = fingerprint_trace(tmp_path / "t").whole
+    assert w.latency is None and w.inflight is None
+    assert w.durability.flush_fua_share is None and w.durability.commits_per_s is None
+    assert w.intensity.flushes_per_s is None  # the format cannot record a flush: not "0 flushes/s"
+    assert w.top_processes == []
+    assert w.shape.name == "OLTP point-read"
+    assert w.bound.side == "demand-only" and "demand-side only" in w.bound.why
+    assert w.bound.numbers["fsync_p50_us"] is None
 
 
 def test_a_burst_of_large_ios_at_the_same_iops_is_a_spike(tmp_path):
@@ -126,10 +132,10 @@ def test_a_burst_of_large_ios_at_the_same_iops_is_a_spike(tmp_path):
     # Fingerprint and replay selection both call it the spike.
     trace = synthetic_steady_with_spike(tmp_path, spike_rate=1000, spike_size=256 << 10)
     fp = fingerprint_trace(trace)
-    [sp] = fp["regimes"]["spikes"]
-    assert abs(sp["start_s"] - 30) <= 1 and abs(sp["end_s"] - 35) <= 1
-    assert sp["peak_mbps"] > 200 and sp["peak_iops"] < fp["regimes"]["spike_threshold_iops"]
-    assert fp["spike"]["intensity"]["iops_mean"] == pytest.approx(1000, rel=0.1)
+    [sp] = fp.regimes.spikes
+    assert abs(sp.start_s - 30) <= 1 and abs(sp.end_s - 35) <= 1
+    assert sp.peak_mbps > 200 and sp.peak_iops < fp.regimes.thresholds.hot_iops and sp.tripped == "mbps"
+    assert fp.spike.intensity.iops == pytest.approx(1000, rel=0.1)
     con = selection.connect(open_trace(trace))
     try:
         stats = selection.resolve(con, open_trace(trace), selection.Selection(regime="spike"))
@@ -140,26 +146,30 @@ def test_a_burst_of_large_ios_at_the_same_iops_is_a_spike(tmp_path):
 
 def test_synthetic_steady_part_and_spike_are_split_within_one_window(tmp_path):
     fp = fingerprint_trace(synthetic_steady_with_spike(tmp_path))
-    reg = fp["regimes"]
-    assert len(reg["spikes"]) == 1
-    sp = reg["spikes"][0]
-    assert abs(sp["start_s"] - 30) <= 1 and abs(sp["end_s"] - 35) <= 1
-    assert sp["peak_iops"] > 4500 and 4 <= sp["duration_s"] <= 6
+    reg = fp.regimes
+    assert fp.params.window_ns == 10**9  # the default rule: 1 s holds ~1,000 I/Os
+    [sp] = reg.spikes
+    assert abs(sp.start_s - 30) <= 1 and abs(sp.end_s - 35) <= 1
+    assert sp.peak_iops > 4500 and 4 <= sp.duration_s <= 6 and sp.rank == 1 and sp.tripped == "both"
+    assert sp.excess_ios == pytest.approx(5 * 4000, rel=0.05)
+    assert sp.io_share == pytest.approx(25 / 80, rel=0.05)
     # every window outside the spike (and its neighbours) is steady
-    assert reg["steady_windows"] >= 60 - 5 - 2
-    steady = fp["steady"]
-    assert steady["intensity"]["iops_mean"] == pytest.approx(1000, rel=0.05)
-    assert fp["spike"]["intensity"]["iops_mean"] == pytest.approx(5000, rel=0.05)
-    assert fp["whole"]["ios"] >= steady["ios"] + fp["spike"]["ios"]  # disjoint regimes
+    assert reg.steady.windows >= 60 - 5 - 2 and reg.steady.met
+    steady = fp.steady
+    assert steady.intensity.iops == pytest.approx(1000, rel=0.05)
+    assert fp.spike.intensity.iops == pytest.approx(5000, rel=0.05)
+    assert fp.whole.ios >= steady.ios + fp.spike.ios  # disjoint regimes
+    assert fp.whole.ios == fp.baseline.ios + fp.spike.ios  # the baseline is every window in no spike
     # Poisson arrivals: inter-arrival CV near 1 in the steady state; IDC(1 s) far above 1 overall
-    assert steady["interarrival"]["cv"] == pytest.approx(1.0, abs=0.1)
-    assert fp["whole"]["burstiness"]["1s"]["index_of_dispersion"] > 100
+    assert steady.interarrival.cv == pytest.approx(1.0, abs=0.1)
+    assert fp.whole.burstiness["1s"].index_of_dispersion > 100
 
 
 def test_between_selects_a_user_window_by_seconds_and_wall_clock(tmp_path):
     trace = synthetic_steady_with_spike(tmp_path)
     fp = fingerprint_trace(trace, Options(between=("30", "35")))
-    assert fp["between"]["intensity"]["iops_mean"] == pytest.approx(5000, rel=0.05)
+    assert fp.between.intensity.iops == pytest.approx(5000, rel=0.05)
+    assert (fp.between.span.from_, fp.between.span.to, fp.between.span.lo_ns) == ("30", "35", 30 * 10**9)
     from iofp.errors import BadInput
 
     with pytest.raises(BadInput, match="no wall clock"):
@@ -174,7 +184,8 @@ def test_cli_fingerprint_writes_json_and_refuses_to_overwrite(tiny_trace, tmp_pa
     assert "fsync-latency-bound" in stdout
     doc = json.loads(out.read_text())
     assert doc["provenance"]["labels"] == {"service": "db"}
-    assert list(doc)[:4] == ["fingerprint_version", "provenance", "params", "whole"]
+    assert list(doc) == ["fingerprint_version", "provenance", "params", "regimes", "whole", "steady",
+                         "baseline", "spike", "between"]  # fmt: skip
     code, _, err = run_iofp("fingerprint", str(tiny_trace), "--json", str(out))
     assert code == 2 and err == f"iofp: {out} already exists; pass --force to overwrite it\n"
     code, _, err = run_iofp("fingerprint", str(tiny_trace), "--window", "fast")
@@ -184,21 +195,43 @@ def test_cli_fingerprint_writes_json_and_refuses_to_overwrite(tiny_trace, tmp_pa
     assert code == 2 and err == "iofp: the trace has no I/O on device sdz; its devices: d0\n"
 
 
-def test_sparse_windows_are_flagged_with_a_wider_window_to_try(tmp_path):
-    # 5 I/Os per second for 60 s: a median of 5 per 1 s window; 30 s windows hold 150
-    n = 300
-    with TraceWriter(tmp_path / "sparse", TraceMeta(source="import:test")) as w:
-        w.write("io", pa.table({"ts_ns": [i * 200 * MS for i in range(n)], "device": ["x"] * n,
-                                "offset": [i * 4096 for i in range(n)], "size": [4096] * n,
+def _even_trace(root, per_s: float, seconds: float, size: int = 4096) -> Path:
+    """Writes at `per_s` evenly spaced over `seconds`, written through the contract."""
+    n = round(per_s * seconds)
+    step = seconds * 1e9 / n
+    with TraceWriter(root, TraceMeta(source="import:test")) as w:
+        w.write("io", pa.table({"ts_ns": [round(i * step) for i in range(n)], "device": ["x"] * n,
+                                "offset": [i * size for i in range(n)], "size": [size] * n,
                                 "op": ["write"] * n}))  # fmt: skip
-    reg = fingerprint_trace(tmp_path / "sparse")["regimes"]
-    assert reg["window_ios_median"] == 5 and reg["sparse"]["suggested_window_s"] == 30
-    hint = "windows are sparse (median 5 I/Os per 1 s window): regimes are noisy; try --window 30s"
-    assert reg["sparse"]["hint"] == hint
-    code, out, _ = run_iofp("fingerprint", str(tmp_path / "sparse"))
-    assert code == 0 and hint in " ".join(out.split())
-    dense = fingerprint_trace(synthetic_steady_with_spike(tmp_path))["regimes"]
-    assert dense["sparse"] is None and dense["window_ios_median"] > 900
+    return root
+
+
+@pytest.mark.parametrize(
+    ("per_s", "seconds", "window", "median"),
+    [
+        (1000, 60, "1s", 1000),  # dense: the smallest step, 1 s
+        (5, 300, "5s", 25),  # 5 I/Os per second: 1 s and 2 s windows hold 5 and 10
+        (5, 60, "2s", 10),  # as sparse, but 5 s windows would be 13: the widest giving 20 windows
+        (51_000, 0.136, "1ms", 51),  # TPC-C's shape: 0.136 s, so the sub-second steps
+    ],
+    ids=["dense", "sparse-long", "sparse-short", "tpcc-short"],
+)
+def test_the_default_window_is_the_smallest_step_holding_25_ios(tmp_path, per_s, seconds, window, median):
+    fp = fingerprint_trace(_even_trace(tmp_path / "t", per_s, seconds))
+    assert duration_text(fp.params.window_ns) == window and fp.params.window_rule.startswith("default: ")
+    assert fp.regimes.window_ios_median == median and fp.regimes.windows >= 20
+    want = (
+        f"windows are sparse (median {median} I/Os per {window} window, under 25): regimes stand on few I/Os"
+    )
+    assert fp.regimes.sparse_hint == (want if median < 25 else None)
+    code, out, _ = run_iofp("fingerprint", str(tmp_path / "t"))
+    assert code == 0 and f"window {window} (the default rule)" in " ".join(out.split())
+
+
+def test_an_explicit_window_is_kept_and_said_to_be_sparse(tmp_path):
+    fp = fingerprint_trace(_even_trace(tmp_path / "t", 5, 300), Options(window_ns=10**9))
+    assert fp.params.window_ns == 10**9 and fp.params.window_rule == "--window"
+    assert fp.regimes.sparse_hint.startswith("windows are sparse (median 5 I/Os per 1s window, under 25)")
 
 
 def nearest_rank(values: np.ndarray, num: int, den: int) -> int:
@@ -232,12 +265,12 @@ def test_latency_percentiles_are_exact_nearest_rank(tmp_path):
     fp = fingerprint_trace(tmp_path / "t", Options(between=("0.005", "0.02")))
     btw = (ts >= 5 * MS) & (ts <= 20 * MS)
     for scope, sel in (("whole", np.ones(n, bool)), ("between", btw)):
-        lat_fp = fp[scope]["latency"]
+        lat_fp = getattr(fp, scope).latency
         for op, pick in (("all", sel & (ops != "flush")), ("read", sel & (ops == "read")),
                          ("write", sel & (ops == "write")),
                          ("flush", sel & (ops == "flush"))):  # fmt: skip
             want = [nearest_rank(lat[pick], a, b) / 1e3 for a, b in ((1, 2), (99, 100), (999, 1000))]
-            got = [lat_fp[op]["p50_us"], lat_fp[op]["p99_us"], lat_fp[op]["p99_9_us"]]
+            got = [lat_fp[op].p50_us, lat_fp[op].p99_us, lat_fp[op].p99_9_us]
             assert got == want, (scope, op)
 
 
@@ -261,9 +294,9 @@ def test_footprint_counts_each_touched_block_once(tmp_path):
         return len({b for o, s in zip(offset[sel], size[sel], strict=True)
                     for b in range(o // 4096, (o + s - 1) // 4096 + 1)})  # fmt: skip
 
-    assert fp["whole"]["footprint"]["blocks_4k"] == touched(np.ones(n, bool))
+    assert fp.whole.footprint.blocks_4k == touched(np.ones(n, bool))
     btw = (ts >= 1000 * MS) & (ts <= 2000 * MS)
-    assert fp["between"]["footprint"]["blocks_4k"] == touched(btw)
+    assert fp.between.footprint.blocks_4k == touched(btw)
 
 
 def test_idle_capture_is_one_line_exit_2_everywhere(tmp_path):
@@ -328,16 +361,17 @@ def test_headline_latency_leaves_out_fast_flushes(tmp_path):
             "ts_ns": ts, "lat_ns": lat, "device": ["d0"] * (2 * n), "offset": np.arange(2 * n) * 4096,
             "size": np.where(ops == "flush", 0, 4096), "op": ops,
         }))  # fmt: skip
-    fp = fingerprint_trace(tmp_path / "t")
-    lat_fp = fp["whole"]["latency"]
-    assert (lat_fp["all"]["p50_us"], lat_fp["all"]["p99_us"], lat_fp["all"]["p99_9_us"]) == (50, 50, 3000)
-    assert lat_fp["all"]["ios"] == n and lat_fp["all"]["max_us"] == 5000
-    assert (lat_fp["flush"]["ios"], lat_fp["flush"]["p99_9_us"]) == (n, 10)
-    assert fp["bound"]["numbers"]["latency_p99_us"] == 50
-    assert fp["series"]["window"]["lat_p50_ns"] == [50_000]
+    fp, tl = report_trace(tmp_path / "t")
+    lat_fp = fp.whole.latency
+    assert (lat_fp["all"].p50_us, lat_fp["all"].p99_us, lat_fp["all"].p99_9_us) == (50, 50, 3000)
+    assert lat_fp["all"].ios == n and lat_fp["all"].max_us == 5000
+    assert (lat_fp["flush"].ios, lat_fp["flush"].p99_9_us) == (n, 10)
+    assert fp.whole.bound.numbers["latency_p99_us"] == 50
+    # the report's timeline, from the trace in the fingerprint's windows: the writes' own p50
+    assert len(tl) == fp.regimes.windows and set(tl.columns["lat_p50_us"]) == {50.0}
 
 
-def _burst_trace(tmp_path, name: str, source: str, duration_ns: int | None) -> dict:
+def _burst_trace(tmp_path, name: str, source: str, duration_ns: int | None) -> Fingerprint:
     """1,500 4 KiB writes and 100 fsyncs in the first 50 ms (a `--comm dd` capture's shape)."""
     n = 1500
     meta = TraceMeta(source=source, devices={"d0": {}}, duration_ns=duration_ns)
@@ -356,24 +390,54 @@ def _burst_trace(tmp_path, name: str, source: str, duration_ns: int | None) -> d
 def test_a_capture_rates_over_its_capture_window_an_import_over_its_io(tmp_path):
     span = 1499 * 33_333
     cap = _burst_trace(tmp_path, "cap", "capture", 5_300_000_000)
-    p, w = cap["provenance"], cap["whole"]
-    assert (p["duration_s"], p["duration_basis"], p["io_span_s"]) == (5.3, "capture window", span / 1e9)
-    assert w["seconds"] == 5.3
-    assert w["intensity"]["iops_mean"] == pytest.approx(1500 / 5.3)
-    assert w["intensity"]["mbps_mean"] == pytest.approx(1500 * 4096 / 1e6 / 5.3)
-    assert w["durability"]["commit_rate_per_s"] == pytest.approx(100 / 5.3)
-    assert w["durability"]["sync_calls"]["fdatasync"]["rate_per_s"] == pytest.approx(100 / 5.3)
+    p, w = cap.provenance, cap.whole
+    assert (p.duration_s, p.duration_basis, p.io_span_s) == (5.3, "capture window", span / 1e9)
+    assert w.seconds == 5.3
+    assert w.intensity.iops == pytest.approx(1500 / 5.3)
+    assert w.intensity.mbps == pytest.approx(1500 * 4096 / 1e6 / 5.3)
+    assert w.durability.commits_per_s == pytest.approx(100 / 5.3)
+    assert w.durability.sync_calls["fdatasync"].rate_per_s == pytest.approx(100 / 5.3)
     code, out, _ = run_iofp("fingerprint", str(tmp_path / "cap"))
-    assert code == 0 and "capture · d0 · 5.3 s · window 1 s" in out and "283.0" in out  # 1500 / 5.3 s
+    assert code == 0 and "capture · d0 · 5.3 s" in out and "283.0" in out  # 1500 / 5.3 s
     # an import's duration_ns is its I/O span; a capture window shorter than the I/O is not trusted
     for fp in (
         _burst_trace(tmp_path, "imp", "import:fio", span),
         _burst_trace(tmp_path, "odd", "capture", 1000),
     ):
-        p, w = fp["provenance"], fp["whole"]
-        assert (p["duration_s"], p["duration_basis"], w["seconds"]) == (
-            span / 1e9,
-            "first to last I/O",
-            span / 1e9,
-        )
-        assert w["intensity"]["iops_mean"] == pytest.approx(1500 / (span / 1e9))
+        p, w = fp.provenance, fp.whole
+        assert (p.duration_s, p.duration_basis, w.seconds) == (span / 1e9, "first to last I/O", span / 1e9)
+        assert w.intensity.iops == pytest.approx(1500 / (span / 1e9))
+
+
+@pytest.mark.parametrize("flushes", [1, 10, 500])
+def test_a_trace_of_flushes_alone_fingerprints_and_reports(tmp_path, flushes):
+    """A valid capture of a device that only saw cache flushes (no data request at all)."""
+    ts = np.arange(flushes, dtype=np.int64) * 2 * MS
+    meta = TraceMeta(source="capture", devices={"d0": {}})
+    with TraceWriter(tmp_path / "t", meta) as w:
+        w.write("io", pa.table({"ts_ns": ts, "lat_ns": np.full(flushes, 30_000), "device": ["d0"] * flushes,
+                                "offset": np.zeros(flushes, np.int64), "size": np.zeros(flushes, np.int32),
+                                "op": ["flush"] * flushes, "preflush": [True] * flushes}))  # fmt: skip
+    fp = fingerprint_trace(tmp_path / "t")
+    w = fp.whole
+    assert (w.requests, w.ios, w.bytes, w.mix.flushes) == (flushes, 0, 0, flushes)
+    assert w.intensity.iops == (0 if flushes > 1 else None)  # one flush spans no time to divide by
+    assert w.size.mean_bytes is None and w.sequential.share is None and w.mix.read_share is None
+    assert w.latency["flush"].p50_us == 30 and "all" not in w.latency
+    assert w.shape.name == "flushes only" and fp.regimes.spikes == [] and not fp.regimes.steady.met
+    code, _, err = run_iofp("fingerprint", str(tmp_path / "t"), "--json", str(tmp_path / "fp.json"))
+    assert code == 0, err
+    assert close(from_dict(json.loads((tmp_path / "fp.json").read_text()), "fp.json").to_dict(), fp.to_dict())
+    code, _, err = run_iofp("report", str(tmp_path / "t"), "-o", str(tmp_path / "r.html"))
+    assert code == 0 and "flushes only" in (tmp_path / "r.html").read_text(), err
+
+
+def test_a_baseline_of_steady_windows_alone_is_the_steady_summary(tmp_path, monkeypatch):
+    """When every window in no spike is steady, compute copies the steady summary as the baseline
+    instead of summarising the same rows twice: it must be what summarising them gives."""
+    trace = synthetic_steady_with_spike(tmp_path)
+    copied = fingerprint_trace(trace)
+    monkeypatch.setattr(compute.Frame, "baseline_is_steady", property(lambda self: False))
+    summarised = fingerprint_trace(trace)
+    assert copied.regimes.baseline.windows == copied.regimes.steady.windows  # the case this is about
+    assert close(copied.to_dict(), summarised.to_dict())  # floats to 1e-12: parallel sums vary

@@ -267,20 +267,20 @@ def test_shared_traces_reproduce_the_readme_figures(shared_traces, tmp_path, nam
     r = import_trace("auto", [shared_traces / name], tmp_path / "t")
     assert r.rows == n
     fp = fingerprint_trace(tmp_path / "t")
-    w = fp["whole"]
-    assert w["ios"] == n
-    assert w["footprint"]["blocks_4k"] == footprint
+    w = fp.whole
+    assert w.ios == n
+    assert w.footprint.blocks_4k == footprint
     close = {
-        "duration": (fp["provenance"]["duration_s"], duration),
-        "read share by count": (w["mix"]["read_share_count"], rs_count),
-        "read share by bytes": (w["mix"]["read_share_bytes"], rs_bytes),
-        "mean size": (w["size"]["mean_bytes"], mean_size),
-        "peak-to-mean 1 s": (w["burstiness"]["1s"]["peak_to_mean"], p2m),
+        "duration": (fp.provenance.duration_s, duration),
+        "read share by count": (w.mix.read_share, rs_count),
+        "read share by bytes": (w.mix.read_share_bytes, rs_bytes),
+        "mean size": (w.size.mean_bytes, mean_size),
+        "peak-to-mean 1 s": (w.burstiness["1s"].peak_to_mean, p2m),
     }
     for what, (got, want) in close.items():
         assert got == pytest.approx(want, rel=1e-3), what
     # The README rounds the sequential share to 4 places: 0.0007 is 5/6999 = 0.000714.
-    assert w["sequential"]["share_any_device"] == pytest.approx(seq, abs=0.5e-4)
+    assert w.sequential.share_any_device == pytest.approx(seq, abs=0.5e-4)
 
 
 # Memory is bounded by the input's shape, never its length (README, "Importing"). Peak RSS of the

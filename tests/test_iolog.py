@@ -216,7 +216,7 @@ def test_existing_output_needs_force_and_is_left_intact(mixed_trace, tmp_path):
             ["--between", "2", "1"],
             "--between 2 1: need 0 <= T1 < T2 <= 360,000,000 (seconds on the trace's clock)",
         ),
-        (["--regime", "busy"], "--regime busy: choose one of steady, spike"),
+        (["--regime", "busy"], "--regime busy: choose one of steady, spike, baseline"),
         (["--align", "1000"], "--align 1000: must be a power of two >= 512"),
         (["--align", "0"], "--align 0: must be a power of two >= 512"),  # not the default in disguise
         (["--device", "sdz"], "no device 'sdz' in the trace (it has: loop8, loop9)"),
@@ -299,12 +299,13 @@ def test_steady_regime_picks_the_longest_steady_run(tmp_path):
 
 def test_no_steady_windows_is_a_clear_error(tpcc_trace, tmp_path):
     code, _, err = run_iofp(
-        "iolog", str(tpcc_trace), "-o", str(tmp_path / "o"), "--target", "/d", "--regime", "steady"
-    )
+        "iolog", str(tpcc_trace), "-o", str(tmp_path / "o"), "--target", "/d", "--regime", "steady",
+        "--window", "100ms",
+    )  # fmt: skip
     assert code == 2
     assert err == (
-        f"iofp: {tpcc_trace}: no steady windows among its 1 windows of 1s; "
-        "pass another --window, or --between T1 T2\n"
+        f"iofp: {tpcc_trace}: no steady windows among its 2 windows of 100ms; pass --regime baseline "
+        "(the longest stretch with no spike), another --window, or --between T1 T2\n"
     )
 
 

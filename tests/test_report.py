@@ -42,7 +42,7 @@ def test_report_renders_with_steady_and_spike_regions(tmp_path):
     assert set(spikes) == {("30", "35")}  # the one spike, on every timeline chart
     assert 'class="regime steady"' in html
     assert re.search(r"Steady state: <b>\d+</b> of 60 windows", html)
-    assert '<table id="spikes">' in html and "<td>30</td><td>35</td>" in html
+    assert '<table id="spikes">' in html and "<td>1</td><td>30</td><td>35</td>" in html
     assert '<table id="scopes">' in html and "IOPS-bound" in html and 'data-hist="latency"' in html
     png = tmp_path / "report.png"
     shot = run_chromium(f"--screenshot={png}", "--window-size=1200,1600", out.as_uri())
@@ -53,7 +53,7 @@ def test_report_of_an_imported_trace_and_refusal_to_overwrite(shared_traces, tmp
     import_trace("auto", [shared_traces / "tpcc-small.trace"], tmp_path / "t")
     out = tmp_path / "r.html"
     out.write_text("keep me")
-    args = ("report", str(tmp_path / "t"), "-o", str(out), "--window", "10ms")
+    args = ("report", str(tmp_path / "t"), "-o", str(out))
     code, _, err = run_iofp(*args)
     assert code == 2 and out.read_text() == "keep me"
     assert err == f"iofp: {out} already exists; pass --force to overwrite it\n"
@@ -61,3 +61,6 @@ def test_report_of_an_imported_trace_and_refusal_to_overwrite(shared_traces, tmp
     assert code == 0
     page = out.read_text()
     assert "mixed OLTP" in page and "demand-side only" in page
+    # 0.136 s of TPC-C: the default window is 1 ms (137 windows), not one 1 s window and no timeline
+    assert "window 1ms (the default rule): 137 windows" in page
+    assert len(re.findall(r'<polyline data-line="iops"[^>]* points="([^"]*)"', page)[0].split()) == 137

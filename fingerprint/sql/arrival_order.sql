@@ -1,51 +1,41 @@
--- Features of the arrival order (every device), per scope: the gap since the previous arrival
--- (vscsiStats interarrival, µs; its mean and CV) and whether a data I/O starts where the previous
--- record ended (the traces README's sequentiality). Equal timestamps are ordered by device, offset
--- and size, so results do not depend on file order. Only the integer sort keys go through the sort
--- (window index and --between flag come from ts_ns after it); streaming lags feed per-window
--- partials (count, sum, Welford moments, histogram), rolled up into scopes on a few rows: the
--- standard deviation by the parallel-variance formula (sum of M2 + n * (mean_i - mean)^2).
+-- Features of the arrival order (every device, every request), per scope: the gap since the previous
+-- arrival (vscsiStats interarrival, µs; its mean and CV) and whether a sized request starts where the
+-- previous record ended (the traces README's sequentiality). Equal timestamps are ordered by device,
+-- offset and size, so results do not depend on file order. Only the integer sort keys go through the
+-- sort (the window comes from ts_ns after it); streaming lags feed per-window partials (count, sum,
+-- Welford moments, histogram), which take their window's regime class (regime_w) and roll up into
+-- scopes (scope_map) on a few rows: the standard deviation by the parallel-variance formula
+-- (sum of M2 + n * (mean_i - mean)^2).
 WITH s AS (
-    SELECT ts_ns, dev, "offset", size FROM io ORDER BY ts_ns, dev, "offset", size
+    SELECT ts_ns, dev, "offset", size FROM scoped_io ORDER BY ts_ns, dev, "offset", size
 ), l AS (
     SELECT ts_ns, ts_ns - lag(ts_ns) OVER () AS iat_ns,
         CASE WHEN size > 0 THEN coalesce("offset" = lag("offset" + size) OVER (), false) END AS seq_any
     FROM s
-), p AS MATERIALIZED (
-    SELECT getvariable('fp').regime[w + 1] AS rg, btw,
+), pw AS (
+    SELECT (ts_ns - p.t0) // p.window_ns AS w, coalesce(ts_ns BETWEEN p.lo AND p.hi, false) AS btw,
         count(iat_ns) AS n, sum(iat_ns) AS total, avg(iat_ns) AS mean, var_pop(iat_ns) * count(iat_ns) AS m2,
         histogram(iat_ns / 1000.0, $limits) FILTER (WHERE iat_ns IS NOT NULL) AS h,
         count(*) FILTER (WHERE seq_any) AS seq_any_ios
-    FROM (
-        SELECT (ts_ns - getvariable('fp').t0) // getvariable('fp').window_ns AS w,
-            CASE WHEN ts_ns BETWEEN getvariable('fp').lo AND getvariable('fp').hi THEN true END AS btw,
-            iat_ns, seq_any
-        FROM l
-    )
-    GROUP BY w, btw
+    FROM l CROSS JOIN fp_params p
+    GROUP BY ALL
+), p AS MATERIALIZED (
+    SELECT m.scope, pw.* FROM pw JOIN regime_w USING (w) JOIN scope_map m USING (rg, btw)
 ), c AS (
-    SELECT CASE WHEN grouping(rg) = 0 THEN CASE rg WHEN 1 THEN 'steady' WHEN 2 THEN 'spike' END
-            WHEN grouping(btw) = 0 THEN CASE WHEN btw THEN 'between' END
-            ELSE 'whole' END AS scope,
+    SELECT scope,
         sum(n)::BIGINT AS gaps,
         sum(total) / nullif(sum(n), 0) AS iat_mean_ns,
         list(struct_pack(n := n, mean := mean, m2 := m2)) FILTER (WHERE n > 0) AS moments,
         sum(seq_any_ios)::BIGINT AS seq_any_ios
     FROM p
-    GROUP BY GROUPING SETS ((), (rg), (btw))
-), e AS (
-    SELECT rg, btw, unnest(map_entries(h), recursive := true) FROM p WHERE h IS NOT NULL
+    GROUP BY scope
 ), hm AS (
     SELECT scope, map(list("key" ORDER BY "key"), list(n ORDER BY "key")) AS iat_hist
     FROM (
-        SELECT CASE WHEN grouping(rg) = 0 THEN CASE rg WHEN 1 THEN 'steady' WHEN 2 THEN 'spike' END
-                WHEN grouping(btw) = 0 THEN CASE WHEN btw THEN 'between' END
-                ELSE 'whole' END AS scope,
-            "key", sum("value") AS n
-        FROM e
-        GROUP BY GROUPING SETS (("key"), (rg, "key"), (btw, "key"))
+        SELECT scope, "key", sum("value") AS n
+        FROM (SELECT scope, unnest(map_entries(h), recursive := true) FROM p WHERE h IS NOT NULL)
+        GROUP BY scope, "key"
     )
-    WHERE scope IS NOT NULL
     GROUP BY scope
 )
 SELECT c.scope, c.gaps, c.iat_mean_ns,
@@ -53,4 +43,3 @@ SELECT c.scope, c.gaps, c.iat_mean_ns,
         AS iat_std_ns,
     hm.iat_hist, c.seq_any_ios
 FROM c LEFT JOIN hm USING (scope)
-WHERE c.scope IS NOT NULL

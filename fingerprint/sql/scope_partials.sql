@@ -1,10 +1,10 @@
--- Per-window partial sums, one pass over the rows, no ordering: every count, sum, maximum and
--- vscsiStats histogram (ioLength, outstandingIOs, latency µs) of the rows of one window, --between
--- flag, op, device and data/zero-size kind. Scopes are unions of windows (and the --between rows),
--- so scope_stats and scope_hists roll these few rows up into every scope exactly; each row updates
--- each aggregate once, where per-scope FILTERs and GROUPING SETS would update it many times.
+-- Partial sums, one pass over the rows, no ordering: every count, sum, maximum and vscsiStats
+-- histogram (ioLength, outstandingIOs, latency µs) of the rows of one regime class, --between flag,
+-- op, device and sized/zero-size kind. Scopes are unions of (rg, btw) parts (scope_map.sql), so
+-- scope_stats and scope_hists roll these few rows up into every scope exactly; each row updates each
+-- aggregate once, where per-scope FILTERs would update it once per scope.
 CREATE OR REPLACE TEMP TABLE scope_parts AS
-SELECT w, btw, op, device, size > 0 AS data,
+SELECT rg, btw, op, device, size > 0 AS sized,
     count(*) AS ios,
     coalesce(sum(size), 0) AS bytes,
     count(*) FILTER (WHERE size % 4096 <> 0) AS not_4k_sized,
@@ -24,5 +24,5 @@ SELECT w, btw, op, device, size > 0 AS data,
     histogram(size, $size_limits) AS size_hist,
     histogram(inflight, $inflight_limits) FILTER (WHERE inflight IS NOT NULL) AS inflight_hist,
     histogram(lat_ns / 1000.0, $lat_limits) FILTER (WHERE lat_ns IS NOT NULL) AS lat_hist
-FROM io
+FROM scoped_io
 GROUP BY ALL

@@ -1,11 +1,13 @@
 -- Nearest-rank percentiles (quantile_disc's, as fio reports them) per scope of the latency of each
--- op and of reads and writes together ('all'), the data I/O size and the in-flight depth, from exact value counts: the
--- smallest value whose cumulative count reaches ceil(q * n). As exact as sorting the values, but
--- the counts are few (sizes, depths and latencies repeat) and a hash aggregate spills to disk,
--- where a quantile's buffer of every value would have to fit in memory for every scope at once.
--- Everything is grouped and sorted on small integer codes, named only in the final few rows:
---   sc  scope: 0 whole, 1 steady, 2 spike, 3 between;  m  measure: 0 lat, 1 size, 2 inflight;
---   o   op (latency only): 0 all, 1 read, 2 write, 3 discard, 4 flush, 9 any other.
+-- op and of reads and writes together ('all'), the sized request size and the in-flight depth, from
+-- exact value counts: the smallest value whose cumulative count reaches ceil(q * n). As exact as
+-- sorting the values, but the counts are few (sizes, depths and latencies repeat) and a hash
+-- aggregate spills to disk, where a quantile's buffer of every value would have to fit in memory
+-- for every scope at once. Everything is grouped and sorted on small integer codes, named only in
+-- the final few rows:
+--   sc scope (scope_map.sql's code);
+--   m  measure: 0 lat, 1 size, 2 inflight;
+--   o  op (latency only): 0 all, 1 read, 2 write, 3 discard, 4 flush, 9 any other.
 WITH p AS (
     SELECT rg, btw,
         CASE WHEN grouping(lat_ns) = 0 THEN 0 WHEN grouping(size) = 0 THEN 1 ELSE 2 END::UTINYINT AS m,
@@ -16,24 +18,22 @@ WITH p AS (
         SELECT rg, btw, lat_ns, size, inflight,
             CASE op WHEN 'read' THEN 1 WHEN 'write' THEN 2 WHEN 'discard' THEN 3 WHEN 'flush' THEN 4 END::UTINYINT
                 AS opc
-        FROM io
+        FROM scoped_io
     )
     GROUP BY GROUPING SETS ((rg, btw, opc, lat_ns), (rg, btw, size), (rg, btw, inflight))
 ), c AS (
-    -- the counts of each (regime, --between flag) part, rolled up into scopes
-    SELECT CASE WHEN grouping(rg) = 0 THEN nullif(rg, 0) WHEN grouping(btw) = 0 THEN CASE WHEN btw THEN 3 END
-            ELSE 0 END::UTINYINT AS sc,
-        m, o, v, sum(n) AS n
-    FROM p
-    WHERE v IS NOT NULL AND (m <> 1 OR v > 0)
-    GROUP BY GROUPING SETS ((m, o, v), (rg, m, o, v), (btw, m, o, v))
+    -- the counts of each (regime class, --between flag) part, rolled up into scopes
+    SELECT s.sc, p.m, p.o, p.v, sum(p.n) AS n
+    FROM p JOIN scope_map s USING (rg, btw)
+    WHERE p.v IS NOT NULL AND (p.m <> 1 OR p.v > 0)
+    GROUP BY s.sc, p.m, p.o, p.v
 ), v AS (
-    SELECT sc, m, o, v, n FROM c WHERE sc IS NOT NULL
+    SELECT sc, m, o, v, n FROM c
     UNION ALL
-    -- latency 'all' is the data I/O a caller waits on, reads and writes (see compute.DATA_LATENCY_OPS):
+    -- latency 'all' is the data I/O a caller waits on, reads and writes (see scope.DATA_LATENCY_OPS):
     -- zero-byte flushes and discards are summarised under their own op, not mixed into the headline
     SELECT sc, m, 0, v, sum(n) FROM c
-    WHERE sc IS NOT NULL AND m = 0 AND o IN (1, 2)
+    WHERE m = 0 AND o IN (1, 2)
     GROUP BY sc, m, v
 ), cum AS (
     SELECT sc, m, o, v,
@@ -48,7 +48,7 @@ WITH p AS (
     FROM cum
     GROUP BY sc, m, o
 )
-SELECT ['whole', 'steady', 'spike', 'between'][sc + 1] AS scope,
+SELECT (SELECT any_value(scope) FROM scope_map s WHERE s.sc = q.sc) AS scope,
     ['lat', 'size', 'inflight'][m + 1] AS measure,
     CASE o WHEN 0 THEN 'all' WHEN 1 THEN 'read' WHEN 2 THEN 'write' WHEN 3 THEN 'discard' WHEN 4 THEN 'flush' END
         AS op,

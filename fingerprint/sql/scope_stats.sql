@@ -1,23 +1,24 @@
--- Counts and bytes by op, size, flag and latency moments of every scope, rolled up from the
--- per-window partials (scope_parts): GROUPING SETS over () (the whole trace), the window's regime
--- code rg (steady, spike) and the --between flag. Null flags give null counts, not zeros.
-WITH p AS (SELECT *, getvariable('fp').regime[w + 1] AS rg FROM scope_parts)
-SELECT CASE WHEN grouping(rg) = 0 THEN CASE rg WHEN 1 THEN 'steady' WHEN 2 THEN 'spike' END
-        WHEN grouping(btw) = 0 THEN CASE WHEN btw THEN 'between' END
-        ELSE 'whole' END AS scope,
-    sum(ios)::BIGINT AS ios,
+-- Counts and bytes by op, size, flag and latency moments of every scope, rolled up from the partials
+-- (scope_parts) through scope_map. I/Os (`data_ios`) are data requests: reads, writes and discards,
+-- as iostat and fio count them; flushes are counted on their own. Sizes, 4 KiB alignment and the
+-- sequential runs (device_order.sql) are of the sized requests (size > 0). Null flags give null
+-- counts, not zeros.
+SELECT m.scope,
+    sum(ios)::BIGINT AS requests,
+    coalesce(sum(ios) FILTER (WHERE op IN ('read', 'write', 'discard')), 0)::BIGINT AS data_ios,
     coalesce(sum(ios) FILTER (WHERE op = 'read'), 0)::BIGINT AS reads,
     coalesce(sum(ios) FILTER (WHERE op = 'write'), 0)::BIGINT AS writes,
     coalesce(sum(ios) FILTER (WHERE op = 'discard'), 0)::BIGINT AS discards,
     coalesce(sum(ios) FILTER (WHERE op = 'flush'), 0)::BIGINT AS flushes,
-    sum(bytes)::BIGINT AS bytes,
+    coalesce(sum(bytes) FILTER (WHERE op IN ('read', 'write', 'discard')), 0)::BIGINT AS bytes,
     coalesce(sum(bytes) FILTER (WHERE op = 'read'), 0)::BIGINT AS read_bytes,
     coalesce(sum(bytes) FILTER (WHERE op = 'write'), 0)::BIGINT AS write_bytes,
+    coalesce(sum(bytes) FILTER (WHERE op = 'discard'), 0)::BIGINT AS discard_bytes,
     count(DISTINCT device) AS devices,
-    coalesce(sum(ios) FILTER (WHERE data), 0)::BIGINT AS data_ios,
-    coalesce(sum(bytes) FILTER (WHERE data), 0)::BIGINT AS data_bytes,
-    coalesce(sum(not_4k_sized) FILTER (WHERE data), 0)::BIGINT AS not_4k_sized,
-    coalesce(sum(not_4k_aligned) FILTER (WHERE data), 0)::BIGINT AS not_4k_aligned,
+    coalesce(sum(ios) FILTER (WHERE sized), 0)::BIGINT AS sized_ios,
+    coalesce(sum(bytes) FILTER (WHERE sized), 0)::BIGINT AS sized_bytes,
+    coalesce(sum(not_4k_sized) FILTER (WHERE sized), 0)::BIGINT AS not_4k_sized,
+    coalesce(sum(not_4k_aligned) FILTER (WHERE sized), 0)::BIGINT AS not_4k_aligned,
     sum(flags_known)::BIGINT AS flags_known,
     sum(preflush)::BIGINT AS preflush,
     sum(fua)::BIGINT AS fua,
@@ -28,7 +29,6 @@ SELECT CASE WHEN grouping(rg) = 0 THEN CASE rg WHEN 1 THEN 'steady' WHEN 2 THEN 
     sum(inflight_sum) / sum(inflight_known) AS inflight_mean,
     max(inflight_max) AS inflight_max,
     -- 'all' latency is reads and writes, as in scope_quantiles
-    sum(lat_known) FILTER (WHERE op IN ('read', 'write'))::BIGINT AS lat_n_all,
     sum(lat_sum) FILTER (WHERE op IN ('read', 'write'))
         / sum(lat_known) FILTER (WHERE op IN ('read', 'write')) AS lat_mean_all,
     max(lat_max) FILTER (WHERE op IN ('read', 'write')) AS lat_max_all,
@@ -40,5 +40,5 @@ SELECT CASE WHEN grouping(rg) = 0 THEN CASE rg WHEN 1 THEN 'steady' WHEN 2 THEN 
     max(lat_max) FILTER (WHERE op = 'discard') AS lat_max_discard,
     sum(lat_sum) FILTER (WHERE op = 'flush') / sum(lat_known) FILTER (WHERE op = 'flush') AS lat_mean_flush,
     max(lat_max) FILTER (WHERE op = 'flush') AS lat_max_flush
-FROM p
-GROUP BY GROUPING SETS ((), (rg), (btw))
+FROM scope_parts JOIN scope_map m USING (rg, btw)
+GROUP BY m.scope

@@ -1,21 +1,23 @@
--- Processes by I/O count per scope, where the trace names them (comm from the trace, by pid).
--- Per-window partials (one hash update per row) rolled up into scopes on their few rows.
+-- Processes by data requests per scope, where the trace names them (comm from the trace, by pid):
+-- per-process streams, with their reads, writes, flushes and bytes. Partials per (regime class,
+-- --between flag, pid) (one hash update per row) rolled up into scopes on their few rows.
 WITH p AS (
-    SELECT getvariable('fp').regime[w + 1] AS rg, btw, pid,
-        count(*) AS ios, sum(size) AS bytes, count(*) FILTER (WHERE op = 'read') AS reads
-    FROM io WHERE pid IS NOT NULL
-    GROUP BY w, btw, pid
+    SELECT rg, btw, pid,
+        count(*) FILTER (WHERE data) AS ios, coalesce(sum(size) FILTER (WHERE data), 0) AS bytes,
+        count(*) FILTER (WHERE op = 'read') AS reads, count(*) FILTER (WHERE op = 'write') AS writes,
+        count(*) FILTER (WHERE op = 'flush') AS flushes
+    FROM scoped_io WHERE pid IS NOT NULL
+    GROUP BY rg, btw, pid
 ), c AS (
-    SELECT CASE WHEN grouping(rg) = 0 THEN CASE rg WHEN 1 THEN 'steady' WHEN 2 THEN 'spike' END
-            WHEN grouping(btw) = 0 THEN CASE WHEN btw THEN 'between' END
-            ELSE 'whole' END AS scope,
-        pid, sum(ios)::BIGINT AS ios, sum(bytes) AS bytes, sum(reads)::BIGINT AS reads
-    FROM p
-    GROUP BY GROUPING SETS ((pid), (rg, pid), (btw, pid))
+    SELECT m.scope, pid, sum(ios)::BIGINT AS ios, sum(bytes)::BIGINT AS bytes, sum(reads)::BIGINT AS reads,
+        sum(writes)::BIGINT AS writes, sum(flushes)::BIGINT AS flushes
+    FROM p JOIN scope_map m USING (rg, btw)
+    GROUP BY m.scope, pid
 ), top AS (
-    SELECT *, row_number() OVER (PARTITION BY scope ORDER BY ios DESC, pid) AS rank
-    FROM c WHERE scope IS NOT NULL
+    SELECT *, row_number() OVER (PARTITION BY scope ORDER BY ios DESC, flushes DESC, pid) AS rank
+    FROM c
     QUALIFY rank <= $limit
 )
-SELECT scope, pid, (SELECT any_value(comm) FROM io_src s WHERE s.pid = top.pid) AS comm, ios, bytes, reads
+SELECT scope, pid, (SELECT any_value(comm) FROM io s WHERE s.pid = top.pid) AS comm, ios, bytes, reads,
+    writes, flushes
 FROM top ORDER BY scope, rank
