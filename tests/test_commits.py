@@ -211,7 +211,7 @@ def test_postgres_commits_replay_serialized_in_one_job_and_whole(pgbench_trace, 
     dev, backing = make_loop_device(512)
     out = tmp_path / "r"
     try:
-        code, _, err = run_iofp("replay", pgbench_trace, "--target", dev, "--output", out)
+        code, stdout, err = run_iofp("replay", pgbench_trace, "--target", dev, "--output", out)
     finally:
         destroy_loop_device(dev, backing)
     assert code == 0, err
@@ -222,6 +222,7 @@ def test_postgres_commits_replay_serialized_in_one_job_and_whole(pgbench_trace, 
     # One commit job for all of them, as one lock held them: so the replay's calls never overlap either
     # (replayed a job each, they did, and their writebacks took each other's pages: I/Os went missing).
     assert len(jobs) == 1 and {jobs[0]["pid"], *jobs[0]["merged"]} == forcing
+    assert f"(1 commit job for {len(forcing)} processes whose calls never overlapped)" in stdout
     assert overlapping(out / "capture", "fio")[2] == 0
     fid = rec["fidelity"]
     assert fid["per_op"]["fdatasync"]["replayed"] == fid["per_op"]["fdatasync"]["expected"] >= calls
