@@ -43,6 +43,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -65,7 +66,10 @@ def sh(*args: str | Path, user: str | None = None, **kw: Any) -> subprocess.Comp
     cmd = [str(a) for a in args]
     if user:
         cmd = ["runuser", "-u", user, "--", *cmd]
-    return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw)
+    res = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if res.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)}: exit {res.returncode}: {res.stderr.strip()[-2000:]}")
+    return res
 
 
 class Lab:
@@ -76,6 +80,11 @@ class Lab:
         self.ram_prefix = ram_prefix
         self.stack = contextlib.ExitStack()
         self.bin = pg_bin()
+        # Mount points where the postgres user can reach them (a test's or the caller's directory may
+        # be private to root): a fresh directory under /tmp, removed on close.
+        self.mnt_root = Path(tempfile.mkdtemp(prefix="iofp-pg-"))
+        self.mnt_root.chmod(0o755)
+        self.stack.callback(shutil.rmtree, self.mnt_root, ignore_errors=True)
 
     def loop(self, kind: str, size_mib: int) -> str:
         tag = uuid.uuid4().hex[:8]
@@ -97,8 +106,8 @@ class Lab:
         checkpointed and its files in the page cache; returns (device, socket directory)."""
         dev = self.loop(kind, size_mib)
         sh("mkfs.ext4", "-q", "-E", "lazy_itable_init=0,lazy_journal_init=0", dev)
-        mnt = self.workdir / f"mnt-{Path(dev).name}"
-        mnt.mkdir(exist_ok=True)
+        mnt = self.mnt_root / Path(dev).name
+        mnt.mkdir()
         sh("mount", dev, mnt)
         self.stack.callback(subprocess.run, ["umount", str(mnt)], check=False, capture_output=True)
         shutil.chown(mnt, "postgres")
@@ -141,15 +150,18 @@ def pgbench_captured(lab: Lab, dev: str, sock: Path, out: Path, args: argparse.N
 
 
 def commit_figures(trace_dir: Path, comm: str) -> dict[str, Any]:
-    """fdatasync count and p50/p99 (µs) from a capture's sync table, by iofp's own measurement."""
+    """fdatasync count and p50/p99 (µs) from a capture's sync table, and the p99 (µs) of the block
+    flushes (the device's own state during the run), by iofp's own measurement (replay.measure)."""
     from iofp.contract import open_trace
     from replay import measure
 
     m = measure.measure(open_trace(trace_dir), "capture", comm=comm)
     lat = m.syncs.get("fdatasync")
+    flush = m.ops.get("flush")  # the device's own state during the run: its flush tail
+    out = {"flush_p99_us": flush.p99 / 1e3 if flush and flush.p99 else None}
     if lat is None or not lat.count:
-        return {"fdatasync": 0, "p50_us": None, "p99_us": None}
-    return {"fdatasync": lat.count, "p50_us": lat.p50 / 1e3, "p99_us": lat.p99 / 1e3}
+        return out | {"fdatasync": 0, "p50_us": None, "p99_us": None}
+    return out | {"fdatasync": lat.count, "p50_us": lat.p50 / 1e3, "p99_us": lat.p99 / 1e3}
 
 
 def one_run(out: Path, src: str, dst: str, replay_first: bool, args: argparse.Namespace) -> dict:
@@ -189,14 +201,16 @@ def one_run(out: Path, src: str, dst: str, replay_first: bool, args: argparse.Na
 
 def render(rows: list[dict[str, Any]]) -> str:
     lines = [
-        "| run | direction | source p50 / p99 | replay p50 / p99 | real p50 / p99 | replay/real p50 | p99 |",
-        "|---|---|---|---|---|---|---|",
+        "| run | direction | source p50 / p99 | replay p50 / p99 | real p50 / p99 | replay/real p50 | p99 "
+        "| device flush p99 replay / real |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for i, r in enumerate(rows, 1):
         s, rp, rl = r["source"], r["replay"], r["real"]
         lines.append(
             f"| {i} | {r['direction']} | {_us(s)} | {_us(rp)} | {_us(rl)} | "
-            f"{r['p50_replay_over_real']:.2f} | {r['p99_replay_over_real']:.2f} |"
+            f"{r['p50_replay_over_real']:.2f} | {r['p99_replay_over_real']:.2f} | "
+            f"{rp['flush_p99_us']:.0f} / {rl['flush_p99_us']:.0f} µs |"
         )
     for d in sorted({r["direction"] for r in rows}):
         rs = [r for r in rows if r["direction"] == d]
