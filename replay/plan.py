@@ -71,8 +71,9 @@ def resolve(
         multi = len(selmod.trace_devices(con)) > 1
         commit_plan = commitmod.resolve(con, params, trace.has(SYNC_TABLE), multi)
         stream_plan = streammod.plan(
-            con, params, commit_plan.commit_callers, mode=streams, engine=engine, iodepth=iodepth
-        )
+            con, params, commit_plan.commit_callers, commit_groups=commit_plan.groups, mode=streams,
+            engine=engine, iodepth=iodepth,
+        )  # fmt: skip
     except BaseException:
         con.close()
         raise

@@ -6,6 +6,7 @@ from typing import Any
 
 from iofp.replay_result import Measured, ReplayResult
 from iofp.slo import format_ns
+from replay.streams import TOP_N
 
 
 def replay_summary(res: ReplayResult) -> str:
@@ -42,10 +43,13 @@ def commits_line(c: dict[str, Any]) -> str:
     if c.get("source") != "sync table":
         return "commits: no sync table in the trace; block flushes replayed as fio's sync (an fsync each)"
     kinds = ", ".join(f"{n:,} {k}" for k, n in sorted((c.get("by_call") or {}).items())) or "none"
-    jobs = sum(1 for x in c.get("callers") or [] if x["forced_writes"] > 0)
+    procs = sum(1 for x in c.get("callers") or [] if x["forced_writes"] > 0)
+    jobs = min(len(c.get("groups") or []), TOP_N + 1) if "groups" in c else procs  # streams' cap
+    who = f" for {procs} processes whose calls never overlapped" if procs > jobs == 1 else ""
+    who = who or (f" for {procs} processes" if procs > jobs else "")
     return (
         f"commits: {c['replayed']:,} sync calls ({kinds}); {c['forced_writes']:,} writes they forced, "
-        f"replayed inside them ({jobs} commit job{'s' if jobs != 1 else ''}); "
+        f"replayed inside them ({jobs} commit job{'s' if jobs != 1 else ''}{who}); "
         f"{c['covered_flushes']:,} block flushes left to the calls"
     )
 

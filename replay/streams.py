@@ -16,11 +16,12 @@ synchronous writer (write, wait, fdatasync, as a WAL writer does) and replays as
 the others replay through libaio at their own peak in-flight count (`--engine` overrides: then every
 data stream uses that engine). Each stream says why (`Stream.why`).
 
-A commit job (commits.py) replays the sync calls of one process whose calls forced writes: the
+A commit job (commits.py) replays the sync calls of processes whose calls forced writes: the
 forced writes as buffered writes at the call's time, then the call, in a psync QD1 job with direct=0,
 so that fio's fdatasync writes those pages back and flushes inside the timed call, as the
-application's did. Everything else stays direct. Processes past the TOP_N with the most calls share
-one "commit-rest" job.
+application's did. Processes whose calls never overlapped (serialized by the application, as
+PostgreSQL's backends are by its WAL lock) share one job, so they stay serialized; the others get a
+job each. Everything else stays direct. Jobs past the TOP_N share one "commit-rest" job.
 """
 
 from __future__ import annotations
@@ -55,11 +56,14 @@ class Stream:
     direct: bool = True
     kind: str = "data"  # "data" | "commit"
     why: str = ""
-    merged: list[int | None] = field(default_factory=list)  # flush-only groups folded in (None = rest)
+    merged: list[int | None] = field(default_factory=list)  # flush-only groups folded in, or the other
+    # callers of a commit job (None = rest)
 
     @property
     def name(self) -> str:
         who = f"pid-{self.pid}" if self.pid is not None else "rest"
+        if self.kind == "commit" and self.pid is not None and self.merged:
+            who += f"+{len(self.merged)}"  # a group of callers whose calls never overlapped
         return f"commit-{who}" if self.kind == "commit" else who
 
     def to_dict(self) -> dict[str, Any]:
@@ -113,13 +117,15 @@ def plan(
     params: dict[str, Any],
     commit_callers: list[dict[str, Any]],
     *,
+    commit_groups: list[list[int]] | None = None,
     mode: str | None = None,
     engine: str = "auto",
     iodepth: int | None = None,
     top_n: int = TOP_N,
 ) -> StreamPlan:
     """Group the selection into data streams (`mode` None: "pid" when the selection has more than one
-    pid), then add a commit job per caller in `commit_callers` (commits.CommitPlan.callers)."""
+    pid), then add the commit jobs: one per group of `commit_groups` (commits.CommitPlan.groups), or
+    one per caller in `commit_callers` (commits.CommitPlan.commit_callers) when no groups are given."""
     commit_pids = [c["pid"] for c in commit_callers]
     rows = duck.query(
         con,
@@ -132,9 +138,12 @@ def plan(
         mode = "pid" if len(pids) > 1 else "single"
     data = _data_rows(rows) if mode == "pid" else rows
     if mode == "pid" and len(data) <= 1:  # one process after all: its peak is the whole selection's
-        return plan(con, params, commit_callers, mode="single", engine=engine, iodepth=iodepth, top_n=top_n)
+        return plan(
+            con, params, commit_callers, commit_groups=commit_groups, mode="single", engine=engine,
+            iodepth=iodepth, top_n=top_n,
+        )  # fmt: skip
     streams = [_data_stream(i, r, engine, iodepth) for i, r in enumerate(data)]
-    streams += _commit_streams(len(streams), commit_callers, top_n)
+    streams += _commit_streams(len(streams), commit_callers, commit_groups, top_n)
     return StreamPlan(mode, streams)
 
 
@@ -179,18 +188,29 @@ def _engine(engine: str, peak: int | None, iodepth: int | None) -> tuple[str, in
     return "libaio", peak, f"up to {peak} I/Os in flight"
 
 
-def _commit_streams(first: int, callers: list[dict[str, Any]], top_n: int) -> list[Stream]:
-    own, rest = callers[:top_n], callers[top_n:]
-    groups = [(c["pid"], [c]) for c in own] + ([(None, rest)] if rest else [])
+def _commit_streams(
+    first: int, callers: list[dict[str, Any]], groups: list[list[int]] | None, top_n: int
+) -> list[Stream]:
+    """A commit job per group of callers whose calls never overlapped (commits.serialized_groups;
+    None: a job per caller); past `top_n` jobs, the rest share one."""
+    by_pid = {c["pid"]: c for c in callers}
+    groups = groups if groups is not None else [[c["pid"]] for c in callers]
+    own, rest = groups[:top_n], [p for g in groups[top_n:] for p in g]
+    jobs = [(g[0], g) for g in own] + ([(None, rest)] if rest else [])
     out = []
-    for k, (pid, members) in enumerate(groups):
-        calls = sum(c["calls"] for c in members)
-        forced = sum(c["forced_writes"] for c in members)
+    for k, (pid, members) in enumerate(jobs):
+        calls = sum(by_pid[p]["calls"] for p in members)
+        forced = sum(by_pid[p]["forced_writes"] for p in members)
         why = (
             f"{calls:,} sync calls that forced {forced:,} writes: the writes buffered (direct=0) and the "
             "call after them, so the call does their writeback and flush as the application's did"
         )
-        merged = [c["pid"] for c in members] if pid is None else []
+        if pid is not None and len(members) > 1:
+            why += (
+                f"; {len(members)} processes whose calls never overlapped (the application serialized "
+                "them), in one job to keep them serialized"
+            )
+        merged = list(members) if pid is None else list(members[1:])
         out.append(
             Stream(
                 first + k, pid, calls + forced, 0, forced, calls, 1, None, engine="psync", iodepth=1,

@@ -6,7 +6,9 @@ set -euo pipefail
 
 VENV=${VENV:-.venv}
 PY=/usr/bin/python3          # bcc (python3-bpfcc) is packaged for the OS python only
-APT_PKGS=(fio python3-bpfcc bpfcc-tools python3-venv linux-perf bpftrace bpftool util-linux chromium fdisk lvm2)
+# postgresql: a real database for the commit-fidelity test and bench (tests/test_commits.py,
+# bench/commit_fidelity.py); they run their own clusters, never the packaged one.
+APT_PKGS=(fio python3-bpfcc bpfcc-tools python3-venv linux-perf bpftrace bpftool util-linux chromium fdisk lvm2 postgresql)
 
 log() { printf 'setup: %s\n' "$*" >&2; }
 # The newest existing directory among the arguments (unmatched globs stay literal and are skipped).
