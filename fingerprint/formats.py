@@ -434,6 +434,34 @@ def parse_rwbs(rwbs: str) -> tuple[str | None, bool, bool, bool, bool, bool]:
     return op, "S" in rest, "F" in rest, preflush, "M" in rest, "A" in rest
 
 
+def _process_tail(line: str) -> str | None:
+    """The `[process]` (or, on a C event, `[error]`) that ends a blkparse line, if any."""
+    if (b := line.rfind("[")) < 0:
+        return None
+    e = line.rfind("]")
+    if e < b:
+        raise LineError("unclosed `[process]`")
+    return line[b + 1 : e]
+
+
+def _sector_size(p: list[str]) -> tuple[int, int]:
+    """`sector + size` in sectors from a split blkparse line; a flush has neither (0, 0)."""
+    if len(p) >= 10 and p[8] == "+":
+        if not (p[7].isdecimal() and p[9].isdecimal()):
+            raise LineError(f"cannot read `sector + size` from {' '.join(p[7:10])!r}")
+        sector, nsect = int(p[7]), int(p[9])
+    elif len(p) >= 8 and p[7].isdecimal():
+        sector, nsect = int(p[7]), 0
+    elif len(p) == 7 or p[7].startswith("["):
+        return 0, 0
+    else:
+        raise LineError(f"cannot read `sector + size [process]` from {' '.join(p[7:])!r}")
+    if sector > SECTOR_MAX or nsect > NSECT_MAX:
+        bounded(sector, "sector", SECTOR_MAX, "sectors")
+        bounded(nsect, "size", NSECT_MAX, "sectors")
+    return sector, nsect
+
+
 class Blkparse(Format):
     """blkparse's default text output.
 
@@ -484,9 +512,7 @@ class Blkparse(Format):
 
     def parse(self, lines: Iterable[tuple[int, str]]) -> Iterator[tuple]:
         # str.split() rather than one big regex: this loop is the import's hot path.
-        queued, issued, inflight = self.queued, self.issued, self.inflight
-        st = self.state
-        rwbs_of = _rwbs_cached
+        queued, issued = self.queued, self.issued
         for _, line in lines:
             if self.in_summary:
                 continue
@@ -498,73 +524,65 @@ class Blkparse(Format):
                     self.in_summary = True  # the per-CPU/total statistics that end the output
                     continue
                 raise LineError("not a blkparse event `maj,min cpu seq time pid action rwbs ...`")
-            dev, action, rwbs = p[0], p[5], p[6]
+            action = p[5]
             if action not in ("Q", "D", "C", "M", "F"):
                 continue
             if not p[4].isdecimal() or (len(p[4]) > 9 and int(p[4]) > INT32_MAX):
                 raise LineError(f"bad pid {p[4]!r}")
             ts = _ns_from_decimal_seconds(p[3])
-            tail = None
-            if (b := line.rfind("[")) >= 0:
-                e = line.rfind("]")
-                if e < b:
-                    raise LineError("unclosed `[process]`")
-                tail = line[b + 1 : e]
-            if len(p) >= 10 and p[8] == "+":
-                if not (p[7].isdecimal() and p[9].isdecimal()):
-                    raise LineError(f"cannot read `sector + size` from {' '.join(p[7:10])!r}")
-                sector, nsect = int(p[7]), int(p[9])
-            elif len(p) >= 8 and p[7].isdecimal():
-                sector, nsect = int(p[7]), 0
-            elif len(p) == 7 or p[7].startswith("["):
-                sector, nsect = 0, 0
-            else:
-                raise LineError(f"cannot read `sector + size [process]` from {' '.join(p[7:])!r}")
-            if sector > SECTOR_MAX or nsect > NSECT_MAX:
-                bounded(sector, "sector", SECTOR_MAX, "sectors")
-                bounded(nsect, "size", NSECT_MAX, "sectors")
-            key = (dev, sector)
+            tail = _process_tail(line)
+            sector, nsect = _sector_size(p)
+            key = (p[0], sector)
             if action == "Q":
                 if len(queued) >= self.MAX_PENDING:
                     queued.pop(next(iter(queued)))
-                    st.count("dropped_queue_events")
+                    self.state.count("dropped_queue_events")
                 queued[key] = (ts, int(p[4]), tail)
             elif action == "D":
-                op, sync, fua, preflush, meta, ra = rwbs_of(rwbs)
-                q = queued.pop(key, None)
-                if op is None:  # zone management and driver-private requests: not workload I/O
-                    st.count("other_ops_skipped")
-                    continue
-                if key in issued:  # re-issued (requeue) or a duplicate: keep the newest issue
-                    issued.pop(key)
-                    inflight[dev] -= 1
-                    st.count("reissued")
-                if len(issued) >= self.MAX_ISSUED:
-                    raise BoundError(
-                        f"{len(issued):,} requests issued and not completed, the most an import holds; "
-                        "does the trace lack its completions? keep them, e.g. blkparse -a issue -a complete"
-                    )
-                n = inflight.get(dev, 0) + 1
-                inflight[dev] = n
-                if dev not in st.devices:
-                    st.devices.add(dev)
-                qts, qpid, qcomm = q if q is not None else (None, int(p[4]), tail)
-                issued[key] = (ts, qts, dev, sector * 512, nsect * 512, op, sync, fua, preflush, meta, ra,
-                               rwbs, qpid, qcomm, n)  # fmt: skip
+                self._issue(key, p, ts, tail, nsect)
             elif action == "C":
                 d = issued.pop(key, None)
                 if d is None:
-                    st.count("unmatched_completions")
+                    self.state.count("unmatched_completions")
                     continue
-                inflight[dev] -= 1
-                if ts < d[0]:
-                    raise LineError(f"completion at {p[3]} s is before its issue at {d[0] / 1e9:.9f} s")
-                err = int(tail) if tail is not None and tail.lstrip("-").isdecimal() else None
-                if err is not None and not INT16_MIN <= err <= INT16_MAX:
-                    raise LineError(f"completion status {err} is out of range")
-                yield (d[0], d[1], ts - d[0], *d[2:], err)
+                yield self._complete(d, p, ts, tail)
             else:  # M, F: a bio merged into another request never gets its own D
                 queued.pop(key, None)
+
+    def _issue(self, key: tuple[str, int], p: list[str], ts: int, tail: str | None, nsect: int) -> None:
+        """A D event: the request as issued, held until its completion."""
+        st, issued, dev = self.state, self.issued, key[0]
+        op, sync, fua, preflush, meta, ra = _rwbs_cached(p[6])
+        q = self.queued.pop(key, None)
+        if op is None:  # zone management and driver-private requests: not workload I/O
+            st.count("other_ops_skipped")
+            return
+        if key in issued:  # re-issued (requeue) or a duplicate: keep the newest issue
+            issued.pop(key)
+            self.inflight[dev] -= 1
+            st.count("reissued")
+        if len(issued) >= self.MAX_ISSUED:
+            raise BoundError(
+                f"{len(issued):,} requests issued and not completed, the most an import holds; "
+                "does the trace lack its completions? keep them, e.g. blkparse -a issue -a complete"
+            )
+        n = self.inflight.get(dev, 0) + 1
+        self.inflight[dev] = n
+        if dev not in st.devices:
+            st.devices.add(dev)
+        qts, qpid, qcomm = q if q is not None else (None, int(p[4]), tail)
+        issued[key] = (ts, qts, dev, key[1] * 512, nsect * 512, op, sync, fua, preflush, meta, ra,
+                       p[6], qpid, qcomm, n)  # fmt: skip
+
+    def _complete(self, d: tuple, p: list[str], ts: int, tail: str | None) -> tuple:
+        """A C event of an issued request `d`: its row."""
+        self.inflight[d[2]] -= 1
+        if ts < d[0]:
+            raise LineError(f"completion at {p[3]} s is before its issue at {d[0] / 1e9:.9f} s")
+        err = int(tail) if tail is not None and tail.lstrip("-").isdecimal() else None
+        if err is not None and not INT16_MIN <= err <= INT16_MAX:
+            raise LineError(f"completion status {err} is out of range")
+        return (d[0], d[1], ts - d[0], *d[2:], err)
 
     def finish(self) -> Iterator[tuple]:
         for d in self.issued.values():
