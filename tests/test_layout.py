@@ -4,6 +4,8 @@ no stage, a stage uses another only through its public API, and the CLI assembly
 from __future__ import annotations
 
 import ast
+import re
+from pathlib import Path
 
 import pytest
 from conftest import REPO
@@ -38,3 +40,33 @@ def test_the_contracts_import_no_stage_and_not_the_cli():
 def test_no_stage_imports_the_cli(stage):
     offenders = [m for m, n in imported_packages(stage).items() if TOP in n]
     assert offenders == []
+
+
+PRODUCT = ("iofp", *STAGES, TOP)
+# A query in a Python string: the house style keeps every one in a .sql file, loaded with
+# iofp.sqlfiles.load_sql and run with bound parameters.
+SQL = re.compile(r"\b(SELECT|INSERT INTO|CREATE (OR REPLACE )?(TABLE|VIEW)|COPY|DELETE)\b[\s\S]*\bFROM\b")
+
+
+def sql_strings(path: Path) -> list[int]:
+    """Lines of `path` where a string constant holds a query."""
+    tree = ast.parse(path.read_text())
+    return [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+            and SQL.search(n.value)]  # fmt: skip
+
+
+def test_no_sql_in_python_strings():
+    offenders = {
+        str(p.relative_to(REPO)): lines
+        for package in PRODUCT
+        for p in sorted((REPO / package).rglob("*.py"))
+        if (lines := sql_strings(p))
+    }
+    assert offenders == {}
+
+
+def test_the_sql_check_finds_a_query_in_a_string(tmp_path):
+    bad = tmp_path / "bad.py"
+    doc = '"""Docs that SELECT nothing."""\n'
+    bad.write_text(doc + 'Q = f"""\nSELECT count(*)\nFROM io WHERE op = {1}\n"""\n')
+    assert sql_strings(bad) == [2]
