@@ -70,3 +70,18 @@ def test_the_sql_check_finds_a_query_in_a_string(tmp_path):
     doc = '"""Docs that SELECT nothing."""\n'
     bad.write_text(doc + 'Q = f"""\nSELECT count(*)\nFROM io WHERE op = {1}\n"""\n')
     assert sql_strings(bad) == [2]
+
+
+def test_duckdb_is_opened_one_way():
+    """iofp/duck.py is the one DuckDB setup (memory limit, threads, temp directory): no other product
+    module opens a connection of its own."""
+    offenders = [
+        f"{p.relative_to(REPO)}:{n.lineno}"
+        for package in PRODUCT
+        for p in sorted((REPO / package).rglob("*.py"))
+        if p != REPO / "iofp" / "duck.py"
+        for n in ast.walk(ast.parse(p.read_text()))
+        if isinstance(n, ast.Attribute) and n.attr in ("connect", "sql", "query", "execute")
+        and isinstance(n.value, ast.Name) and n.value.id == "duckdb"
+    ]  # fmt: skip
+    assert offenders == []
