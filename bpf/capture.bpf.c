@@ -68,7 +68,6 @@ struct iofp_req {
 /* Who asked for the flush that a flush-machinery request (rwbs FF, issued by a kworker) performs. */
 struct iofp_flusher {
 	u64 rq; /* the submitter's PREFLUSH request, which completes after the flush */
-	u64 queue_ns;
 	u32 pid;
 	u32 _pad;
 	char comm[IOFP_COMM_LEN];
@@ -540,7 +539,6 @@ static __always_inline int track_start(u64 rq)
 	if (h.cmd_flags & IOFP_REQ_PREFLUSH) {
 		struct iofp_flusher f = {};
 		f.rq = rq;
-		bpf_probe_read_kernel(&f.queue_ns, sizeof(f.queue_ns), (void *)(rq + IOFP_OFF_RQ_START_TIME));
 		f.pid = r.pid;
 		__builtin_memcpy(f.comm, r.comm, sizeof(f.comm));
 		flushers.update(&dev, &f); /* BPF_ANY: the newest asker; best effort */
@@ -628,7 +626,6 @@ int iofp_rq_issue(struct bpf_raw_tracepoint_args *ctx)
 			struct iofp_flusher *fl = flushers.lookup(&dev);
 			if (fl) {
 				fresh.pid = fl->pid;
-				fresh.queue_ns = fl->queue_ns;
 				__builtin_memcpy(fresh.comm, fl->comm, sizeof(fresh.comm));
 				flushers.delete(&dev);
 			}
@@ -645,9 +642,12 @@ int iofp_rq_issue(struct bpf_raw_tracepoint_args *ctx)
 		return 0;
 	}
 	r->issue_ns = now;
-	if (!r->queue_ns)
-		/* blk-mq stamps a request when it allocates it, with the same clock (CLOCK_MONOTONIC)
-		 * if the queue keeps I/O stats (the default; cached per plug, as for iostat) */
+	/* blk-mq stamps a request when it allocates it, with the same clock (CLOCK_MONOTONIC) if the
+	 * queue keeps I/O stats (the default; cached per plug, as for iostat). Read here, at issue:
+	 * read at block_io_start it was stale on 6.18 (the asker's PREFLUSH stamp gave flush rows
+	 * queue times up to 5.6 s before the capture). A flush (rwbs FF) never entered the block
+	 * layer as a bio (blk-flush made it): it has no queue time, left 0, the row says unknown. */
+	if ((f.cmd_flags & IOFP_REQ_OP_MASK) != IOFP_REQ_OP_FLUSH)
 		r->queue_ns = f.start_ns;
 	r->cmd_flags = f.cmd_flags;
 #ifdef IOFP_RQF_FLUSH_SEQ

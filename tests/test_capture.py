@@ -368,6 +368,10 @@ def test_latencies_times_and_inflight_are_plausible(workload: Workload) -> None:
     assert sum(r["lat_ns"] is None for r in rows) == workload.meta.loss.get("lost_completions", 0)
     assert all(r["ts_ns"] >= 0 for r in rows)
     assert all(r["queue_ns"] is None or r["queue_ns"] <= r["ts_ns"] for r in rows)
+    # a flush (rwbs FF) was made by blk-flush, never queued as a bio: no queue time (these rows once
+    # carried a stale stamp, up to seconds before the capture started)
+    flushes = [r for r in rows if r["op"] == "flush"]
+    assert flushes and all(r["queue_ns"] is None for r in flushes)
     # loop devices keep I/O stats (queue/iostats = 1), so blk-mq stamps every request it allocates:
     # each data request has its queue time, and it waited in the block layer well under a second
     data = [r for r in rows if r["op"] in ("read", "write") and r["size"] > 0]
