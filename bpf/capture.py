@@ -12,9 +12,11 @@ which it completed, so consecutive files can overlap by one request latency.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import ctypes
 import gc
+import os
 import queue
 import sys
 import threading
@@ -31,7 +33,7 @@ from bpf.btf import kernel_btf
 from bpf.devices import device_names, resolve_devices, stacked_devices
 from bpf.loader import KernelOptions
 from bpf.probe import check_syscall_tracepoints
-from bpf.record import ReqBits
+from bpf.record import InflightFixes, ReqBits
 from iofp.contract import (
     IO_TABLE,
     PARQUET_DEFAULTS,
@@ -187,7 +189,13 @@ def validate(opts: CaptureOptions) -> dict[str, int]:
 
 
 class _Writer(threading.Thread):
-    """Converts and writes in the background so that polling never waits for Parquet."""
+    """Converts and writes in the background so that polling never waits for Parquet.
+
+    Off the peak: the thread runs at SCHED_IDLE, on CPU time nothing else wants, so that a burst's
+    records are encoded after the burst rather than during it, at ~0.6 µs of CPU each. The capture
+    loop hurries it (back to normal priority until its queue is empty) when what it holds back
+    would break a promise: a file per --rotate interval at most one interval late, and memory
+    bounded by --buffer (the next buffer half full while one still waits)."""
 
     def __init__(
         self,
@@ -203,8 +211,8 @@ class _Writer(threading.Thread):
         self.bits = bits
         self.names = names
         self.release = release  # hands the record buffers back once converted
-        # records, (loss, other) counters, and the completion times of requests from before the capture
-        self.q: queue.Queue[tuple[np.ndarray, np.ndarray, dict[str, int], dict[int, np.ndarray]] | None]
+        # records, (loss, other) counters, and what the kernel's in-flight counts could not know
+        self.q: queue.Queue[tuple[np.ndarray, np.ndarray, tuple[dict, dict], InflightFixes] | None]
         self.q = queue.Queue(maxsize=4)
         self.io_rows = 0
         self.sync_rows = 0
@@ -212,16 +220,39 @@ class _Writer(threading.Thread):
         self.skipped_ops = 0
         self.file_bytes = 0
         self.error: BaseException | None = None
+        self.tid = 0
+        self.waiting: collections.deque[float] = collections.deque()  # when each queued item came
+
+    def put(self, item: tuple[np.ndarray, np.ndarray, tuple[dict, dict], InflightFixes] | None) -> None:
+        self.waiting.append(time.monotonic())
+        self.q.put(item)
+
+    def hurry(self) -> None:
+        """Normal priority until the queue is empty (called from the capture loop)."""
+        if self.tid:
+            with contextlib.suppress(OSError):
+                os.sched_setscheduler(self.tid, os.SCHED_OTHER, os.sched_param(0))
+
+    def waited(self) -> float:
+        """Seconds the oldest item not yet started has been waiting (0: none)."""
+        return time.monotonic() - self.waiting[0] if self.waiting else 0.0
+
+    def _idle(self) -> None:
+        with contextlib.suppress(OSError):
+            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))  # 0: this thread
 
     def run(self) -> None:
         from bpf.record import io_table, sync_table
 
+        self.tid = threading.get_native_id()
+        self._idle()
         while (item := self.q.get()) is not None:
-            io, sync, (loss, counts), early = item
+            self.waiting.popleft()
+            io, sync, (loss, counts), fixes = item
             try:
                 self._note_devices(io)
                 if len(io):
-                    tbl, skipped = io_table(io, self.t0, self.bits, self.names, early)
+                    tbl, skipped = io_table(io, self.t0, self.bits, self.names, fixes)
                     self.skipped_ops += skipped
                     counts = {**counts, "skipped_ops": self.skipped_ops}
                 if len(sync):
@@ -238,6 +269,8 @@ class _Writer(threading.Thread):
             except BaseException as e:  # surfaced by the capture loop
                 self.error = e
                 return
+            if self.q.empty():
+                self._idle()
 
     def _write(self, table: str, tbl: Any) -> None:
         path = self.writer.write(table, tbl, parquet_options=PARQUET_OPTIONS[table])
@@ -340,6 +373,7 @@ def _record(
             kc.stop()
             raise request.interrupted(_not_started(opts))
         meta.capture_start_ns = wall0
+        meta.extra["witness"] = kc.witness_error or kc.opts.witness  # bpf/witness.py
         out = _Writer(writer, t0, bits, device_names(), kc.release)
         out.start()
         if ready is not None:
@@ -347,7 +381,7 @@ def _record(
         end_reason = _loop(kc, out, opts, request.event, t0, progress)
         duration_ns = kc.stop() - t0
         meta.duration_ns = duration_ns
-        _hand_over(kc, out)
+        _hand_over(kc, out, last=True)
         io_bytes = kc.io_bytes()  # every record received is handed over by now
         meta.extra["end"] = end_reason
         meta.extra["inflight_at_end"] = kc.inflight_left()
@@ -424,7 +458,12 @@ def _accounting(kc: Any) -> tuple[dict[str, int], dict[str, int]]:
         0, c["sync_records"] + kc.drained[KIND_SYNC] - kc.received[KIND_SYNC]
     )
     loss["lost_recursion"] = kc.recursion_misses()
+    # Completions the program never saw (bpf/witness.py): rows whose latency the witness did not
+    # record are the loss; the others got its time
+    loss["lost_completions"] = kc.unseen["received"] - kc.unseen["filled"]
     counts = {
+        "unseen_completions": c["unseen_completions"] + kc.unseen["at_end"],
+        "recovered_completions": kc.unseen["filled"] + kc.unseen["at_end"],
         "unmatched_completions": c["unmatched_completions"],  # of requests issued before the start
         "completed_unissued": c["completed_unissued"],  # empty PREFLUSHes: never issued, so not rows
         "sync_other_device": c["sync_other_device"],  # filtered out by --device
@@ -434,9 +473,12 @@ def _accounting(kc: Any) -> tuple[dict[str, int], dict[str, int]]:
     return loss, counts
 
 
-def _hand_over(kc: Any, out: _Writer) -> None:
-    io, sync = kc.take()
-    out.q.put((io, sync, _accounting(kc), kc.early_completions()))
+def _hand_over(kc: Any, out: _Writer, *, last: bool = False) -> None:
+    io, sync, unseen = kc.hand_over()
+    fixes = InflightFixes(kc.early_completions(), tuple(unseen))
+    out.put((io, sync, _accounting(kc), fixes))
+    if last:
+        out.hurry()
 
 
 def _loop(
@@ -458,6 +500,8 @@ def _loop(
         if now >= next_rotate or kc.pending_bytes >= opts.buffer_bytes:
             _hand_over(kc, out)
             next_rotate = now + opts.rotate_s
+        if out.waited() >= opts.rotate_s or (out.waiting and kc.pending_bytes >= opts.buffer_bytes // 2):
+            out.hurry()  # see _Writer
         if progress is not None and now - last_report >= 1.0:
             c = kc.counters()
             events = c["io_records"]

@@ -18,6 +18,9 @@
 
 #define IOFP_COMM_LEN 16
 
+/* complete_ns of a request whose completion never ran our program (bpf/witness.py) */
+#define IOFP_UNSEEN (1ULL << 63)
+
 enum iofp_kind {
 	IOFP_KIND_IO = 1,
 	IOFP_KIND_SYNC = 2,
@@ -27,7 +30,7 @@ enum iofp_kind {
 struct iofp_io_rec {
 	__u64 issue_ns;    /* block_rq_issue: handed to the driver */
 	__u64 queue_ns;    /* block_io_start (or insert): entered the block layer; 0 = unknown */
-	__u64 complete_ns; /* block_rq_complete; 0 = its completion was not seen */
+	__u64 complete_ns; /* block_rq_complete; with IOFP_UNSEEN: not seen, found out at the rest */
 	__u64 sector;      /* 512-byte sectors, whole-disk relative */
 	__u32 bytes;
 	__u32 cmd_flags; /* REQ_OP_* | REQ_* bits as issued; decoded in user space from BTF enums */
@@ -79,7 +82,7 @@ enum iofp_counter {
 	IOFP_CNT_COMPLETED_UNISSUED,    /* requests completed without being issued (flush barriers) */
 	IOFP_CNT_FLUSH_BUSY,          /* timer flushes that found the batch in use (retried) */
 	IOFP_CNT_COMPLETIONS,         /* block_rq_complete runs for tracked requests */
-	IOFP_CNT_LOST_COMPLETIONS,    /* requests whose completion never ran our program (sent, latency unknown) */
+	IOFP_CNT_UNSEEN_COMPLETIONS,  /* requests whose completion never ran our program (sent marked unseen) */
 	IOFP_CNT_SYNC_OTHER_DEVICE,   /* fsync-family calls on files of devices not captured (not recorded) */
 	IOFP_CNT_FLUSH_SEQ_FINAL,     /* second completions of data requests in a flush sequence (expected) */
 	IOFP_CNT_EARLY_OVERFLOW,      /* completions from before the capture beyond the `early` table */

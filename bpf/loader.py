@@ -22,6 +22,7 @@ import numpy as np
 
 from bpf.btf import BTF, BTFError, btf_with_struct, kernel_btf
 from bpf.record import BATCH_HDR, COUNTERS, IO_DTYPE, KIND_IO, KIND_SYNC, SYNC_DTYPE
+from bpf.witness import EVENTS, UNSEEN, CompletionWitness, agent_threads, fill_unseen, undetected
 from iofp.contract import SYNC_CALLS
 
 SRC = Path(__file__).with_name("capture.bpf.c")
@@ -194,6 +195,19 @@ def _read_array(map_fd: int, n: int, value_size: int) -> np.ndarray | None:
     return values[: attr.count].reshape(-1)
 
 
+def _req_dtype(req_t: type[ctypes.Structure], names: list[str]) -> np.dtype:
+    """A numpy view of the ctypes struct bcc built for struct iofp_req (fields by their offsets)."""
+    formats = []
+    for n in names:
+        ct = dict(req_t._fields_)[n]
+        is_array = issubclass(ct, ctypes.Array)
+        formats.append(np.dtype((np.bytes_, ctypes.sizeof(ct))) if is_array else np.dtype(ct))
+    return np.dtype(
+        {"names": names, "formats": formats, "offsets": [getattr(req_t, n).offset for n in names],
+         "itemsize": ctypes.sizeof(req_t)}
+    )  # fmt: skip
+
+
 def _bpf(cmd: int, attr: ctypes.Structure) -> int:
     return _libc.syscall(_SYS_BPF, cmd, ctypes.byref(attr), ctypes.sizeof(attr))
 
@@ -224,6 +238,10 @@ class KernelOptions:
     # records buffered in user space between hand-overs: the capture's buffer plus one 100 ms tick
     # at ~1 M events/s, so that a buffer never has to grow (a copy) before it is handed over
     sink_bytes: int = 72 << 20
+    # whose completions the tracefs witness records (bpf/witness.py): "agent" (PID 1's threads, the
+    # context this VM's kernel hides from BPF), "all" (every task: tests) or "off"
+    witness: str = "agent"
+    unseen_every: int = 0  # tests only: the program ignores every Nth completion (fault injection)
 
 
 def comm_words(comm: str) -> tuple[int, int]:
@@ -290,6 +308,8 @@ def cflags(opts: KernelOptions, btf: BTF | None = None) -> list[str]:
         out += ["-DIOFP_FILTER_COMM", f"-DIOFP_COMM_W0={w0}ULL", f"-DIOFP_COMM_W1={w1}ULL"]
     if opts.syscalls:
         out += ["-DIOFP_SYSCALLS", f"-DIOFP_CALL_DSYNC_WRITE={SYNC_CALLS.index('dsync_write')}"]
+    if opts.unseen_every:
+        out.append(f"-DIOFP_TEST_UNSEEN_EVERY={int(opts.unseen_every)}")
     out.append(f"-I{SRC.parent}")
     return out
 
@@ -347,10 +367,7 @@ class KernelCapture:
         btf = kernel_btf()
         self.have_io_start = has_io_start(btf)
         # Kept, rather than the parsed BTF (~10^5 Python objects), which the capture lets go of
-        self._prog_info: tuple[int, int, int] | None = None
-        with contextlib.suppress(Exception):
-            off, size = btf.member("bpf_prog_info", "recursion_misses")
-            self._prog_info = (off, size, btf.sizeof(btf.struct_id("bpf_prog_info")))
+        self._prog_info = prog_info_layout(btf)
         # TRACEPOINT_PROBEs (the syscalls) attach as bcc loads them; block probes attach in start()
         self.bpf = BPF(src_file=str(SRC).encode(), cflags=cflags(opts, btf))
         if opts.devs:
@@ -375,6 +392,13 @@ class KernelCapture:
         self._attached: list[str] = []
         self._flush_ok = True
         self._early: tuple[int, dict[int, np.ndarray]] = (0, {})  # entries read, and their times per device
+        self.witness: CompletionWitness | None = None
+        self.witness_error: str | None = None  # why there is no witness, when there is none
+        self._checked = 0  # records looked at for unseen completions
+        self.unseen = {"received": 0, "filled": 0, "at_end": 0}
+        self.unseen_fixes: list[tuple[int, int, int]] = []  # (dev, completed, found out) of those filled
+        self._witness_checked = 0  # witness events (by count) looked for among the tracked
+        self._pending = np.empty(0, EVENTS)  # witness events whose request was still tracked when last looked
 
     # ---- lifecycle ------------------------------------------------------------------------
 
@@ -383,6 +407,7 @@ class KernelCapture:
 
     def start(self) -> tuple[int, int]:
         """Attach the block probes; returns (monotonic ns, wall-clock ns) of the capture's start."""
+        self._start_witness()
         mono, wall = time.monotonic_ns(), time.time_ns()
         for tp, fn in self.probes():
             self.bpf.attach_raw_tracepoint(tp=tp.encode(), fn_name=fn.encode())
@@ -403,12 +428,26 @@ class KernelCapture:
         # it time to finish, send every batch, then read what a flush that backed off (busy) left.
         time.sleep(0.05)
         self.flush(force=True)
-        self.bpf.ring_buffer_consume()
+        self.consume()
         self._drain_maps()
+        self._check_unseen()
+        self._unseen_at_end(stopped)
         return stopped
 
     def close(self) -> None:
+        if self.witness is not None:
+            self.witness.close()
         self.bpf.cleanup()
+
+    def _start_witness(self) -> None:
+        if self.opts.witness == "off":
+            self.witness_error = "turned off"
+            return
+        pids = None if self.opts.witness == "all" else agent_threads()
+        try:
+            self.witness = CompletionWitness(self.opts.devs, pids)
+        except OSError as e:  # no tracefs, or no instances: unseen completions stay without latency
+            self.witness_error = f"no tracefs instance: {e}"
 
     # ---- data -----------------------------------------------------------------------------
 
@@ -428,11 +467,34 @@ class KernelCapture:
         return self._io.used + self._sync.used
 
     def consume(self) -> None:
-        """Take whatever the ring holds (the kernel sends without wakeups; see IOFP_RB_FLAGS)."""
+        """Take whatever the ring holds (the kernel sends without wakeups; see IOFP_RB_FLAGS), then
+        what the witness recorded: every completion before the last record received is in it by
+        then (a missed one, before the program found it out and sent the request; one that
+        completed before a row was issued, before that row's own completion)."""
         self.bpf.ring_buffer_consume()
+        if self.witness is not None:
+            self.witness.poll()
+        self._check_unseen()
+
+    def _check_unseen(self) -> None:
+        """Fill in the completion time of the requests just received whose completion the program
+        never saw, from the witness; those it has not recorded stay marked (no latency)."""
+        n = self._io.used // IO_DTYPE.itemsize
+        if n <= self._checked:
+            return
+        new = self._io.buf[self._checked * IO_DTYPE.itemsize : n * IO_DTYPE.itemsize].view(IO_DTYPE)
+        self._checked = n
+        if not np.any(new["complete_ns"] >> np.uint64(63)):
+            return
+        self.unseen["received"] += int(np.count_nonzero(new["complete_ns"] >> np.uint64(63)))
+        fixes = fill_unseen(new, self.witness)
+        self.unseen["filled"] += len(fixes)
+        self.unseen_fixes.extend(fixes)
 
     def take(self) -> tuple[np.ndarray, np.ndarray]:
         """Everything received since the last take, as record arrays."""
+        self._check_unseen()
+        self._checked = 0
         self._tally()
         self._tallied = 0
         return self._io.take(), self._sync.take()
@@ -515,37 +577,119 @@ class KernelCapture:
             self._early = (len(recs) if len(recs) == n else -1, by_dev)
         return self._early[1]
 
-    def inflight_left(self) -> int:
-        """Requests issued during the capture that had not completed when it stopped."""
+    def _tracked(self) -> np.ndarray:
+        """The requests the program still tracks as issued (issue_ns != 0), as iofp_req rows."""
         slots = self.bpf["slots"]
         leaf = slots.Leaf
+        req_t = type(leaf().r)
+        names = [n for n, _ in req_t._fields_ if not n.startswith("_")]
+        dtype = _req_dtype(req_t, names)
         raw = _read_array(slots.map_fd, len(slots), ctypes.sizeof(leaf))
         if raw is not None:  # the whole table in one syscall (bcc's per-slot walk took 0.3-0.5 s)
-            issue_off = leaf.r.offset + type(leaf().r).issue_ns.offset
-            dt = np.dtype(
-                {
-                    "names": ["rq", "issue"],
-                    "formats": ["<u8", "<u8"],
-                    "offsets": [leaf.rq.offset, issue_off],
-                    "itemsize": ctypes.sizeof(leaf),
-                }
-            )
-            recs = raw.view(dt)
-            in_slots = int(np.count_nonzero((recs["rq"] != 0) & (recs["issue"] != 0)))
+            view = raw.view(np.dtype({"names": ["rq", "r"], "formats": ["<u8", dtype],
+                                      "offsets": [leaf.rq.offset, leaf.r.offset],
+                                      "itemsize": ctypes.sizeof(leaf)}))  # fmt: skip
+            in_slots = view["r"][(view["rq"] != 0) & (view["r"]["issue_ns"] != 0)]
         else:
-            in_slots = sum(1 for _, v in slots.items() if v.rq and v.r.issue_ns)
-        return in_slots + sum(1 for _, v in self.bpf["reqs"].items() if v.issue_ns)
+            walked = b"".join(bytes(v.r) for _, v in slots.items() if v.rq and v.r.issue_ns)
+            in_slots = np.frombuffer(walked, dtype)
+        in_map = [bytes(v) for _, v in self.bpf["reqs"].items() if v.issue_ns]
+        extra = np.frombuffer(b"".join(in_map), dtype) if in_map else np.empty(0, dtype)
+        return np.concatenate([in_slots, extra])
+
+    def _unseen_at_end(self, stopped_ns: int) -> None:
+        """Requests still marked issued when the probes were detached whose completion the witness
+        recorded before that: completions the program never saw and no later request revealed (the
+        pointer was not used again). Recorded like any other, with the witness's time."""
+        if self.witness is None:
+            return
+        self.witness.poll()
+        left = self._tracked()
+        recs = np.zeros(len(left), IO_DTYPE)
+        for name in set(IO_DTYPE.names) & set(left.dtype.names):
+            recs[name] = left[name]
+        recs["complete_ns"] = np.uint64(stopped_ns) | UNSEEN
+        fixes = fill_unseen(recs, self.witness)
+        recs = recs[~(recs["complete_ns"] >> np.uint64(63)).astype(bool)]
+        if self.opts.pid is not None:
+            recs = recs[recs["pid"] == self.opts.pid]
+        if self.opts.comm is not None:
+            recs = recs[recs["comm"] == self.opts.comm.encode()[:15]]
+        self.unseen["at_end"] = len(fixes)
+        self.unseen_fixes.extend(fixes)
+        if len(recs):
+            self._io.append(recs.ctypes.data, recs.nbytes)
+            self._checked += len(recs)
+
+    def hand_over(self) -> tuple[np.ndarray, np.ndarray, list[tuple[int, int, int]]]:
+        """Everything received up to now (take()), with the in-flight fixes for it: (dev, completed,
+        found out) of every completion the program missed that the witness recorded, found out or
+        not yet (until found out, the kernel counts each in flight).
+
+        The requests still tracked as issued are read first, at `snap`: a miss the program finds out
+        about after that has its record received in the drain that follows; one it has not is among
+        them. A request issued after `snap` is in neither, so when the witness recorded a completion
+        after `snap`, the rows that completed after it wait for the next hand-over."""
+        snap = time.monotonic_ns()
+        tracked = self._tracked() if self.witness is not None else None
+        self.flush(force=True)
+        self.consume()
+        io, sync = self.take()
+        fixes = self.unseen_fixes[-4096:]
+        if tracked is None or self.witness is None:
+            return io, sync, fixes
+        new = self.witness.since(self._witness_checked)
+        self._witness_checked = self.witness.recorded
+        events = np.concatenate([self._pending, new])
+        pending = undetected(events, tracked)
+        late = events["ts"] > snap
+        self._pending = events[np.isin(events["ts"], [ts for _, ts, _ in pending]) | late]
+        found = {(d, done) for d, done, _ in fixes}
+        fixes = fixes + [f for f in pending if f[:2] not in found]
+        if late.any():
+            io = self._keep_for_later(io, snap)
+        return io, sync, fixes
+
+    def _keep_for_later(self, io: np.ndarray, snap: int) -> np.ndarray:
+        """The records that completed up to `snap`; the others go back for the next take()."""
+        late = (io["complete_ns"] & ~UNSEEN) > np.uint64(snap)
+        if not late.any():
+            return io
+        now, later = io[~late], io[late]  # copies: `io`'s buffer can go back at once
+        self._io.append(later.ctypes.data, later.nbytes)
+        self._checked += len(later)
+        self._tallied += len(later)
+        self._io.release(io)
+        return now
+
+    def inflight_left(self) -> int:
+        """Requests issued during the capture that had not completed when it stopped."""
+        return len(self._tracked()) - self.unseen["at_end"]
 
     def recursion_misses(self) -> int:
         """Program runs the kernel skipped because the program was already running on that CPU
         (e.g. a completion interrupt arriving inside our own handler): events lost before we saw them."""
-        if self._prog_info is None:
-            return 0
-        off, size, info_len = self._prog_info
-        total = 0
-        for fn in self.bpf.funcs.values():
-            buf = ctypes.create_string_buffer(info_len)
-            attr = _InfoAttr(bpf_fd=fn.fd, info_len=info_len, info=ctypes.addressof(buf))
-            if _bpf(_BPF_OBJ_GET_INFO_BY_FD, attr) == 0 and size == 8:
-                total += struct.unpack_from("<Q", buf.raw, off)[0]
-        return total
+        return recursion_misses([fn.fd for fn in self.bpf.funcs.values()], self._prog_info)
+
+
+def prog_info_layout(btf: BTF) -> tuple[int, int, int] | None:
+    """(offset, size of recursion_misses, size) of struct bpf_prog_info; None before v5.12."""
+    try:
+        off, size = btf.member("bpf_prog_info", "recursion_misses")
+        return off, size, btf.sizeof(btf.struct_id("bpf_prog_info"))
+    except BTFError:
+        return None
+
+
+def recursion_misses(prog_fds: list[int], layout: tuple[int, int, int] | None) -> int:
+    """The kernel's count of runs it skipped, summed over the programs (BPF_OBJ_GET_INFO_BY_FD)."""
+    if layout is None:
+        return 0
+    off, size, info_len = layout
+    total = 0
+    for fd in prog_fds:
+        buf = ctypes.create_string_buffer(info_len)
+        attr = _InfoAttr(bpf_fd=fd, info_len=info_len, info=ctypes.addressof(buf))
+        if _bpf(_BPF_OBJ_GET_INFO_BY_FD, attr) == 0 and size == 8:
+            total += struct.unpack_from("<Q", buf.raw, off)[0]
+    return total

@@ -8,7 +8,7 @@ Opcodes and flag bits are not hard-coded: they are enumerators of the running ke
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -65,7 +65,7 @@ COUNTERS = (
     "completed_unissued",
     "flush_busy",
     "completions",
-    "lost_completions",
+    "unseen_completions",
     "sync_other_device",
     "flush_seq_final",
     "early_overflow",
@@ -191,25 +191,29 @@ def _mask(m: np.ndarray) -> np.ndarray | None:
     return m if m.any() else None
 
 
-def io_table(
-    recs: np.ndarray,
-    t0_ns: int,
-    bits: ReqBits,
-    dev_names: dict[int, str],
-    early: dict[int, np.ndarray] | None = None,
-) -> tuple[pa.Table, int]:
-    """Records -> an IO_SCHEMA table sorted by issue time, and the number of records skipped because
-    their op is not block data I/O (zone management, driver-private commands).
+@dataclass(frozen=True)
+class InflightFixes:
+    """What the kernel's in-flight count at issue could not know, per device (monotonic ns).
 
-    Everything derived from cmd_flags (op, rwbs, the flag columns) is computed once per distinct
-    flags value and gathered, so the per-row cost is a few vectorised passes. Each column is
-    gathered in issue order straight from the records (no sorted copy of the whole record), and
-    the result never shares memory with `recs`, whose buffer the caller reuses.
+    `early`: when the requests issued before the capture completed (sorted): a request issued
+    before one of them completed had it in flight as well, but the kernel's count started at zero.
+    `unseen`: (device, completed, found out) of requests whose completion the program missed: the
+    kernel counted each in flight until it found out, i.e. one too many for requests issued between."""
 
-    `early`: per device, when the requests issued before the capture completed (monotonic ns,
-    sorted). A request issued before one of those completed had it in flight as well; the kernel's
-    count started at zero, so they are added to its `inflight` here (those that complete only after
-    this batch is converted, seconds into the capture, are not known yet and not added)."""
+    early: dict[int, np.ndarray] = field(default_factory=dict)
+    unseen: tuple[tuple[int, int, int], ...] = ()
+
+    def apply(self, inflight: np.ndarray, dev: np.ndarray, issue: np.ndarray) -> None:
+        for d, done in self.early.items():  # done: sorted, not empty
+            rows = np.flatnonzero((dev == d) & (issue < done[-1]))
+            inflight[rows] += (len(done) - np.searchsorted(done, issue[rows], side="right")).astype(np.int32)
+        for d, done, found in self.unseen:
+            inflight[(dev == d) & (issue > done) & (issue < found)] -= 1
+
+
+def _issue_order(recs: np.ndarray, bits: ReqBits) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """(row order by issue time, each kept row's index into the distinct cmd_flags, those flags, the
+    number of records left out because their op is not block data I/O)."""
     flag_idx, uflags = _encode(recs["cmd_flags"])
     known_flag = np.array([(int(f) & bits.op_mask) in bits.ops for f in uflags], dtype=bool)
     order = np.argsort(recs["issue_ns"], kind="stable")
@@ -217,7 +221,46 @@ def io_table(
     skipped = int(len(recs) - np.count_nonzero(keep))
     if skipped:
         order = order[keep[order]]
-    flag_idx = flag_idx[order]
+    return order, flag_idx[order], uflags, skipped
+
+
+def _flag_columns(flag_idx: np.ndarray, uflags: np.ndarray, bits: ReqBits) -> dict[str, pa.Array]:
+    """op, rwbs and the flag columns: computed once per distinct cmd_flags value, then gathered."""
+    op_of = np.array([OPS.index(bits.ops[int(f) & bits.op_mask]) for f in uflags], dtype=np.int8)
+
+    def flag(bit: int) -> pa.Array:
+        return pa.array(((uflags & bit) != 0)[flag_idx])
+
+    return {
+        "op": pa.DictionaryArray.from_arrays(pa.array(op_of[flag_idx], pa.int8()), pa.array(OPS)),
+        "sync": flag(bits.sync),
+        "fua": flag(bits.fua),
+        "preflush": flag(bits.preflush),
+        "meta": flag(bits.meta),
+        "readahead": flag(bits.rahead),
+        "rwbs": _strings(flag_idx, [bits.rwbs(int(f)) for f in uflags]),
+    }
+
+
+def _device_column(dev_raw: np.ndarray, dev_names: dict[int, str]) -> pa.Array:
+    dev_idx, devs = _encode(dev_raw)
+    names = [dev_names.get(int(d), f"dev{int(d) >> 20}:{int(d) & 0xFFFFF}") for d in devs]
+    return pa.DictionaryArray.from_arrays(pa.array(dev_idx.astype(np.int32)), pa.array(names))
+
+
+def io_table(
+    recs: np.ndarray,
+    t0_ns: int,
+    bits: ReqBits,
+    dev_names: dict[int, str],
+    fixes: InflightFixes | None = None,
+) -> tuple[pa.Table, int]:
+    """Records -> an IO_SCHEMA table sorted by issue time, and the number of records skipped because
+    their op is not block data I/O (zone management, driver-private commands).
+
+    Each column is gathered in issue order straight from the records (no sorted copy of the whole
+    record), and the result never shares memory with `recs`, whose buffer the caller reuses."""
+    order, flag_idx, uflags, skipped = _issue_order(recs, bits)
 
     def col(name: str) -> np.ndarray:
         return np.take(recs[name], order)
@@ -225,34 +268,19 @@ def io_table(
     issue = col("issue_ns").view(np.int64)
     queue = col("queue_ns").view(np.int64)
     complete = col("complete_ns").view(np.int64)
-    no_queue = _mask(queue == 0)
-    # complete_ns 0: the kernel never ran our completion probe for it (counted as lost_completions)
-    no_complete = _mask(complete == 0)
+    # negative: IOFP_UNSEEN, a completion the program never saw and the witness did not record
+    no_complete = _mask(complete < 0)
     inflight = col("inflight")
     dev_raw = col("dev")
-    if early:
-        for d, done in early.items():  # done: sorted, not empty
-            rows = np.flatnonzero((dev_raw == d) & (issue < done[-1]))
-            inflight[rows] += (len(done) - np.searchsorted(done, issue[rows], side="right")).astype(np.int32)
+    if fixes is not None:
+        fixes.apply(inflight, dev_raw, issue)
+    no_queue = _mask(queue == 0)
     complete -= issue
     queue -= t0_ns
     issue -= t0_ns
-
-    dev_idx, devs = _encode(dev_raw)
-    dnames = [dev_names.get(int(d), f"dev{int(d) >> 20}:{int(d) & 0xFFFFF}") for d in devs]
-    device = pa.DictionaryArray.from_arrays(pa.array(dev_idx.astype(np.int32)), pa.array(dnames))
-    op_of = np.array([OPS.index(bits.ops[int(f) & bits.op_mask]) for f in uflags], dtype=np.int8)
-    op = pa.DictionaryArray.from_arrays(pa.array(op_of[flag_idx], pa.int8()), pa.array(OPS, pa.string()))
-
-    def flag(bit: int) -> pa.Array:
-        return pa.array(((uflags & bit) != 0)[flag_idx])
-
-    rwbs = _strings(flag_idx, [bits.rwbs(int(f)) for f in uflags])
     pid = col("pid").view(np.int32)
     unknown_pid = pid == 0
     comm_idx, comm_names = _names(col("comm"))
-    comm = _strings(comm_idx, comm_names, mask=_mask(unknown_pid))
-
     # Requests without a position (a flush: __sector = (sector_t)-1) are at 0, as the kernel prints them
     offset = col("sector").view(np.int64)
     offset[offset == -1] = 0
@@ -261,18 +289,12 @@ def io_table(
         "ts_ns": pa.array(issue, pa.int64()),
         "queue_ns": pa.array(queue, pa.int64(), mask=no_queue),
         "lat_ns": pa.array(complete, pa.int64(), mask=no_complete),
-        "device": device,
+        "device": _device_column(dev_raw, dev_names),
         "offset": pa.array(offset, pa.int64()),
         "size": pa.array(col("bytes").view(np.int32), pa.int32()),
-        "op": op,
-        "sync": flag(bits.sync),
-        "fua": flag(bits.fua),
-        "preflush": flag(bits.preflush),
-        "meta": flag(bits.meta),
-        "readahead": flag(bits.rahead),
-        "rwbs": rwbs,
+        **_flag_columns(flag_idx, uflags, bits),
         "pid": pa.array(pid, pa.int32(), mask=_mask(unknown_pid)),
-        "comm": comm,
+        "comm": _strings(comm_idx, comm_names, mask=_mask(unknown_pid)),
         "inflight": pa.array(inflight, pa.int32()),
         "error": pa.array(col("error"), pa.int16()),
     }

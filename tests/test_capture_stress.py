@@ -1,21 +1,30 @@
-"""Every request exactly once at the device's full rate, against an exact oracle.
+"""Every request exactly once, with its latency, at the device's full rate and with both CPUs busy.
 
 4k random reads at QD32 and 4k random writes with fsync=1 run together on a RAM loop device for a
-few seconds (~1 M requests/10 s here), while a private tracefs instance records block_rq_complete for
-the same device. The trace must hold every completed request the instance saw (op, sector, size),
-except the empty PREFLUSH requests that complete without ever being issued (counted, by design), and
-the counts must agree with /sys/block/NAME/stat. Earlier versions lost 1-172 of ~1.3 M requests
-per 10 s run with no counter noticing; a request whose completion the kernel never handed to our
-program is now still recorded (latency unknown) and counted as lost_completions.
+few seconds (~1 M requests/10 s here) next to a CPU hog on every CPU, while a private tracefs
+instance records block_rq_complete for the same device. The trace must hold every completed request
+the instance saw (op, sector, size), except the empty PREFLUSH requests that complete without ever
+being issued (counted, by design), and the counts must agree with /sys/block/NAME/stat.
+
+On the lab VM the kernel runs no BPF program while the VM agent's threads are current, not even in
+a softirq that interrupts them, so iofp's program misses every completion processed there
+(bench/completion_skips.py): 1 in ~4,000-90,000 here. Each such request is still recorded, and its
+completion time comes from iofp's tracefs witness (bpf/witness.py): every row has a latency. The
+witness's own path is also driven on purpose, with a program told to ignore some or all completions.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import statistics
 import subprocess
+import sys
 import uuid
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pyarrow as pa
@@ -32,81 +41,98 @@ pytestmark = [
 
 TRACEFS = Path("/sys/kernel/tracing")
 SECONDS = 6
-COMPLETE = re.compile(r"block_rq_complete: \d+,\d+ (\S+) \(.*?\) (\d+) \+ (\d+)")
+COMPLETE = re.compile(r"\s([\d.]+): block_rq_complete: \d+,\d+ (\S+) \(.*?\) (\d+) \+ (\d+)")
+Key = tuple[str, int, int]
 
 
-def _key(rwbs: str, sector: int, size: int) -> tuple[str, int, int]:
+def _key(rwbs: str, sector: int, size: int) -> Key:
     """(op letter, sector, bytes); flushes (F, FF) have no position."""
     op = rwbs.replace("F", "")[:1] or "F"
     return (op, 0 if op == "F" else sector, size)
 
 
-def test_full_rate_mixed_load_matches_tracefs_request_for_request(tmp_path: Path) -> None:
-    from bpf import CaptureOptions, start_capture
-
+@contextmanager
+def tracefs_oracle(dev: str) -> Iterator[list[tuple[Key, int]]]:
+    """A private tracefs instance recording the device's completions (trace_clock mono); the list
+    it yields is filled with (request, completion time in µs-precise ns) once the block exits."""
     if not (TRACEFS / "instances").is_dir():
         pytest.skip(f"needs tracefs mounted at {TRACEFS} (iofp doctor mounts it)")
-    dev, backing = make_loop_device(512)
-    name = dev.removeprefix("/dev/")
-    major, minor = (int(x) for x in Path(f"/sys/block/{name}/dev").read_text().split(":"))
+    sysfs = Path("/sys/block") / dev.removeprefix("/dev/") / "dev"
+    major, minor = (int(x) for x in sysfs.read_text().split(":"))
     inst = TRACEFS / "instances" / f"iofp-stress-{uuid.uuid4().hex[:8]}"
     inst.mkdir()
     ev = inst / "events" / "block" / "block_rq_complete"
+    seen: list[tuple[Key, int]] = []
     try:
         (inst / "buffer_size_kb").write_text("131072")  # per CPU; ~60 B/event, no overwrite
+        (inst / "trace_clock").write_text("mono")
         (ev / "filter").write_text(f"dev == {(major << 20) | minor}")
         (ev / "enable").write_text("1")
-        stat0 = [int(x) for x in Path(f"/sys/block/{name}/stat").read_text().split()]
-        common = ["--direct=1", "--ioengine=libaio", "--time_based", f"--runtime={SECONDS}",
-                  f"--filename={dev}", "--output=/dev/null"]  # fmt: skip
-        opts = CaptureOptions(output=tmp_path / "t", devices=[name], rotate_s=1.0)
-        with start_capture(opts) as bg:
-            jobs = [
-                subprocess.Popen(
-                    ["fio", "--name=rr", "--rw=randread", "--bs=4k", "--iodepth=32", "--size=256m", *common]
-                ),
-                subprocess.Popen(
-                    [
-                        "fio",
-                        "--name=ws",
-                        "--rw=randwrite",
-                        "--bs=4k",
-                        "--iodepth=1",
-                        "--fsync=1",
-                        "--offset=256m",
-                        "--size=128m",
-                        *common,
-                    ]
-                ),
-            ]
-            assert [j.wait(timeout=120) for j in jobs] == [0, 0]
-            summary = bg.stop()
+        yield seen
         (inst / "tracing_on").write_text("0")
-        stat1 = [int(x) for x in Path(f"/sys/block/{name}/stat").read_text().split()]
-        oracle: Counter = Counter()
         with open(inst / "trace") as f:
             for line in f:
-                m = COMPLETE.search(line)
-                if m:
-                    oracle[_key(m.group(1), int(m.group(2)), int(m.group(3)) * 512)] += 1
+                if m := COMPLETE.search(line):
+                    key = _key(m[2], int(m[3]), int(m[4]) * 512)
+                    seen.append((key, round(float(m[1]) * 1e6) * 1000))
     finally:
         ev.joinpath("enable").write_text("0")
         inst.rmdir()
+
+
+@contextmanager
+def cpu_hogs() -> Iterator[None]:
+    """A busy loop on every CPU (both CPUs busy, as on a loaded machine)."""
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 1)]
+    try:
+        yield
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
+
+
+def rows(out: Path, columns: list[str]) -> pa.Table:
+    return pa.concat_tables(pq.read_table(p, columns=columns) for p in open_trace(out).files["io"])
+
+
+def row_keys(io: pa.Table) -> list[Key]:
+    cols = (io[c].to_pylist() for c in ("rwbs", "offset", "size"))
+    return [_key(r, o // 512, s) for r, o, s in zip(*cols, strict=True)]
+
+
+def test_full_rate_mixed_load_under_a_cpu_hog_matches_tracefs_request_for_request(tmp_path: Path) -> None:
+    from bpf import CaptureOptions, start_capture
+
+    dev, backing = make_loop_device(512)
+    name = dev.removeprefix("/dev/")
+    try:
+        with tracefs_oracle(dev) as oracle_events, cpu_hogs():
+            stat0 = [int(x) for x in Path(f"/sys/block/{name}/stat").read_text().split()]
+            common = ["--direct=1", "--ioengine=libaio", "--time_based", f"--runtime={SECONDS}",
+                      f"--filename={dev}", "--output=/dev/null"]  # fmt: skip
+            opts = CaptureOptions(output=tmp_path / "t", devices=[name], rotate_s=1.0)
+            with start_capture(opts) as bg:
+                jobs = [
+                    subprocess.Popen(["fio", "--name=rr", "--rw=randread", "--bs=4k", "--iodepth=32",
+                                      "--size=256m", *common]),
+                    subprocess.Popen(["fio", "--name=ws", "--rw=randwrite", "--bs=4k", "--iodepth=1",
+                                      "--fsync=1", "--offset=256m", "--size=128m", *common]),
+                ]  # fmt: skip
+                assert [j.wait(timeout=120) for j in jobs] == [0, 0]
+                summary = bg.stop()
+            stat1 = [int(x) for x in Path(f"/sys/block/{name}/stat").read_text().split()]
+    finally:
         destroy_loop_device(dev, backing)
 
     # The oracle itself is exact: every completion the block layer accounted, nothing else
+    oracle = Counter(k for k, _ in oracle_events)
     reads, writes, flushes = stat1[0] - stat0[0], stat1[4] - stat0[4], stat1[15] - stat0[15]
     assert sum(oracle.values()) == reads + writes + flushes
-    assert reads > 100_000, "the load did not run at full rate"
+    assert reads > 50_000, "the load did not run at full rate"
 
-    trace = open_trace(tmp_path / "t")
-    io = pa.concat_tables(
-        pq.read_table(p, columns=["rwbs", "offset", "size", "lat_ns"]) for p in trace.files["io"]
-    )
-    got = Counter(
-        _key(r, o // 512, s)
-        for r, o, s in zip(*(io[c].to_pylist() for c in ("rwbs", "offset", "size")), strict=True)
-    )
+    io = rows(tmp_path / "t", ["rwbs", "offset", "size", "lat_ns"])
+    got = Counter(row_keys(io))
     unissued = summary.counts["completed_unissued"]  # empty PREFLUSH requests: never issued, not rows
     expected = oracle.copy()
     expected[("W", 0, 0)] -= unissued
@@ -114,7 +140,54 @@ def test_full_rate_mixed_load_matches_tracefs_request_for_request(tmp_path: Path
         f"missing {sum((expected - got).values())}, extra {sum((got - expected).values())}"
     )
     assert summary.io_events == io.num_rows == reads + writes + flushes - unissued
-    # Rows whose completion the kernel never showed us are there, latency unknown, and counted
-    assert io["lat_ns"].null_count == summary.loss["lost_completions"]
-    assert summary.lost_events == summary.loss["lost_completions"]
-    assert summary.loss["lost_in_transit"] == 0 and summary.loss["lost_recursion"] == 0
+    # Completions the program never saw got their time from the witness: every row has a latency
+    assert io["lat_ns"].null_count == summary.loss["lost_completions"] == 0, summary.counts
+    assert summary.counts["recovered_completions"] == summary.counts["unseen_completions"]
+    assert summary.lost_events == 0, summary.loss
+
+
+def completion_offsets(io: pa.Table, oracle_events: list[tuple[Key, int]]) -> list[int]:
+    """Per row, its completion time (ts_ns + lat_ns) minus the oracle's for the same request, less
+    the median of that difference (the capture's clock origin); rows in issue order meet the
+    oracle's events for the same request in completion order, which at QD1 is the same."""
+    pending: dict[Key, list[int]] = {}
+    for key, ts in oracle_events:
+        pending.setdefault(key, []).append(ts)
+    diffs = []
+    for key, ts, lat in zip(row_keys(io), io["ts_ns"].to_pylist(), io["lat_ns"].to_pylist(), strict=True):
+        diffs.append(ts + lat - pending[key].pop(0))
+    origin = statistics.median(diffs)
+    return [d - origin for d in diffs]
+
+
+@pytest.mark.parametrize("every", [25, 1], ids=["every-25th", "all"])
+def test_completions_the_program_never_sees_get_the_witness_time(tmp_path: Path, every: int) -> None:
+    """The program is told to ignore every Nth completion (fault injection; N=1: every one, so that the
+    requests still in flight at the end are found there, not by a later request); the witness
+    records every task's completions. At 1,000 IOPS and QD1 a request's pointer comes back ~1 ms
+    later, so a latency taken from that instead of the witness would be off by ~1 ms."""
+    from bpf import CaptureOptions, start_capture
+    from bpf.loader import KernelOptions
+
+    dev, backing = make_loop_device(256)
+    try:
+        with tracefs_oracle(dev) as oracle_events:
+            opts = CaptureOptions(output=tmp_path / "t", devices=[dev.removeprefix("/dev/")], rotate_s=1.0)
+            with start_capture(opts, kernel=KernelOptions(witness="all", unseen_every=every)) as bg:
+                fio = ["fio", "--name=q", f"--filename={dev}", "--direct=1", "--rw=randrw", "--bs=4k",
+                       "--ioengine=psync", "--rate_iops=1000", "--number_ios=3000", "--size=128m",
+                       "--output=/dev/null"]  # fmt: skip
+                subprocess.run(fio, check=True, timeout=60)
+                summary = bg.stop()
+    finally:
+        destroy_loop_device(dev, backing)
+    io = rows(tmp_path / "t", ["ts_ns", "lat_ns", "rwbs", "offset", "size", "inflight"])
+    assert Counter(row_keys(io)) == Counter(k for k, _ in oracle_events)
+    assert io["lat_ns"].null_count == summary.loss["lost_completions"] == 0
+    unseen = summary.counts["unseen_completions"]
+    assert summary.counts["recovered_completions"] == unseen >= io.num_rows // every - 10
+    off = completion_offsets(io, oracle_events)
+    assert sum(abs(d) > 200_000 for d in off) <= 2, sorted(off, key=abs)[-5:]
+    # the kernel counted each missed request in flight until it was found out; the rows say QD1
+    assert set(io["inflight"].to_pylist()) == {1}, Counter(io["inflight"].to_pylist())
+    assert open_trace(tmp_path / "t").meta.extra["inflight_at_end"] == 0
