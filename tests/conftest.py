@@ -58,15 +58,15 @@ def shared_traces() -> Path:
 
 
 def assert_tracer_lost_nothing(loss: dict[str, int], events: int) -> None:
-    """The capture's own pipeline (ring buffer, maps, recursion, transit) lost nothing.
+    """The capture lost nothing, not even a latency.
 
-    The one loss outside iofp's control is a completion the kernel did not run our probe for
-    (seen 0-16 times per ~1.1 M requests under softirq load, BENCHMARKS.md): such a request is kept
-    with a null latency and counted as lost_completions, so it is allowed, but only rarely.
-    """
-    own = {k: v for k, v in loss.items() if k.startswith("lost") and k != "lost_completions" and v}
-    assert own == {}, own
-    assert loss.get("lost_completions", 0) <= max(2, events // 10_000), loss
+    The kernel runs no BPF program for a completion processed on top of the VM agent's threads (1 in
+    ~3,000-90,000 here, more on a busy machine: bench/completion_skips.py). Such a request is still
+    recorded, and its completion time comes from iofp's tracefs witness of those threads, which in
+    every run measured recorded each one: a completion neither saw (lost_completions) is a failure.
+    `events` is kept for the message."""
+    lost = {k: v for k, v in loss.items() if k.startswith("lost") and v}
+    assert lost == {}, f"{lost} of {events} events"
 
 
 @pytest.fixture(scope="module")

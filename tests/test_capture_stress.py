@@ -144,6 +144,9 @@ def test_full_rate_mixed_load_under_a_cpu_hog_matches_tracefs_request_for_reques
     assert io["lat_ns"].null_count == summary.loss["lost_completions"] == 0, summary.counts
     assert summary.counts["recovered_completions"] == summary.counts["unseen_completions"]
     assert summary.lost_events == 0, summary.loss
+    c = summary.counts
+    print(f"stress: {io.num_rows} rows, {c['unseen_completions']} unseen by the program, "
+          f"{c['recovered_completions']} timed by the witness")  # fmt: skip
 
 
 def completion_offsets(io: pa.Table, oracle_events: list[tuple[Key, int]]) -> list[int]:
