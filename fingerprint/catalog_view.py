@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from fingerprint.catalog import Entry, TrendStep
-from fingerprint.diff_view import human
+from fingerprint.diff import RULE
+from fingerprint.diff_view import change_text, human
 
 
 def _num(v: float | None, fmt: str = ",.1f") -> str:
@@ -45,14 +47,19 @@ def render_trend(console: Console, service: str, entries: list[Entry], steps: li
     if not steps:
         console.print("one fingerprint only: add the next quarter's to see drift")
     for s in steps:
-        flagged = s.diff.flagged
-        head = f"#{s.before.id} -> #{s.after.id} ({s.diff.scope}): {s.diff.verdict}"
-        console.print(("[bold red]" if flagged else "[green]") + head)
-        for c in flagged:
-            change = (
-                f"{c.rel_change:+.0%}"
-                if c.rel_change is not None and not c.threshold_is_absolute
-                else (f"{c.abs_change:+.3f}" if c.abs_change is not None else "new")
-            )
-            a, b = human(c.a, c.unit), human(c.b, c.unit)  # as `iofp diff` prints them
-            console.print(f"    {c.kind:7} {c.metric}: {a} -> {b} ({change}, {c.direction})")
+        d = s.diff
+        head = f"#{s.before.id} -> #{s.after.id} ({d.scope}): {d.verdict}"
+        console.print(("[bold red]" if d.flagged else "[green]") + escape(head))
+        if d.spike is not None and d.spike.flagged:
+            console.print(f"    spike: {escape(d.spike.verdict)}")
+        for change in d.device_changes:
+            console.print(f"    device changed: {escape(change)}")
+        for scope in (d.like, d.spike):
+            for c in scope.flagged if scope else []:
+                limit = human(c.limit) if not c.absolute else f"{(c.limit or 0) * 100:.1f} pt"
+                console.print(
+                    f"    {scope.scope} {escape(c.metric)}: {human(c.a)} -> {human(c.b)} "
+                    f"({change_text(c)}, beyond ±{limit}; {c.direction})"
+                )
+    if steps:
+        console.print(f"limit: {RULE}")

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import typer
 
+from iofp import slo as slomod
+from iofp.output import JSON_HELP, echo, emit_json, human_console, json_target
 from iofp.windows import DEFAULT_WINDOW
 
 WINDOW_HELP = (
@@ -80,26 +82,37 @@ def fingerprint_cmd(
 
 
 def diff_cmd(
-    a: Path = typer.Argument(..., help="The earlier fingerprint JSON (iofp fingerprint --json)."),
-    b: Path = typer.Argument(..., help="The later fingerprint JSON."),
-    as_json: bool = typer.Option(False, "--json", help="Print the comparison as JSON."),
+    a: Path = typer.Argument(..., metavar="A", help="The earlier fingerprint (iofp fingerprint --json)."),
+    b: Path = typer.Argument(..., metavar="B", help="The later fingerprint JSON."),
+    slo: list[str] = typer.Option(
+        [], "--slo", metavar="TERMS", help=slomod.HELP + " With it, drift exits 1 only when B misses it."
+    ),
+    json_out: str | None = typer.Option(None, "--json", metavar="FILE|-", help=JSON_HELP),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing --json file."),
 ) -> None:
-    """What changed between two fingerprints: demand (the workload got harder) versus service
-    (the device got slower), with per-metric relative change and the flags beyond thresholds.
+    """What changed between two fingerprints, beyond the noise each trace measured in itself: demand
+    (the workload got harder) versus service (the device got slower), in the steady (or baseline)
+    and the spike regimes, and any change of device in their provenance.
 
-    Example: iofp diff q1.fp.json q2.fp.json
+    Exit status: 0 when nothing is flagged, 1 when a change is flagged (with --slo: only when B also
+    misses the SLO), 2 for bad input.
+
+    Example: iofp diff samples/fingerprints/market-open.fp.json
+    samples/fingerprints/market-open-q2.fp.json --slo 'p99<=2ms'
     """
     from fingerprint.api import read_json
-    from fingerprint.diff import diff
+    from fingerprint.diff import check_pair, diff
     from fingerprint.diff_view import render
 
-    result = diff(read_json(a), read_json(b))
-    if as_json:
-        import json
-
-        typer.echo(json.dumps(result.to_dict(), indent=1))
-    else:
-        render(result)
+    rules, path = slomod.parse(slo) if slo else None, json_target(json_out, force=force)
+    fa, fb = read_json(a), read_json(b)
+    check_pair(fa, fb, str(a), str(b))
+    result = diff(fa, fb, str(a), str(b), rules)
+    render(result, human_console(json_out))
+    if emit_json(json_out, result.to_dict(), force=force) is not None:
+        echo(f"Wrote {path}.", json_out)
+    if result.matters:
+        raise typer.Exit(1)
 
 
 def report_cmd(

@@ -283,6 +283,16 @@ class Bound:
 
 
 @dataclass
+class Noise:
+    """How much a scope's headline figures vary within the trace: what `iofp diff` flags against."""
+
+    batches: int
+    batch_windows: int
+    method: str
+    se: dict[str, float | None]
+
+
+@dataclass
 class Span:
     from_: str
     to: str
@@ -314,6 +324,7 @@ class Scope:
     shape: Shape
     bound: Bound
     span: Span | None = None
+    noise: Noise | None = None
 
 
 @dataclass
