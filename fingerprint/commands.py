@@ -26,7 +26,7 @@ def import_cmd(
     paths: list[Path] = typer.Argument(
         ..., metavar="PATH...", help="Input files, read in order; .gz is fine."
     ),
-    out: Path = typer.Option(..., "-o", "--out", help="The trace directory to write."),
+    out: Path = typer.Option(..., "-o", "--output", help="The trace directory to write."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing trace."),
     time_unit: str = typer.Option("ns", "--time-unit", help="disksim arrival unit: ns (MQSim), us, ms, s."),
 ) -> None:
@@ -55,7 +55,11 @@ def fingerprint_cmd(
     between: tuple[str, str] | None = typer.Option(
         None, "--between", help="Also summarise T1..T2: HH:MM:SS[.fff] wall clock or seconds from start."
     ),
-    json_out: Path | None = typer.Option(None, "--json", help="Write the fingerprint JSON here."),
+    json_out: str | None = typer.Option(
+        None,
+        "--json",
+        help="Write the fingerprint JSON to FILE, or to stdout with - (the table then goes to stderr).",
+    ),
     label: list[str] = typer.Option([], "--label", help="key=value added to the provenance (repeatable)."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing --json file."),
 ) -> None:
@@ -64,21 +68,19 @@ def fingerprint_cmd(
 
     Example: iofp fingerprint mysql.trace --json mysql.fp.json --label service=db
     """
-    from fingerprint.api import fingerprint_trace, write_json
+    from fingerprint.api import fingerprint_trace
     from fingerprint.compute import Options
     from fingerprint.summary import render
-    from iofp.contract import check_output_file
+    from iofp.fingerprint_doc import dumps
     from iofp.values import parse_labels
     from iofp.windows import parse_window_option
 
-    if json_out is not None:
-        check_output_file(json_out, force=force)
+    json_target(json_out, force=force)
     opts = Options(parse_window_option(window), device, between, parse_labels(label))
     fp = fingerprint_trace(trace, opts)
-    render(fp)
-    if json_out is not None:
-        write_json(fp, json_out, force=force)
-        typer.echo(f"Wrote {json_out}. Next: iofp report {trace} -o report.html")
+    render(fp, human_console(json_out))
+    if (path := emit_json(json_out, None, force=force, text=dumps(fp))) is not None:
+        typer.echo(f"Wrote {path}. Next: iofp report {trace} -o report.html")
 
 
 def diff_cmd(
@@ -117,7 +119,7 @@ def diff_cmd(
 
 def report_cmd(
     trace: Path = typer.Argument(..., help="An iofp trace directory."),
-    out: Path = typer.Option(..., "-o", "--out", help="The HTML file to write."),
+    out: Path = typer.Option(..., "-o", "--output", help="The HTML file to write."),
     window: str | None = typer.Option(None, "--window", help=WINDOW_HELP, show_default=False),
     device: str | None = typer.Option(None, "--device", help="Only this device."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing report."),

@@ -26,7 +26,7 @@ done
 say "2. A self-contained HTML report and a fio iolog of the market-open spike"
 run "$IOFP" report "$SAMPLES/market-open" -o "$OUT/market-open.html"
 run "$IOFP" iolog "$SAMPLES/market-open" --regime spike --target /dev/loop-candidate \
-    --target-size $((256 << 20)) -o "$OUT/market-open-spike.iolog"
+    --target-size 256MiB -o "$OUT/market-open-spike.iolog"
 head -n 5 "$OUT/market-open-spike.iolog"
 
 say "3. Quarterly review: the same order router a quarter later, on a SATA-class volume"
@@ -73,7 +73,7 @@ say "8. The comparison a procurement review needs (production's own capture as t
    when a candidate misses the SLO, which a review reads as its answer, not as the demo failing)"
 slo=0
 "$IOFP" compare "$OUT/replay-prod" "$OUT/replay-candidate-ram" "$OUT/replay-candidate-disk" \
-    --baseline "$OUT/live" --slo 'p99<=2ms,commit.p99<=2ms' --format json > "$OUT/compare.json" || slo=$?
+    --baseline "$OUT/live" --slo 'p99<=2ms,commit.p99<=2ms' --json "$OUT/compare.json" --force >/dev/null || slo=$?
 [ "$slo" -le 1 ] || exit "$slo"
 COLUMNS=80 run "$IOFP" compare "$OUT/replay-prod" "$OUT/replay-candidate-ram" "$OUT/replay-candidate-disk" \
     --baseline "$OUT/live" --slo 'p99<=2ms,commit.p99<=2ms' || true
