@@ -7,12 +7,17 @@ whole trace) and the spike regime when both have spikes. Demand metrics describe
 asked for (IOPS, MB/s, mix, size, flush and commit rates); service metrics how the device answered
 (latency percentiles, the sync calls' latency).
 
-A change is flagged only beyond the noise: each scope carries the standard error of its figures,
-measured within its own trace from batches of consecutive windows (fingerprint/noise.py). A move is
-flagged when it exceeds Z standard errors of the difference (sqrt(se_A^2 + se_B^2)) and, so that a
-long trace's tiny errors do not flag a trivial move, FLOOR of A's value (FLOOR_SHARE points for a
-share). A figure without a measured error (too few windows, a fingerprint from before the noise
-was recorded, or a shape figure such as the sequential share) is shown, not judged.
+A change is flagged only beyond the noise: each scope carries the spread (sd) and the standard
+error (se) of its figures, measured within its own trace from batches of consecutive windows
+(fingerprint/noise.py). A rate, share or size is flagged beyond Z standard errors of the difference
+(sqrt(se_A^2 + se_B^2)). A latency percentile is flagged beyond Z_SPREAD times sqrt(sd_A^2 + sd_B^2):
+the same fio job captured twice on fresh RAM loop devices moved its p99 by 2-3 batch spreads
+(67.8 -> 113 µs; fdatasync p99 372 µs -> 3.4 ms) where its standard error was a third of that, so a
+tail percentile's own error would call such a re-run "the device got slower". Either way the move
+must also exceed FLOOR of A's value (FLOOR_SHARE points for a share), so that a long trace's tiny
+errors do not flag a trivial move. A figure without a measured error (too few windows, a
+fingerprint from before the noise was recorded, or a shape figure such as the sequential share) is
+shown, not judged.
 
 The verdict separates "the workload got harder" (demand moved) from "the device got slower"
 (latency moved while demand stayed comparable). When both the load and latency moved, the
@@ -35,11 +40,13 @@ from iofp.errors import BadInput
 from iofp.fingerprint_doc import Fingerprint, Scope
 
 Z = 4.0
+Z_SPREAD = 3.0
 FLOOR = 0.10
 FLOOR_SHARE = 0.02
 RULE = (
-    f"flagged beyond {Z:g} standard errors of the difference (each trace's own, from batches of its "
-    f"windows) and {FLOOR:.0%} of A ({FLOOR_SHARE * 100:g} points for a share)"
+    f"a rate, share or size moves beyond {Z:g} standard errors (se) of the difference, a latency "
+    f"percentile beyond {Z_SPREAD:g} times its spread (sd) from batch to batch, each measured within "
+    f"both traces; and by {FLOOR:.0%} of A at least ({FLOOR_SHARE * 100:g} points for a share)"
 )
 
 
@@ -51,6 +58,13 @@ class Metric:
     absolute: bool = False  # a share: its floor is in points, its change printed as a difference
     harder_when: int = 1  # +1: a rise makes the workload harder (or the device slower); -1: a fall
     judged: bool = True  # False: a shape figure with no within-trace error, shown for context
+
+    @property
+    def by_spread(self) -> bool:
+        """A latency percentile is judged against its spread, not its standard error: it moves from
+        run to run by about its batch-to-batch spread (stalls come and go over minutes), which the
+        error of one run's figure does not include."""
+        return self.kind == "service"
 
     @property
     def key(self) -> str:
@@ -89,8 +103,9 @@ class Change:
     b: float | None
     rel_change: float | None
     abs_change: float | None
-    se_a: float | None  # standard errors, the metric's unit (null: not measured)
-    se_b: float | None
+    noise: str  # "se" (standard error) or "sd" (batch-to-batch spread): what noise_a/noise_b are
+    noise_a: float | None  # the metric's unit (null: not measured)
+    noise_b: float | None
     limit: float | None  # the move it must exceed, the metric's unit (null: not judged)
     flagged: bool
     direction: str  # "harder", "easier", "slower", "faster" or "" when not flagged
@@ -191,8 +206,8 @@ def _get(d: Any, path: tuple[str, ...]) -> float | None:
     return d if isinstance(d, (int, float)) and not isinstance(d, bool) else None
 
 
-def _se(scope: Scope, key: str) -> float | None:
-    return scope.noise.se.get(key) if scope.noise is not None else None
+def _noise(scope: Scope, key: str, kind: str) -> float | None:
+    return getattr(scope.noise, kind).get(key) if scope.noise is not None else None
 
 
 def _top_call(a: Scope, b: Scope) -> str | None:
@@ -317,17 +332,18 @@ def _change(m: Metric, sa: Scope, sb: Scope) -> Change:
     va, vb = _get(sa, m.path), _get(sb, m.path)
     rel = None if va in (None, 0) or vb is None else (vb - va) / abs(va)
     delta = None if va is None or vb is None else vb - va
-    se_a, se_b = (_se(sa, m.key), _se(sb, m.key)) if m.judged else (None, None)
+    kind = "sd" if m.by_spread else "se"
+    na, nb = (_noise(sa, m.key, kind), _noise(sb, m.key, kind)) if m.judged else (None, None)
     limit = None
-    if delta is not None and se_a is not None and se_b is not None and va is not None:
+    if delta is not None and na is not None and nb is not None and va is not None:
         floor = FLOOR_SHARE if m.absolute else FLOOR * abs(va)
-        limit = max(Z * math.hypot(se_a, se_b), floor)
+        limit = max((Z_SPREAD if m.by_spread else Z) * math.hypot(na, nb), floor)
     flagged = limit is not None and delta is not None and abs(delta) > limit
     direction = ""
     if flagged and delta is not None:
         up = delta * m.harder_when > 0
         direction = ("harder" if up else "easier") if m.kind == "demand" else ("slower" if up else "faster")
-    return Change(m.name, m.kind, va, vb, rel, delta, se_a, se_b, limit, flagged, direction, m.absolute)
+    return Change(m.name, m.kind, va, vb, rel, delta, kind, na, nb, limit, flagged, direction, m.absolute)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -6,8 +6,10 @@ windows are cut, in time order, into up to NOISE_BATCHES runs of consecutive win
 computed in each batch as it is for the scope (a rate over the batch's seconds, a percentile of the
 batch's I/Os), and its standard error is the standard deviation over the batches / sqrt(batches).
 Consecutive windows keep the within-run correlation (a flush storm that spans seconds) inside one
-batch, so the spread between batches is the honest one. Fewer than MIN_BATCHES windows give no
-error (null): the figure is then shown but not judged.
+batch, so the spread between batches is the honest one. Both are kept: the standard deviation
+over the batches (`sd`, the spread of a figure measured over a few seconds) and the standard error
+of the scope's figure (`se`). Fewer than MIN_BATCHES batches give neither (null): the figure is
+then shown but not judged.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ NOISE_BATCHES = 10
 MIN_BATCHES = 3
 METHOD = (
     f"batch means: the scope's windows cut in time order into up to {NOISE_BATCHES} runs of consecutive "
-    "windows; a figure's standard error is its standard deviation over the batches / sqrt(batches)"
+    "windows; sd is a figure's standard deviation over the batches, se = sd / sqrt(batches)"
 )
 SCOPES = ("whole", "steady", "baseline", "spike")
 
@@ -51,8 +53,10 @@ def measure(con: Any, f: Frame) -> dict[str, doc.Noise]:
     for s, parts in cuts.items():
         values = [_figures(io.get((s, b)), syncs.get((s, b), {}), len(p) * w_s) for b, p in enumerate(parts)]
         keys = sorted({k for v in values for k in v})
-        se = {k: _se([v.get(k) for v in values]) for k in keys}
-        out[s] = doc.Noise(len(parts), math.ceil(len(f.windows(s)) / len(parts)), METHOD, se)
+        spread = {k: _spread([v.get(k) for v in values]) for k in keys}
+        se = {k: None if sd is None else sd[0] / math.sqrt(sd[1]) for k, sd in spread.items()}
+        sd = {k: None if v is None else v[0] for k, v in spread.items()}
+        out[s] = doc.Noise(len(parts), math.ceil(len(f.windows(s)) / len(parts)), METHOD, sd, se)
     if f.baseline_is_steady and "steady" in out:
         out["baseline"] = out["steady"]
     return out
@@ -88,9 +92,10 @@ def _us(ns: float | None) -> float | None:
     return None if ns is None else ns / 1e3
 
 
-def _se(values: list[float | None]) -> float | None:
-    """The standard error of a figure from its per-batch values (None: too few batches to tell)."""
+def _spread(values: list[float | None]) -> tuple[float, int] | None:
+    """A figure's standard deviation over the batches that hold it, and their number (None: too
+    few batches to tell)."""
     x = np.array([v for v in values if v is not None], dtype=float)
     if len(x) < MIN_BATCHES:
         return None
-    return float(x.std(ddof=1) / math.sqrt(len(x)))
+    return float(x.std(ddof=1)), len(x)

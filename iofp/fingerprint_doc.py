@@ -289,6 +289,7 @@ class Noise:
     batches: int
     batch_windows: int
     method: str
+    sd: dict[str, float | None]
     se: dict[str, float | None]
 
 
