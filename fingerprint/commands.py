@@ -118,27 +118,36 @@ def diff_cmd(
 
 
 def report_cmd(
-    trace: Path = typer.Argument(..., help="An iofp trace directory."),
+    paths: list[Path] = typer.Argument(
+        ...,
+        metavar="PATH...",
+        help="A trace directory; or replay and probe results directories (several, or a directory "
+        "holding them, make a comparison).",
+    ),
     out: Path = typer.Option(..., "-o", "--output", help="The HTML file to write."),
-    window: str | None = typer.Option(None, "--window", help=WINDOW_HELP, show_default=False),
-    device: str | None = typer.Option(None, "--device", help="Only this device."),
+    slo: list[str] = typer.Option([], "--slo", metavar="TERMS", help=slomod.HELP + " Results only."),
+    window: str | None = typer.Option(
+        None, "--window", help=WINDOW_HELP + " Traces only.", show_default=False
+    ),
+    device: str | None = typer.Option(None, "--device", help="Only this device (traces only)."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing report."),
 ) -> None:
-    """Write one self-contained HTML report (timeline with steady and spike regions shaded,
-    histograms, fingerprint tables); it needs no network to view.
+    """Write one self-contained HTML report; it needs no network to view. Of a trace: the timeline
+    with steady and spike regions shaded, histograms, fingerprint tables. Of replay results (a
+    comparison when several): per candidate, achieved vs demanded IOPS, latency over time and CDFs
+    per op, the commit latency, against the SLO. Of a probe: the four cells and the queue-depth sweep.
 
-    Example: iofp report mysql.trace -o mysql.html
+    Example: iofp report samples/traces/market-open -o market-open.html
     """
-    from fingerprint.api import report_trace, write_text
-    from fingerprint.compute import Options
-    from fingerprint.report import render_html
+    from fingerprint.api import report_paths, write_text
     from iofp.contract import check_output_file
     from iofp.windows import parse_window_option
 
     check_output_file(out, force=force)
-    fp, tl = report_trace(trace, Options(parse_window_option(window), device))
-    write_text(render_html(fp, tl), out, force=force)
-    typer.echo(f"Wrote {out}. Next: open it in a browser, or iofp fingerprint {trace} --json fp.json")
+    rules = slomod.parse(slo) if slo else None
+    page, what = report_paths(paths, rules, parse_window_option(window), device)
+    write_text(page, out, force=force)
+    typer.echo(f"Wrote {out}. Next: open it in a browser (it reports {what})")
 
 
 def register(app: typer.Typer) -> None:
