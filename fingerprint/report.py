@@ -89,7 +89,7 @@ def title(fp: Fingerprint) -> str:
     if prov.capture_start_ns is not None:
         when = datetime.fromtimestamp(prov.capture_start_ns / 1e9, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     else:
-        when = f"{prov.source}, no wall clock"
+        when = "no wall clock"
     devices = ", ".join(prov.devices) or "-"
     return f"{who} · {when} · {devices} · {prov.duration_s:,.1f} s"
 
