@@ -16,26 +16,18 @@ def _num(v: float | None, fmt: str = ",.1f") -> str:
 
 
 def entries_table(entries: list[Entry], title: str) -> Table:
-    t = Table(title=title)
-    for col in (
-        "#",
-        "service",
-        "taken (UTC)",
-        "scope",
-        "IOPS",
-        "MB/s",
-        "reads",
-        "p99 µs",
-        "flushes/s",
-        "bound",
-    ):
-        t.add_column(col, justify="left" if col in ("service", "taken (UTC)", "scope", "bound") else "right")
+    """One line per fingerprint, fitting 80 columns (the bound's first word: IOPS-, MB/s-, fsync-)."""
+    t = Table(title=title, title_justify="left", box=None, pad_edge=False, header_style="bold underline")
+    cols = ("#", "service", "taken (UTC)", "scope", "IOPS", "MB/s", "reads", "p99 µs", "flush/s", "bound")
+    for col in cols:
+        left = col in ("service", "taken (UTC)", "scope", "bound")
+        t.add_column(col, justify="left" if left else "right", no_wrap=col != "service", overflow="fold")
     for e in entries:
         taken = e.taken_at.strftime("%Y-%m-%d %H:%M") + ("*" if e.taken_is_added_time else "")
         reads = "-" if e.read_share is None else f"{e.read_share:.0%}"
         t.add_row(
-            str(e.id), e.service, taken, e.scope, _num(e.iops), _num(e.mbps, ",.2f"), reads,
-            _num(e.p99_us), _num(e.flush_per_s), e.bound or "-",
+            str(e.id), e.service, taken, e.scope, _num(e.iops, ",.0f"), _num(e.mbps, ",.2f"), reads,
+            _num(e.p99_us), _num(e.flush_per_s, ",.0f"), (e.bound or "-").removesuffix("-bound"),
         )  # fmt: skip
     if any(e.taken_is_added_time for e in entries):
         t.caption = "* the trace had no wall clock: the time it was added"
