@@ -45,7 +45,7 @@ class SelectionArgs:
 
     @property
     def align_bytes(self) -> int | None:
-        return None if self.align is None else parse_size_bytes(self.align, "--align")
+        return None if self.align is None else parse_size_bytes(self.align, "--align", "4KiB or 512")
 
     def selection(self) -> Selection:
         from replay.selection import Selection
