@@ -271,9 +271,12 @@ def _scope_diff(a: Fingerprint, b: Fingerprint, scope: str) -> ScopeDiff:
     demand = [c for c in changes if c.kind == "demand" and c.flagged]
     service = [c for c in changes if c.kind == "service" and c.flagged]
     comparable = not any(c.metric in LOAD_METRICS for c in demand)
+    verdict = _verdict(demand, service, comparable)
+    if all(c.limit is None for c in changes):
+        verdict = "not judged: no noise figures to judge against (too few windows, or an older fingerprint)"
     return ScopeDiff(
         scope, sa.windows, sb.windows, (a.params.window_ns / 1e9, b.params.window_ns / 1e9), changes,
-        _verdict(demand, service, comparable), bool(demand), bool(service), comparable,
+        verdict, bool(demand), bool(service), comparable,
     )  # fmt: skip
 
 

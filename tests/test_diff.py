@@ -265,6 +265,18 @@ def test_a_copy_and_an_older_version_are_refused(tmp_path):
                               "fingerprint TRACE --json OUT again from its trace)\n")  # fmt: skip
 
 
+def test_a_fingerprint_without_noise_figures_is_shown_not_judged():
+    """A v2 fingerprint written before the noise figures were added reads fine; its changes are
+    shown with no limit and none is flagged, and the note says how to get them judged."""
+    old = load(Q1)
+    for s in old.scopes():
+        s.noise = None
+    r = diff(old, load(Q2))
+    assert not r.flagged and all(c.limit is None for c in r.like.changes)
+    assert r.verdict.startswith("not judged: no noise figures")
+    assert any("fingerprint its trace again" in n for n in r.notes)
+
+
 def test_different_services_and_sources_are_warned_about():
     r = diff(load(Q1), load(SAMPLE_FPS / "mysql-1and1.fp.json"))
     assert r.warnings[:2] == [
