@@ -38,7 +38,11 @@ SCOPES = ("whole", "steady", "baseline", "spike")
 
 def measure(con: Any, f: Frame) -> dict[str, doc.Noise]:
     """Every regime scope's noise (the `between` span is not diffed); needs compute's prepared tables."""
-    names = [s for s in SCOPES if len(f.windows(s)) and not (s == "baseline" and f.baseline_is_steady)]
+    # The whole trace is judged only when it has no baseline (every window in a spike): a diff
+    # compares the steady state, else the baseline, and the spikes. It is the costliest scope.
+    skip = {"baseline"} if f.baseline_is_steady else set()
+    skip |= {"whole"} if len(f.windows("baseline")) else set()
+    names = [s for s in SCOPES if len(f.windows(s)) and s not in skip]
     cuts = {s: np.array_split(f.windows(s), min(NOISE_BATCHES, len(f.windows(s)))) for s in names}
     rows = [(s, int(w), b) for s, parts in cuts.items() for b, part in enumerate(parts) for w in part]
     cols = ("scope", "w", "b")

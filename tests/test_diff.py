@@ -100,7 +100,8 @@ def _with_commits(fp: Fingerprint, per_s: float) -> Fingerprint:
     fp = copy.deepcopy(fp)
     for scope in (fp.whole, fp.steady):
         scope.durability.commits_per_s = per_s
-        scope.noise.se["durability.commits_per_s"] = per_s / 100
+        if scope.noise is not None:  # the whole trace has none when there is a baseline
+            scope.noise.se["durability.commits_per_s"] = per_s / 100
     return fp
 
 
