@@ -300,7 +300,9 @@ NEITHER = (
 
 
 def is_trace(path: Path) -> bool:
-    return (path / "trace.json").is_file() and (path / "io").is_dir()
+    """Looks like a trace (its manifest or its io table is there): the trace contract then says
+    whether it is a good one."""
+    return (path / "trace.json").exists() or (path / "io").is_dir()
 
 
 def gather(paths: list[Path]) -> tuple[list[Candidate], list[tuple[Path, pr.ProbeResult]]]:
