@@ -4,7 +4,9 @@ change against (a `fingerprint_doc.Noise` per scope).
 Batch means, the standard way to put an error bar on a figure of one autocorrelated run: a scope's
 windows are cut, in time order, into up to NOISE_BATCHES runs of consecutive windows; each figure is
 computed in each batch as it is for the scope (a rate over the batch's seconds, a percentile of the
-batch's I/Os), and its standard error is the standard deviation over the batches / sqrt(batches).
+batch's I/Os, read from latency buckets 2% wide: a hash aggregate, where exact percentiles would
+sort every row again), and its standard error is the standard deviation over the batches /
+sqrt(batches).
 Consecutive windows keep the within-run correlation (a flush storm that spans seconds) inside one
 batch, so the spread between batches is the honest one. Both are kept: the standard deviation
 over the batches (`sd`, the spread of a figure measured over a few seconds) and the standard error
@@ -15,6 +17,8 @@ then shown but not judged.
 from __future__ import annotations
 
 import math
+from collections import Counter
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -34,6 +38,7 @@ METHOD = (
     "windows; sd is a figure's standard deviation over the batches, se = sd / sqrt(batches)"
 )
 SCOPES = ("whole", "steady", "baseline", "spike")
+DATA_OPS = ("read", "write", "discard")
 
 
 def measure(con: Any, f: Frame) -> dict[str, doc.Noise]:
@@ -47,15 +52,16 @@ def measure(con: Any, f: Frame) -> dict[str, doc.Noise]:
     rows = [(s, int(w), b) for s, parts in cuts.items() for b, part in enumerate(parts) for w in part]
     cols = ("scope", "w", "b")
     con.register("noise_batch", pa.table({k: [r[i] for r in rows] for i, k in enumerate(cols)}))
-    io = {(r["scope"], r["b"]): r for r in duck.query(con, SQL, "noise_batches")}
-    syncs: dict[tuple[str, int], dict[str, dict[str, Any]]] = {}
+    batches: dict[tuple[str, int], _Batch] = {}
+    for r in duck.query(con, SQL, "noise_batches"):
+        batches.setdefault((r["scope"], r["b"]), _Batch()).add_io(r)
     for r in duck.query(con, SQL, "noise_sync_batches"):
-        syncs.setdefault((r["scope"], r["b"]), {})[r["call"]] = r
+        batches.setdefault((r["scope"], r["b"]), _Batch()).add_call(r)
     con.unregister("noise_batch")
     w_s = f.window_ns / 1e9
     out = {}
     for s, parts in cuts.items():
-        values = [_figures(io.get((s, b)), syncs.get((s, b), {}), len(p) * w_s) for b, p in enumerate(parts)]
+        values = [batches.get((s, b), _Batch()).figures(len(p) * w_s) for b, p in enumerate(parts)]
         keys = sorted({k for v in values for k in v})
         spread = {k: _spread([v.get(k) for v in values]) for k in keys}
         se = {k: None if sd is None else sd[0] / math.sqrt(sd[1]) for k, sd in spread.items()}
@@ -66,34 +72,65 @@ def measure(con: Any, f: Frame) -> dict[str, doc.Noise]:
     return out
 
 
-def _figures(
-    r: dict[str, Any] | None, calls: dict[str, dict[str, Any]], seconds: float
-) -> dict[str, float | None]:
-    """One batch's figures, keyed by their path in the scope (what the diff compares)."""
-    r = r or {"ios": 0, "bytes": 0, "reads": 0, "durability_points": 0}
-    ios = r["ios"]
-    lat = r.get("lat_all") or [None, None, None]
-    out: dict[str, float | None] = {
-        "intensity.iops": ios / seconds,
-        "intensity.mbps": r["bytes"] / 1e6 / seconds,
-        "mix.read_share": r["reads"] / ios if ios else None,
-        "size.mean_bytes": r["bytes"] / ios if ios else None,
-        "durability.flush_fua_per_s": r["durability_points"] / seconds,
-        "latency.all.p50_us": _us(lat[0]),
-        "latency.all.p99_us": _us(lat[1]),
-        "latency.all.p99_9_us": _us(lat[2]),
-        "latency.read.p99_us": _us(r.get("lat_read_p99")),
-        "latency.write.p99_us": _us(r.get("lat_write_p99")),
-        "durability.commits_per_s": sum(c["calls"] for c in calls.values()) / seconds,
-    }
-    for call, c in calls.items():
-        out[f"durability.sync_calls.{call}.p50_us"] = _us(c["p50_ns"])
-        out[f"durability.sync_calls.{call}.p99_us"] = _us(c["p99_ns"])
-    return out
+@dataclass
+class _Batch:
+    """One batch's counts, and its latencies as 2%-wide buckets (lb = round(50 ln ns)) -> count."""
+
+    ios: int = 0
+    bytes: int = 0
+    reads: int = 0
+    points: int = 0
+    lat: dict[str, Counter[int]] = field(default_factory=lambda: {"read": Counter(), "write": Counter()})
+    calls: dict[str, Counter[int]] = field(default_factory=dict)
+
+    def add_io(self, r: dict[str, Any]) -> None:
+        op, n = r["op"], int(r["n"])
+        if op in DATA_OPS:
+            self.ios += n
+            self.bytes += int(r["bytes"])
+        self.reads += n if op == "read" else 0
+        self.points += int(r["points"])
+        if op in self.lat and r["lb"] is not None:
+            self.lat[op][r["lb"]] += n
+
+    def add_call(self, r: dict[str, Any]) -> None:
+        hist = self.calls.setdefault(r["call"], Counter())
+        if r["lb"] is not None:
+            hist[r["lb"]] += int(r["n"])
+
+    def figures(self, seconds: float) -> dict[str, float | None]:
+        """The batch's figures, keyed by their path in the scope (what the diff compares)."""
+        both = self.lat["read"] + self.lat["write"]
+        out: dict[str, float | None] = {
+            "intensity.iops": self.ios / seconds,
+            "intensity.mbps": self.bytes / 1e6 / seconds,
+            "mix.read_share": self.reads / self.ios if self.ios else None,
+            "size.mean_bytes": self.bytes / self.ios if self.ios else None,
+            "durability.flush_fua_per_s": self.points / seconds,
+            "latency.all.p50_us": _pct_us(both, 0.5),
+            "latency.all.p99_us": _pct_us(both, 0.99),
+            "latency.all.p99_9_us": _pct_us(both, 0.999),
+            "latency.read.p99_us": _pct_us(self.lat["read"], 0.99),
+            "latency.write.p99_us": _pct_us(self.lat["write"], 0.99),
+            "durability.commits_per_s": sum(sum(h.values()) for h in self.calls.values()) / seconds,
+        }
+        for call, hist in self.calls.items():
+            out[f"durability.sync_calls.{call}.p50_us"] = _pct_us(hist, 0.5)
+            out[f"durability.sync_calls.{call}.p99_us"] = _pct_us(hist, 0.99)
+        return out
 
 
-def _us(ns: float | None) -> float | None:
-    return None if ns is None else ns / 1e3
+def _pct_us(hist: Counter[int], q: float) -> float | None:
+    """The nearest-rank percentile q of a bucketed latency, in µs (the bucket's middle)."""
+    total = sum(hist.values())
+    if not total:
+        return None
+    need, seen = math.ceil(q * total), 0
+    for lb in sorted(hist):
+        seen += hist[lb]
+        if seen >= need:
+            return math.exp(lb / 50) / 1e3
+    return None
 
 
 def _spread(values: list[float | None]) -> tuple[float, int] | None:

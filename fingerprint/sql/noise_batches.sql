@@ -1,15 +1,13 @@
--- Each scope's figures per batch of its consecutive windows (noise_batch: scope, window w, batch b;
--- fingerprint/noise.py cuts them): the counts behind IOPS, MB/s, the read share, the mean size and
--- the flush rate, and the latency percentiles, reads and writes together ('all', as in
--- scope_quantiles) and each. A row counts in every scope whose windows hold its window. A batch
--- with no I/O has no row: noise.py counts it as zero I/Os.
-SELECT nb.scope, nb.b,
-    count(*) FILTER (WHERE i.data) AS ios,
-    coalesce(sum(i.size) FILTER (WHERE i.data), 0)::BIGINT AS bytes,
-    count(*) FILTER (WHERE i.op = 'read') AS reads,
-    count(*) FILTER (WHERE i.op = 'flush' OR i.preflush OR i.fua) AS durability_points,
-    quantile_disc(i.lat_ns, [0.5, 0.99, 0.999]) FILTER (WHERE i.op IN ('read', 'write')) AS lat_all,
-    quantile_disc(i.lat_ns, 0.99) FILTER (WHERE i.op = 'read') AS lat_read_p99,
-    quantile_disc(i.lat_ns, 0.99) FILTER (WHERE i.op = 'write') AS lat_write_p99
+-- Each scope's requests per batch of its consecutive windows (noise_batch: scope, window w, batch
+-- b; fingerprint/noise.py cuts them), by op and latency bucket: counts and bytes, the requests that
+-- are flush or FUA points, and latency in buckets 2% wide (lb = round(50 ln(lat_ns))): enough to
+-- measure how a percentile spreads from batch to batch, and a hash aggregate where exact
+-- percentiles would sort every row again. A row counts in every scope whose windows hold its
+-- window. A batch with no I/O has no row: noise.py counts it as zero I/Os.
+SELECT nb.scope, nb.b, i.op,
+    CASE WHEN i.lat_ns > 0 THEN round(ln(i.lat_ns) * 50)::INTEGER END AS lb,
+    count(*) AS n,
+    coalesce(sum(i.size), 0)::BIGINT AS bytes,
+    count(*) FILTER (WHERE i.op = 'flush' OR i.preflush OR i.fua) AS points
 FROM scoped_io i JOIN noise_batch nb ON nb.w = i.w
-GROUP BY nb.scope, nb.b
+GROUP BY ALL
