@@ -245,8 +245,9 @@ def diff(
     if getattr(a, scope).latency is None or getattr(b, scope).latency is None:
         notes.append("at least one trace has no latency: only demand can be compared")
     if any(s.noise is None for s in (getattr(a, scope), getattr(b, scope))):
-        notes.append("a fingerprint without noise figures (made before iofp measured them): its changes "
-                     "are shown, not judged; fingerprint its trace again")  # fmt: skip
+        notes.append("a scope without noise figures (a fingerprint made before iofp measured them, or a "
+                     "whole trace that has a baseline): its changes are shown, not judged; fingerprint "
+                     "its trace again")  # fmt: skip
     out = DiffResult(_side(a, a_name), _side(b, b_name), like, spike, device_changes(a, b),
                      _warnings(a, b), notes)  # fmt: skip
     if slo:
