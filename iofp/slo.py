@@ -35,9 +35,9 @@ GRAMMAR = (
     "e.g. --slo 'p99<=2ms,fsync.p99<=1ms'"
 )
 HELP = (
-    "Terms joined by ',', all of which must hold: [read.|write.|all.|flush.|fsync.|commit.]p50|p99|p99.9"
-    "<=TIME, iops>=demanded, commits>=N/s; e.g. 'p99<=2ms,fsync.p99<=1ms' (quote it: < and > are "
-    "redirections in a shell). Repeatable."
+    "Terms joined by ',', all of which must hold: OP.p50|p99|p99.9<=TIME (OP: read, write, all, flush, "
+    "fsync or commit; left out: reads and writes each), iops>=demanded, commits>=N/s; e.g. "
+    "'p99<=2ms,fsync.p99<=1ms' (quote it: < and > are redirections in a shell). Repeatable."
 )
 
 _LATENCY = re.compile(

@@ -170,3 +170,10 @@ def test_help_shows_no_python_types():
                            env={**os.environ, "COLUMNS": "200"})  # fmt: skip
         assert r.returncode == 0, r.stderr
         assert not re.search(r"<(bool|str|int|float|path|list\[[a-z]+\])>|\{[a-z_]+\}", r.stdout), r.stdout
+
+
+def test_the_slo_grammar_shows_whole_in_help():
+    """Rich reads [a|b] as markup and drops it: the grammar once lost its ops that way."""
+    r = subprocess.run([*IOFP, "compare", "--help"], capture_output=True, text=True, cwd=REPO, timeout=60,
+                       env={**os.environ, "COLUMNS": "300"})  # fmt: skip
+    assert "OP.p50|p99|p99.9<=TIME (OP: read, write, all, flush, fsync or commit;" in r.stdout, r.stdout
