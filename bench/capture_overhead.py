@@ -166,7 +166,7 @@ class IofpTracer(Tracer):
     def start(self, dev: str, out: Path) -> None:
         self.out = out / "trace"
         args = [sys.executable, "-m", "cli.app", "capture", "--device", dev.removeprefix("/dev/"),
-                "-o", str(self.out), "--json", "--force", *self.extra_args]  # fmt: skip
+                "-o", str(self.out), "--json", "-", "--force", *self.extra_args]  # fmt: skip
         (out / "iofp.cmdline").write_text(" ".join(args) + "\n")
         self.p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
         deadline = time.monotonic() + 60

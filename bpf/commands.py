@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
 
+from iofp.output import JSON_HELP, echo, emit_json, json_target
 from iofp.signals import StopRequest, stop_on_signals
 from iofp.values import parse_duration_ns, parse_labels, parse_size_bytes
 
@@ -39,8 +39,10 @@ def capture_cmd(
     buffer: str = typer.Option(
         "64MiB", "--buffer", help="Write a file early past this many bytes of records (bounds memory)."
     ),
-    json_out: bool = typer.Option(False, "--json", help="Print the summary as JSON on stdout."),
-    force: bool = typer.Option(False, "--force", help="Overwrite an existing, non-empty output directory."),
+    json_out: str | None = typer.Option(None, "--json", help=JSON_HELP),
+    force: bool = typer.Option(
+        False, "--force", help="Overwrite an existing, non-empty output directory (and --json file)."
+    ),
     no_syscalls: bool = typer.Option(False, "--no-syscalls", help="Do not trace fsync-family syscalls."),
     at: str | None = typer.Option(
         None, "--at", help="Start at this local time, HH:MM[:SS] (today, else tomorrow), e.g. 09:14."
@@ -67,15 +69,16 @@ def capture_cmd(
         force=force,
         syscalls=not no_syscalls,
     )
+    json_target(json_out, force=force)
     with stop_on_signals() as stop:  # held until the summary is printed: a late Ctrl-C cannot cut it
         if at is not None:
             _wait_for_start(at, opts, stop)
         summary = _run(opts, stop)
         if (warning := loss_warning(summary)) is not None:
             typer.echo(f"iofp: {warning}", err=True)
-        typer.echo(
-            json.dumps(summary.to_dict(), indent=2) if json_out else "\n".join(render_summary(summary))
-        )
+        echo("\n".join(render_summary(summary)), json_out)
+        if (path := emit_json(json_out, summary.to_dict(), force=force)) is not None:
+            echo(f"Wrote {path}.", json_out)
 
 
 def _run(opts: CaptureOptions, stop: StopRequest) -> CaptureSummary:
@@ -114,7 +117,8 @@ def _announce(ready: threading.Event, opts: CaptureOptions) -> None:
 
 
 def doctor_cmd(
-    json_out: bool = typer.Option(False, "--json", help="Print the checks as JSON."),
+    json_out: str | None = typer.Option(None, "--json", help=JSON_HELP),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing --json file."),
 ) -> None:
     """Check that this machine can capture: privileges, tracefs, BTF, tracepoints, bcc, headers, fio.
 
@@ -125,17 +129,17 @@ def doctor_cmd(
     """
     from bpf.probe import capture_ready, doctor_checks
 
+    json_target(json_out, force=force)
     checks = doctor_checks(mount=True)
     ready = capture_ready(checks)
-    if json_out:
-        typer.echo(json.dumps({"ready": ready, "checks": [c.__dict__ for c in checks]}, indent=2))
-    else:
-        for c in checks:
-            mark = "ok  " if c.ok else ("FAIL" if c.required else "warn")
-            typer.echo(f"{mark} {c.name}: {c.detail}")
-            for family, fix in [] if c.ok else c.fix.items():
-                typer.echo(f"       fix ({family}): {fix}")
-        typer.echo("capture: ready" if ready else "capture: NOT ready (fix the FAIL lines above)")
+    for c in checks:
+        mark = "ok  " if c.ok else ("FAIL" if c.required else "warn")
+        echo(f"{mark} {c.name}: {c.detail}", json_out)
+        for family, fix in [] if c.ok else c.fix.items():
+            echo(f"       fix ({family}): {fix}", json_out)
+    echo("capture: ready" if ready else "capture: NOT ready (fix the FAIL lines above)", json_out)
+    if path := emit_json(json_out, {"ready": ready, "checks": [c.__dict__ for c in checks]}, force=force):
+        echo(f"Wrote {path}.", json_out)
     raise typer.Exit(0 if ready else 3)
 
 

@@ -9,10 +9,12 @@ from __future__ import annotations
 import errno
 import inspect
 import sys
+from typing import Any
 
 import typer
+import typer.main
 import typer.models
-from typer.core import TyperGroup
+from typer.core import TyperGroup, TyperOption
 
 from iofp import __version__
 from iofp.errors import IofpError, OutputFailed
@@ -123,12 +125,58 @@ def _example_last(info: typer.models.CommandInfo) -> None:
 
 _register()
 
+# What an option's value is, as its help shows it (typer's default shows the Python type: <str>,
+# <list[str]>, <bool>). An option that declares its own metavar keeps it; a flag shows none.
+METAVARS = {
+    "--output": "PATH", "--json": "FILE|-", "--window": "DURATION", "--device": "NAME",
+    "--between": "T1 T2", "--label": "KEY=VALUE", "--duration": "DURATION", "--rotate": "DURATION",
+    "--buffer": "SIZE", "--comm": "NAME", "--pid": "PID", "--at": "HH:MM[:SS]", "--time-unit": "UNIT",
+    "--regime": "NAME", "--target": "PATH", "--engine": "NAME", "--streams": "MODE", "--pace": "MODE",
+    "--iodepth": "N", "--align": "SIZE", "--target-size": "SIZE", "--format": "FORMAT",
+    "--baseline": "TRACE", "--service": "NAME", "--catalog": "PATH", "--cells": "LIST", "--qd": "LIST",
+    "--runtime": "DURATION", "--precondition": "MODE", "--size": "SIZE", "--like": "FP.json",
+    "--slo": "TERMS", "--time-scale": "X",
+}  # fmt: skip
+
+
+def command() -> Any:
+    """The `iofp` command as click runs it, every value named for what it is (METAVARS; an
+    argument by its own name in capitals) rather than by its Python type."""
+    root = typer.main.get_command(app)
+    for cmd in _walk(root):
+        help_option = cmd.get_help_option(typer.Context(cmd, info_name=cmd.name))
+        for p in [*cmd.params, *([help_option] if help_option else [])]:
+            long = next((o for o in p.opts if o.startswith("--")), "")
+            if isinstance(p, TyperOption):
+                if p.is_flag:
+                    p.metavar = ""
+                elif p.metavar is None:
+                    p.metavar = METAVARS.get(long, long.removeprefix("--").upper())
+            else:
+                _name_argument(p)
+    return root
+
+
+def _name_argument(p: Any) -> None:
+    """An argument shows as its name in capitals (TRACE, A, PATH...), in the usage line too, where
+    typer would write {trace} and a type column such as <path>."""
+    name = p.metavar or (p.name or "").upper().removeprefix("ENTRY_")
+    shown = name if p.nargs == 1 or name.endswith("...") else f"{name}..."
+    p.metavar = name
+    p._usage_display_name = lambda: shown if p.required else f"[{shown}]"
+    p.display_type_rich = lambda ctx: None
+
+
+def _walk(cmd: Any) -> list[Any]:
+    subs = getattr(cmd, "commands", {})
+    return [cmd, *(c for sub in subs.values() for c in _walk(sub))]
+
 
 def main() -> None:
     """Console-script entry point. Usage errors (an unknown option, a value of the wrong type) are
     one line and exit 2 like every other bad input, not click's boxed usage panel."""
     try:
-        rv = app(standalone_mode=False)
+        rv = command()(standalone_mode=False)
     except typer.TyperException as e:  # click's exceptions, whose base typer re-exports under this name
         ctx = getattr(e, "ctx", None)
         if type(e).__name__ == "NoArgsIsHelpError" or ctx is None:

@@ -25,6 +25,7 @@ import duckdb
 from fingerprint.diff import DiffResult, diff
 from iofp import duck, fingerprint_doc
 from iofp.errors import BadInput, Busy
+from iofp.slo import Slo
 from iofp.sqlfiles import load_sql
 
 SQL = "fingerprint.sql"
@@ -182,14 +183,17 @@ class Catalog:
     def services(self) -> list[tuple[str, int, datetime, datetime]]:
         return [tuple(r.values()) for r in self._run("catalog_services")]
 
-    def trend(self, service: str) -> tuple[list[Entry], list[TrendStep]]:
+    def trend(self, service: str, slo: Slo | None = None) -> tuple[list[Entry], list[TrendStep]]:
         """The service's fingerprints in capture order, and the diff of each with the one before."""
         found = self.entries(service=service)
         if not found:
             raise BadInput(
                 f"no fingerprints for service {service!r} in {self.path}; add one with iofp catalog add"
             )
-        steps = [TrendStep(a, b, diff(_read(a), _read(b))) for a, b in itertools.pairwise(found)]
+        steps = [
+            TrendStep(a, b, diff(_read(a), _read(b), f"#{a.id}", f"#{b.id}", slo))
+            for a, b in itertools.pairwise(found)
+        ]
         return found, steps
 
 

@@ -11,6 +11,8 @@ from rich.console import Console
 from fingerprint.catalog import Catalog
 from fingerprint.catalog_view import entries_table, render_trend
 from iofp import fingerprint_doc
+from iofp import slo as slomod
+from iofp.output import JSON_HELP, echo, emit_json, human_console, json_target
 
 catalog_app = typer.Typer(
     help="Store fingerprints per service and review their drift over time (quarterly reviews).",
@@ -68,21 +70,29 @@ def show(
 @catalog_app.command("trend")
 def trend(
     service: str = typer.Option(..., "--service", help="The service to review."),
-    as_json: bool = typer.Option(False, "--json", help="Machine-readable output."),
+    slo: list[str] = typer.Option([], "--slo", metavar="TERMS", help=slomod.HELP),
+    json_out: str | None = typer.Option(None, "--json", metavar="FILE|-", help=JSON_HELP),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing --json file."),
     catalog: Path | None = CATALOG_OPT,
 ) -> None:
-    """A service's fingerprints over time, each diffed with the one before; drifts are flagged.
+    """A service's fingerprints over time, each diffed with the one before (as iofp diff does);
+    drifts beyond each trace's noise are flagged.
 
-    Example: iofp catalog trend --service order-router
+    Exit status: 1 when the newest step's drift is flagged (with --slo: and the newest misses it),
+    else 0; 2 for bad input.
+
+    Example: iofp catalog trend --service order-router --slo 'p99<=2ms'
     """
+    rules, path = slomod.parse(slo) if slo else None, json_target(json_out, force=force)
     with Catalog(catalog, read_only=True) as cat:
-        entries, steps = cat.trend(service)
-    if as_json:
-        steps_doc = [{"before": s.before.id, "after": s.after.id, **s.diff.to_dict()} for s in steps]
-        doc = {"service": service, "entries": [e.headline() for e in entries], "steps": steps_doc}
-        typer.echo(json.dumps(doc, indent=1, default=str))
-    else:
-        render_trend(Console(), service, entries, steps)
+        entries, steps = cat.trend(service, rules)
+    render_trend(human_console(json_out), service, entries, steps)
+    steps_doc = [{"before": s.before.id, "after": s.after.id, **s.diff.to_dict()} for s in steps]
+    doc = {"service": service, "entries": [e.headline() for e in entries], "steps": steps_doc}
+    if emit_json(json_out, doc, force=force) is not None:
+        echo(f"Wrote {path}.", json_out)
+    if steps and steps[-1].diff.matters:
+        raise typer.Exit(1)
 
 
 def register(app: typer.Typer) -> None:

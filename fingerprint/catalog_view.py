@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from fingerprint.catalog import Entry, TrendStep
-from fingerprint.diff_view import human
+from fingerprint.diff import RULE
+from fingerprint.diff_view import change_text, human
 
 
 def _num(v: float | None, fmt: str = ",.1f") -> str:
@@ -14,26 +16,18 @@ def _num(v: float | None, fmt: str = ",.1f") -> str:
 
 
 def entries_table(entries: list[Entry], title: str) -> Table:
-    t = Table(title=title)
-    for col in (
-        "#",
-        "service",
-        "taken (UTC)",
-        "scope",
-        "IOPS",
-        "MB/s",
-        "reads",
-        "p99 µs",
-        "flushes/s",
-        "bound",
-    ):
-        t.add_column(col, justify="left" if col in ("service", "taken (UTC)", "scope", "bound") else "right")
+    """One line per fingerprint, fitting 80 columns (the bound's first word: IOPS-, MB/s-, fsync-)."""
+    t = Table(title=title, title_justify="left", box=None, pad_edge=False, header_style="bold underline")
+    cols = ("#", "service", "taken (UTC)", "scope", "IOPS", "MB/s", "reads", "p99 µs", "flush/s", "bound")
+    for col in cols:
+        left = col in ("service", "taken (UTC)", "scope", "bound")
+        t.add_column(col, justify="left" if left else "right", no_wrap=col != "service", overflow="fold")
     for e in entries:
         taken = e.taken_at.strftime("%Y-%m-%d %H:%M") + ("*" if e.taken_is_added_time else "")
         reads = "-" if e.read_share is None else f"{e.read_share:.0%}"
         t.add_row(
-            str(e.id), e.service, taken, e.scope, _num(e.iops), _num(e.mbps, ",.2f"), reads,
-            _num(e.p99_us), _num(e.flush_per_s), e.bound or "-",
+            str(e.id), e.service, taken, e.scope, _num(e.iops, ",.0f"), _num(e.mbps, ",.2f"), reads,
+            _num(e.p99_us), _num(e.flush_per_s, ",.0f"), (e.bound or "-").removesuffix("-bound"),
         )  # fmt: skip
     if any(e.taken_is_added_time for e in entries):
         t.caption = "* the trace had no wall clock: the time it was added"
@@ -45,14 +39,19 @@ def render_trend(console: Console, service: str, entries: list[Entry], steps: li
     if not steps:
         console.print("one fingerprint only: add the next quarter's to see drift")
     for s in steps:
-        flagged = s.diff.flagged
-        head = f"#{s.before.id} -> #{s.after.id} ({s.diff.scope}): {s.diff.verdict}"
-        console.print(("[bold red]" if flagged else "[green]") + head)
-        for c in flagged:
-            change = (
-                f"{c.rel_change:+.0%}"
-                if c.rel_change is not None and not c.threshold_is_absolute
-                else (f"{c.abs_change:+.3f}" if c.abs_change is not None else "new")
-            )
-            a, b = human(c.a, c.unit), human(c.b, c.unit)  # as `iofp diff` prints them
-            console.print(f"    {c.kind:7} {c.metric}: {a} -> {b} ({change}, {c.direction})")
+        d = s.diff
+        head = f"#{s.before.id} -> #{s.after.id} ({d.scope}): {d.verdict}"
+        console.print(("[bold red]" if d.flagged else "[green]") + escape(head))
+        if d.spike is not None and d.spike.flagged:
+            console.print(f"    spike: {escape(d.spike.verdict)}")
+        for change in d.device_changes:
+            console.print(f"    device changed: {escape(change)}")
+        for scope in (d.like, d.spike):
+            for c in scope.flagged if scope else []:
+                limit = human(c.limit) if not c.absolute else f"{(c.limit or 0) * 100:.1f} pt"
+                console.print(
+                    f"    {scope.scope} {escape(c.metric)}: {human(c.a)} -> {human(c.b)} "
+                    f"({change_text(c)}, beyond ±{limit}; {c.direction})"
+                )
+    if steps:
+        console.print(f"limit: {RULE}")

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import typer
 
+from iofp import slo as slomod
+from iofp.output import JSON_HELP, echo, emit_json, human_console, json_target
 from iofp.windows import DEFAULT_WINDOW
 
 WINDOW_HELP = (
@@ -24,7 +26,7 @@ def import_cmd(
     paths: list[Path] = typer.Argument(
         ..., metavar="PATH...", help="Input files, read in order; .gz is fine."
     ),
-    out: Path = typer.Option(..., "-o", "--out", help="The trace directory to write."),
+    out: Path = typer.Option(..., "-o", "--output", help="The trace directory to write."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing trace."),
     time_unit: str = typer.Option("ns", "--time-unit", help="disksim arrival unit: ns (MQSim), us, ms, s."),
 ) -> None:
@@ -53,7 +55,11 @@ def fingerprint_cmd(
     between: tuple[str, str] | None = typer.Option(
         None, "--between", help="Also summarise T1..T2: HH:MM:SS[.fff] wall clock or seconds from start."
     ),
-    json_out: Path | None = typer.Option(None, "--json", help="Write the fingerprint JSON here."),
+    json_out: str | None = typer.Option(
+        None,
+        "--json",
+        help="Write the fingerprint JSON to FILE, or to stdout with - (the table then goes to stderr).",
+    ),
     label: list[str] = typer.Option([], "--label", help="key=value added to the provenance (repeatable)."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing --json file."),
 ) -> None:
@@ -62,68 +68,86 @@ def fingerprint_cmd(
 
     Example: iofp fingerprint mysql.trace --json mysql.fp.json --label service=db
     """
-    from fingerprint.api import fingerprint_trace, write_json
+    from fingerprint.api import fingerprint_trace
     from fingerprint.compute import Options
     from fingerprint.summary import render
-    from iofp.contract import check_output_file
+    from iofp.fingerprint_doc import dumps
     from iofp.values import parse_labels
     from iofp.windows import parse_window_option
 
-    if json_out is not None:
-        check_output_file(json_out, force=force)
+    json_target(json_out, force=force)
     opts = Options(parse_window_option(window), device, between, parse_labels(label))
     fp = fingerprint_trace(trace, opts)
-    render(fp)
-    if json_out is not None:
-        write_json(fp, json_out, force=force)
-        typer.echo(f"Wrote {json_out}. Next: iofp report {trace} -o report.html")
+    render(fp, human_console(json_out))
+    if (path := emit_json(json_out, None, force=force, text=dumps(fp))) is not None:
+        typer.echo(f"Wrote {path}. Next: iofp report {trace} -o report.html")
 
 
 def diff_cmd(
-    a: Path = typer.Argument(..., help="The earlier fingerprint JSON (iofp fingerprint --json)."),
-    b: Path = typer.Argument(..., help="The later fingerprint JSON."),
-    as_json: bool = typer.Option(False, "--json", help="Print the comparison as JSON."),
+    a: Path = typer.Argument(..., metavar="A", help="The earlier fingerprint (iofp fingerprint --json)."),
+    b: Path = typer.Argument(..., metavar="B", help="The later fingerprint JSON."),
+    slo: list[str] = typer.Option(
+        [], "--slo", metavar="TERMS", help=slomod.HELP + " With it, drift exits 1 only when B misses it."
+    ),
+    json_out: str | None = typer.Option(None, "--json", metavar="FILE|-", help=JSON_HELP),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing --json file."),
 ) -> None:
-    """What changed between two fingerprints: demand (the workload got harder) versus service
-    (the device got slower), with per-metric relative change and the flags beyond thresholds.
+    """What changed between two fingerprints, beyond the noise each trace measured in itself: demand
+    (the workload got harder) versus service (the device got slower), in the steady (or baseline)
+    and the spike regimes, and any change of device in their provenance.
 
-    Example: iofp diff q1.fp.json q2.fp.json
+    Exit status: 0 when nothing is flagged, 1 when a change is flagged (with --slo: only when B also
+    misses the SLO), 2 for bad input.
+
+    Example: iofp diff samples/fingerprints/market-open.fp.json
+    samples/fingerprints/market-open-q2.fp.json --slo 'p99<=2ms'
     """
     from fingerprint.api import read_json
-    from fingerprint.diff import diff
+    from fingerprint.diff import check_pair, diff
     from fingerprint.diff_view import render
 
-    result = diff(read_json(a), read_json(b))
-    if as_json:
-        import json
-
-        typer.echo(json.dumps(result.to_dict(), indent=1))
-    else:
-        render(result)
+    rules, path = slomod.parse(slo) if slo else None, json_target(json_out, force=force)
+    fa, fb = read_json(a), read_json(b)
+    check_pair(fa, fb, str(a), str(b))
+    result = diff(fa, fb, str(a), str(b), rules)
+    render(result, human_console(json_out))
+    if emit_json(json_out, result.to_dict(), force=force) is not None:
+        echo(f"Wrote {path}.", json_out)
+    if result.matters:
+        raise typer.Exit(1)
 
 
 def report_cmd(
-    trace: Path = typer.Argument(..., help="An iofp trace directory."),
-    out: Path = typer.Option(..., "-o", "--out", help="The HTML file to write."),
-    window: str | None = typer.Option(None, "--window", help=WINDOW_HELP, show_default=False),
-    device: str | None = typer.Option(None, "--device", help="Only this device."),
+    paths: list[Path] = typer.Argument(
+        ...,
+        metavar="PATH...",
+        help="A trace directory; or replay and probe results directories (several, or a directory "
+        "holding them, make a comparison).",
+    ),
+    out: Path = typer.Option(..., "-o", "--output", help="The HTML file to write."),
+    slo: list[str] = typer.Option([], "--slo", metavar="TERMS", help=slomod.HELP + " Results only."),
+    window: str | None = typer.Option(
+        None, "--window", help=WINDOW_HELP + " Traces only.", show_default=False
+    ),
+    device: str | None = typer.Option(None, "--device", help="Only this device (traces only)."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing report."),
 ) -> None:
-    """Write one self-contained HTML report (timeline with steady and spike regions shaded,
-    histograms, fingerprint tables); it needs no network to view.
+    """Write one self-contained HTML report; it needs no network to view. Of a trace: the timeline
+    with steady and spike regions shaded, histograms, fingerprint tables. Of replay results (a
+    comparison when several): per candidate, achieved vs demanded IOPS, latency over time and CDFs
+    per op, the commit latency, against the SLO. Of a probe: the four cells and the queue-depth sweep.
 
-    Example: iofp report mysql.trace -o mysql.html
+    Example: iofp report samples/traces/market-open -o market-open.html
     """
-    from fingerprint.api import report_trace, write_text
-    from fingerprint.compute import Options
-    from fingerprint.report import render_html
+    from fingerprint.api import report_paths, write_text
     from iofp.contract import check_output_file
     from iofp.windows import parse_window_option
 
     check_output_file(out, force=force)
-    fp, tl = report_trace(trace, Options(parse_window_option(window), device))
-    write_text(render_html(fp, tl), out, force=force)
-    typer.echo(f"Wrote {out}. Next: open it in a browser, or iofp fingerprint {trace} --json fp.json")
+    rules = slomod.parse(slo) if slo else None
+    page, what = report_paths(paths, rules, parse_window_option(window), device)
+    write_text(page, out, force=force)
+    typer.echo(f"Wrote {out}. Next: open it in a browser (it reports {what})")
 
 
 def register(app: typer.Typer) -> None:

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from fingerprint import noise
 from fingerprint.scope import BINS, BURST_WIDTHS_NS, summarise
 from iofp import __version__, duck, regimes
 from iofp import fingerprint_doc as doc
@@ -164,6 +165,8 @@ def fingerprint(con: Any, f: Frame) -> doc.Fingerprint:
     if f.baseline_is_steady:  # the same rows (scope_map.sql): summarised once
         scopes["baseline"] = dataclasses.replace(scopes["steady"], name="baseline")
         scopes = {name: scopes[name] for name in doc.SCOPES if name in scopes}
+    for name, spread in noise.measure(con, f).items():  # what a diff judges a change against
+        scopes[name].noise = spread
     if opt.between and "between" not in scopes:
         raise BadInput(f"--between {opt.between[0]} {opt.between[1]}: no I/O in that window")
     if opt.between and f.lo is not None and f.hi is not None:

@@ -1,27 +1,53 @@
-"""What changed between two fingerprints, split into demand changes and service changes.
+"""What changed between two fingerprints, split into demand changes and service changes, judged
+against the noise each trace measured in itself.
 
-`diff(a, b) -> DiffResult` compares two fingerprints (A = before, B = after) metric by metric.
-Demand metrics describe what the workload asked for (IOPS, MB/s, mix, size, sequentiality,
-burstiness, flush and commit rates, footprint); service metrics describe how the device answered
-(latency percentiles, fsync latency). A metric is flagged when it moves beyond its threshold:
-relative for rates and sizes, absolute (in share points) for shares.
+`diff(a, b) -> DiffResult` compares fingerprint A (before) with B (after) in two regimes: the
+like-for-like one (steady when both have one, else the baseline, the windows in no spike, else the
+whole trace) and the spike regime when both have spikes. Demand metrics describe what the workload
+asked for (IOPS, MB/s, mix, size, flush and commit rates); service metrics how the device answered
+(latency percentiles, the sync calls' latency).
+
+A change is flagged only beyond the noise: each scope carries the spread (sd) and the standard
+error (se) of its figures, measured within its own trace from batches of consecutive windows
+(fingerprint/noise.py). A rate, share or size is flagged beyond Z standard errors of the difference
+(sqrt(se_A^2 + se_B^2)). A latency percentile is flagged beyond Z_SPREAD times sqrt(sd_A^2 + sd_B^2):
+the same fio job captured twice on fresh RAM loop devices moved its p99 by 2-3 batch spreads
+(67.8 -> 113 µs; fdatasync p99 372 µs -> 3.4 ms) where its standard error was a third of that, so a
+tail percentile's own error would call such a re-run "the device got slower". Either way the move
+must also exceed FLOOR of A's value (FLOOR_SHARE points for a share), so that a long trace's tiny
+errors do not flag a trivial move. A figure without a measured error (too few windows, a
+fingerprint from before the noise was recorded, or a shape figure such as the sequential share) is
+shown, not judged.
 
 The verdict separates "the workload got harder" (demand moved) from "the device got slower"
 (latency moved while demand stayed comparable). When both the load and latency moved, the
 directions decide: latency moving against the load (faster under more load, slower under less)
 says which way the device went; latency moving with it cannot be pinned on the device from
-fingerprints alone, and the verdict says so. The steady-state scope is compared when
-both fingerprints have one (it is the like-for-like regime); else the baseline (the windows in no
-spike) when both have one; otherwise the whole trace.
+fingerprints alone, and the verdict says so. A change of device in the provenance (model, serial,
+size, rotational, scheduler, a loop device's backing) is reported on its own line.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
+from iofp import slo as slomod
+from iofp.errors import BadInput
 from iofp.fingerprint_doc import Fingerprint, Scope
+
+Z = 4.0
+Z_SPREAD = 3.0
+FLOOR = 0.10
+FLOOR_SHARE = 0.02
+RULE = (
+    f"a rate, share or size moves beyond {Z:g} standard errors (se) of the difference, a latency "
+    f"percentile beyond {Z_SPREAD:g} times its spread (sd) from batch to batch, each measured within "
+    f"both traces; and by {FLOOR:.0%} of A at least ({FLOOR_SHARE * 100:g} points for a share)"
+)
 
 
 @dataclass(frozen=True)
@@ -29,43 +55,44 @@ class Metric:
     name: str
     path: tuple[str, ...]
     kind: str  # "demand" or "service"
-    threshold: float
-    absolute: bool = False  # threshold in share points rather than relative change
+    absolute: bool = False  # a share: its floor is in points, its change printed as a difference
     harder_when: int = 1  # +1: a rise makes the workload harder (or the device slower); -1: a fall
-    unit: str = ""  # printed with the values where the name does not say it (latencies: µs)
+    judged: bool = True  # False: a shape figure with no within-trace error, shown for context
+
+    @property
+    def by_spread(self) -> bool:
+        """A latency percentile is judged against its spread, not its standard error: it moves from
+        run to run by about its batch-to-batch spread (stalls come and go over minutes), which the
+        error of one run's figure does not include."""
+        return self.kind == "service"
+
+    @property
+    def key(self) -> str:
+        return ".".join(self.path)
 
 
 METRICS: tuple[Metric, ...] = (
-    Metric("IOPS", ("intensity", "iops"), "demand", 0.20),
-    Metric("MB/s", ("intensity", "mbps"), "demand", 0.20),
-    Metric("read share (count)", ("mix", "read_share"), "demand", 0.10, absolute=True, harder_when=-1),
-    Metric("mean size (bytes)", ("size", "mean_bytes"), "demand", 0.25, harder_when=-1),
-    Metric("sequential share", ("sequential", "share"), "demand", 0.10, absolute=True, harder_when=-1),
-    Metric("peak/mean IOPS, 1 s", ("burstiness", "1s", "peak_to_mean"), "demand", 0.50),
-    Metric("peak/mean IOPS, 100 ms", ("burstiness", "100ms", "peak_to_mean"), "demand", 0.50),
-    Metric("dispersion index, 1 s", ("burstiness", "1s", "index_of_dispersion"), "demand", 1.00),
-    Metric("flush+FUA per s", ("durability", "flush_fua_per_s"), "demand", 0.25),
-    Metric("fsync-family calls per s", ("durability", "commits_per_s"), "demand", 0.25),
-    Metric("footprint (4 KiB blocks)", ("footprint", "blocks_4k"), "demand", 0.25),
-    Metric("latency p50", ("latency", "all", "p50_us"), "service", 0.20, unit="µs"),
-    Metric("latency p99", ("latency", "all", "p99_us"), "service", 0.25, unit="µs"),
-    Metric("latency p99.9", ("latency", "all", "p99_9_us"), "service", 0.50, unit="µs"),
-    Metric("read latency p99", ("latency", "read", "p99_us"), "service", 0.25, unit="µs"),
-    Metric("write latency p99", ("latency", "write", "p99_us"), "service", 0.25, unit="µs"),
+    Metric("IOPS", ("intensity", "iops"), "demand"),
+    Metric("MB/s", ("intensity", "mbps"), "demand"),
+    Metric("read share (count)", ("mix", "read_share"), "demand", absolute=True, harder_when=-1),
+    Metric("mean size (bytes)", ("size", "mean_bytes"), "demand", harder_when=-1),
+    Metric("sequential share", ("sequential", "share"), "demand", True, -1, judged=False),
+    Metric("peak/mean IOPS, 1 s", ("burstiness", "1s", "peak_to_mean"), "demand", judged=False),
+    Metric("flush+FUA /s", ("durability", "flush_fua_per_s"), "demand"),
+    Metric("sync calls /s", ("durability", "commits_per_s"), "demand"),
+    Metric("latency p50 (µs)", ("latency", "all", "p50_us"), "service"),
+    Metric("latency p99 (µs)", ("latency", "all", "p99_us"), "service"),
+    Metric("latency p99.9 (µs)", ("latency", "all", "p99_9_us"), "service"),
+    Metric("read p99 (µs)", ("latency", "read", "p99_us"), "service"),
+    Metric("write p99 (µs)", ("latency", "write", "p99_us"), "service"),
 )
 # Demand metrics whose movement makes a latency comparison unfair ("comparable demand"). Flush and
 # commit rates are load too: each flush drains the device's write cache, and the writes queued
 # behind it wait, so halving commits/s alone can halve write latency on an unchanged device.
-LOAD_METRICS = (
-    "IOPS",
-    "MB/s",
-    "mean size (bytes)",
-    "read share (count)",
-    "sequential share",
-    "flush+FUA per s",
-    "fsync-family calls per s",
-)
+LOAD_METRICS = ("IOPS", "MB/s", "mean size (bytes)", "read share (count)", "flush+FUA /s", "sync calls /s")
 REPLAY_HINT = "replay A's trace on B's device to separate them"
+DEVICE_FACTS = ("model", "vendor", "serial", "size_bytes", "rotational", "scheduler", "logical_block_size")
+RAM_DIRS = ("/dev/shm", "/run")  # tmpfs: a loop device over a file here is RAM-backed
 
 
 @dataclass
@@ -76,31 +103,95 @@ class Change:
     b: float | None
     rel_change: float | None
     abs_change: float | None
-    threshold: float
-    threshold_is_absolute: bool
+    noise: str  # "se" (standard error) or "sd" (batch-to-batch spread): what noise_a/noise_b are
+    noise_a: float | None  # the metric's unit (null: not measured)
+    noise_b: float | None
+    limit: float | None  # the move it must exceed, the metric's unit (null: not judged)
     flagged: bool
     direction: str  # "harder", "easier", "slower", "faster" or "" when not flagged
-    unit: str = ""
+    absolute: bool = False
 
 
 @dataclass
-class DiffResult:
+class ScopeDiff:
     scope: str
+    windows_a: int
+    windows_b: int
+    window_s: tuple[float, float]
     changes: list[Change]
+    verdict: str
     demand_changed: bool
     service_changed: bool
     comparable_demand: bool
-    verdict: str
-    notes: list[str] = field(default_factory=list)
-    a_labels: dict[str, str] = field(default_factory=dict)
-    b_labels: dict[str, str] = field(default_factory=dict)
 
     @property
     def flagged(self) -> list[Change]:
         return [c for c in self.changes if c.flagged]
 
+
+@dataclass
+class Side:
+    """Which fingerprint this is, as a reader names it."""
+
+    name: str
+    service: str | None
+    source: str | None
+    captured_utc: str | None
+    devices: list[str]
+    spikes: str
+
+
+@dataclass
+class DiffResult:
+    a: Side
+    b: Side
+    like: ScopeDiff
+    spike: ScopeDiff | None
+    device_changes: list[str]
+    warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    rule: str = RULE
+    slo: str | None = None
+    slo_a: list[str] = field(default_factory=list)  # why A misses the SLO ([]: it holds)
+    slo_b: list[str] = field(default_factory=list)
+
+    @property
+    def scope(self) -> str:
+        return self.like.scope
+
+    @property
+    def changes(self) -> list[Change]:
+        return self.like.changes
+
+    @property
+    def verdict(self) -> str:
+        return self.like.verdict
+
+    @property
+    def demand_changed(self) -> bool:
+        return self.like.demand_changed
+
+    @property
+    def service_changed(self) -> bool:
+        return self.like.service_changed
+
+    @property
+    def comparable_demand(self) -> bool:
+        return self.like.comparable_demand
+
+    @property
+    def flagged(self) -> list[Change]:
+        return self.like.flagged + (self.spike.flagged if self.spike else [])
+
+    @property
+    def matters(self) -> bool:
+        """Drift to act on: a flagged change, and with an SLO, B missing it."""
+        return bool(self.flagged) and (self.slo is None or bool(self.slo_b))
+
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        d.update(scope=self.scope, verdict=self.verdict, flagged=len(self.flagged), matters=self.matters)
+        return d
 
 
 def _get(d: Any, path: tuple[str, ...]) -> float | None:
@@ -115,14 +206,30 @@ def _get(d: Any, path: tuple[str, ...]) -> float | None:
     return d if isinstance(d, (int, float)) and not isinstance(d, bool) else None
 
 
-def _sync_p99(scope: Scope) -> float | None:
-    calls = scope.durability.sync_calls
-    if not calls:
-        return None
-    return max(calls.values(), key=lambda c: c.calls).p99_us
+def _noise(scope: Scope, key: str, kind: str) -> float | None:
+    return getattr(scope.noise, kind).get(key) if scope.noise is not None else None
 
 
-def diff(a: Fingerprint, b: Fingerprint) -> DiffResult:
+def _top_call(a: Scope, b: Scope) -> str | None:
+    """The sync call both compare (fdatasync for a WAL writer): the one A makes most, else B."""
+    for s in (a, b):
+        if s.durability.sync_calls:
+            return max(s.durability.sync_calls.items(), key=lambda kv: kv[1].calls)[0]
+    return None
+
+
+def check_pair(a: Fingerprint, b: Fingerprint, a_name: str, b_name: str) -> None:
+    """Refuse a diff that can only say "no change": the same document twice."""
+    if a.to_dict() == b.to_dict():
+        same = "the same file" if a_name == b_name else "identical documents"
+        raise BadInput(
+            f"{a_name} and {b_name} are {same}: give the earlier fingerprint and the later one of a service"
+        )
+
+
+def diff(
+    a: Fingerprint, b: Fingerprint, a_name: str = "A", b_name: str = "B", slo: slomod.Slo | None = None
+) -> DiffResult:
     """Compare fingerprint `a` (before) with `b` (after)."""
     notes = []
     if a.steady and b.steady:
@@ -132,52 +239,67 @@ def diff(a: Fingerprint, b: Fingerprint) -> DiffResult:
         notes.append("compared baselines (the windows in no spike): at least one has no steady state")
     else:
         scope = "whole"
-        notes.append(
-            "compared whole traces: at least one fingerprint has neither a steady state nor a baseline"
-        )
-    sa, sb = getattr(a, scope), getattr(b, scope)
-    changes = [_change(m, _get(sa, m.path), _get(sb, m.path)) for m in METRICS]
-    fs = Metric("fsync p99", ("fsync_p99",), "service", 0.25, unit="µs")
-    changes.append(_change(fs, _sync_p99(sa), _sync_p99(sb)))
+        notes.append("compared whole traces: at least one has neither a steady state nor a baseline")
+    like = _scope_diff(a, b, scope)
+    spike = _scope_diff(a, b, "spike") if a.spike and b.spike else None
+    if getattr(a, scope).latency is None or getattr(b, scope).latency is None:
+        notes.append("at least one trace has no latency: only demand can be compared")
+    if any(s.noise is None for s in (getattr(a, scope), getattr(b, scope))):
+        notes.append("a scope without noise figures (a fingerprint made before iofp measured them, or a "
+                     "whole trace that has a baseline): its changes are shown, not judged; fingerprint "
+                     "its trace again")  # fmt: skip
+    out = DiffResult(_side(a, a_name), _side(b, b_name), like, spike, device_changes(a, b),
+                     _warnings(a, b), notes)  # fmt: skip
+    if slo:
+        for term in slo.terms:
+            if isinstance(term, slomod.IopsTerm):
+                msg = "a fingerprint has no demanded rate; judge replays with iofp compare"
+                raise BadInput(f"--slo iops>=demanded: {msg}")
+        out.slo = slo.text
+        out.slo_a = _slo_failures(slo, a, scope)
+        out.slo_b = _slo_failures(slo, b, scope)
+    return out
 
+
+def _scope_diff(a: Fingerprint, b: Fingerprint, scope: str) -> ScopeDiff:
+    sa, sb = getattr(a, scope), getattr(b, scope)
+    metrics = list(METRICS)
+    if call := _top_call(sa, sb):
+        for pct in ("p50", "p99"):
+            path = ("durability", "sync_calls", call, f"{pct}_us")
+            metrics.append(Metric(f"{call} {pct} (µs)", path, "service"))
+    changes = [_change(m, sa, sb) for m in metrics]
     demand = [c for c in changes if c.kind == "demand" and c.flagged]
     service = [c for c in changes if c.kind == "service" and c.flagged]
-    load = [c for c in demand if c.metric in LOAD_METRICS]
-    comparable = not load
+    comparable = not any(c.metric in LOAD_METRICS for c in demand)
+    verdict = _verdict(demand, service, comparable)
+    if all(c.limit is None for c in changes):
+        verdict = "not judged: no noise figures to judge against (too few windows, or an older fingerprint)"
+    return ScopeDiff(
+        scope, sa.windows, sb.windows, (a.params.window_ns / 1e9, b.params.window_ns / 1e9), changes,
+        verdict, bool(demand), bool(service), comparable,
+    )  # fmt: skip
+
+
+def _verdict(demand: list[Change], service: list[Change], comparable: bool) -> str:
     harder = sum(c.direction == "harder" for c in demand) - sum(c.direction == "easier" for c in demand)
     slower = sum(c.direction == "slower" for c in service) - sum(c.direction == "faster" for c in service)
-    # Which way the load moved: over the load metrics only, since burstiness or footprint moving
-    # the other way says little about how busy the device was.
-    heavier = sum(c.direction == "harder" for c in load) - sum(c.direction == "easier" for c in load)
-    if sa.latency is None or sb.latency is None:
-        notes.append("at least one trace has no latency: only demand can be compared")
-
     if not demand and not service:
-        verdict = "no significant change"
-    elif demand and not service:
-        verdict = (
-            "the workload got harder"
-            if harder > 0
-            else ("the workload got lighter" if harder < 0 else "the workload changed shape")
-        )
-    elif service and comparable:
+        return "no change beyond the noise"
+    if demand and not service:
+        if harder:
+            return "the workload got harder" if harder > 0 else "the workload got lighter"
+        return "the workload changed shape"
+    if comparable:
         what = "slower" if slower > 0 else "faster" if slower < 0 else "different"
         verdict = f"the device got {what}: latency moved at comparable demand"
         if demand:
             verdict += " (other demand features moved too: " + ", ".join(c.metric for c in demand) + ")"
-    else:
-        verdict = _load_and_latency_verdict(heavier, slower)
-    return DiffResult(
-        scope=scope,
-        changes=changes,
-        demand_changed=bool(demand),
-        service_changed=bool(service),
-        comparable_demand=comparable,
-        verdict=verdict,
-        notes=notes,
-        a_labels=a.provenance.labels,
-        b_labels=b.provenance.labels,
-    )
+        return verdict
+    # Which way the load moved: over the load metrics only.
+    load = [c for c in demand if c.metric in LOAD_METRICS]
+    heavier = sum(c.direction == "harder" for c in load) - sum(c.direction == "easier" for c in load)
+    return _load_and_latency_verdict(heavier, slower)
 
 
 def _load_and_latency_verdict(heavier: int, slower: int) -> str:
@@ -210,17 +332,149 @@ def _load_and_latency_verdict(heavier: int, slower: int) -> str:
     )
 
 
-def _change(m: Metric, va: float | None, vb: float | None) -> Change:
+def _change(m: Metric, sa: Scope, sb: Scope) -> Change:
+    va, vb = _get(sa, m.path), _get(sb, m.path)
     rel = None if va in (None, 0) or vb is None else (vb - va) / abs(va)
     delta = None if va is None or vb is None else vb - va
-    if m.absolute:
-        flagged = delta is not None and abs(delta) > m.threshold
-    else:
-        flagged = rel is not None and abs(rel) > m.threshold
-        if va == 0 and vb not in (None, 0):  # from nothing to something is always a change
-            flagged = True
+    kind = "sd" if m.by_spread else "se"
+    na, nb = (_noise(sa, m.key, kind), _noise(sb, m.key, kind)) if m.judged else (None, None)
+    limit = None
+    if delta is not None and na is not None and nb is not None and va is not None:
+        floor = FLOOR_SHARE if m.absolute else FLOOR * abs(va)
+        limit = max((Z_SPREAD if m.by_spread else Z) * math.hypot(na, nb), floor)
+    flagged = limit is not None and delta is not None and abs(delta) > limit
     direction = ""
     if flagged and delta is not None:
         up = delta * m.harder_when > 0
         direction = ("harder" if up else "easier") if m.kind == "demand" else ("slower" if up else "faster")
-    return Change(m.name, m.kind, va, vb, rel, delta, m.threshold, m.absolute, flagged, direction, m.unit)
+    return Change(m.name, m.kind, va, vb, rel, delta, kind, na, nb, limit, flagged, direction, m.absolute)
+
+
+# ------------------------------------------------------------------------------------------------
+# Naming the two sides, and what changed under them
+
+
+def _side(fp: Fingerprint, name: str) -> Side:
+    p = fp.provenance
+    when = None
+    if p.capture_start_ns is not None:
+        when = datetime.fromtimestamp(p.capture_start_ns / 1e9, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    devs = [_device_text(n, f) for n, f in p.devices.items() if fp.params.device in (None, n)]
+    r = fp.regimes
+    if r.spikes:
+        s = r.spikes[0]
+        spikes = (f"{r.spikes_total} spike(s); #1 {s.start_s:g}-{s.end_s:g} s, peak {s.peak_iops:,.0f} IOPS "
+                  f"over a {s.baseline_iops:,.0f} IOPS baseline")  # fmt: skip
+    else:
+        spikes = "no spike"
+    return Side(name, p.labels.get("service"), p.source, when, devs, spikes)
+
+
+def _backing(facts: dict[str, Any]) -> str | None:
+    path = facts.get("backing_file")
+    if not isinstance(path, str):
+        return None
+    where = path.rsplit("/", 1)[0] or "/"
+    kind = "RAM" if any(where == d or where.startswith(d + "/") for d in RAM_DIRS) else "a file"
+    return f"{kind} ({where})"
+
+
+def _device_text(name: str, facts: dict[str, Any]) -> str:
+    bits = [str(facts["model"]).strip()] if facts.get("model") else []
+    if isinstance(facts.get("size_bytes"), int):
+        bits.append(_size_text(facts["size_bytes"]))
+    if (back := _backing(facts)) is not None:
+        bits.append("backed by " + back)
+    if "rotational" in facts:
+        bits.append("rotational" if facts["rotational"] else "non-rotational")
+    if facts.get("scheduler"):
+        bits.append(f"scheduler {facts['scheduler']}")
+    return f"{name}: " + (", ".join(bits) if bits else "no device facts recorded")
+
+
+def _size_text(n: int) -> str:
+    for unit, k in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20)):
+        if n >= k:
+            return f"{n / k:,.4g} {unit}"
+    return f"{n:,} bytes"
+
+
+def _fact_text(key: str, v: Any) -> str:
+    if key == "size_bytes" and isinstance(v, int):
+        return _size_text(v)
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    return str(v)
+
+
+def device_changes(a: Fingerprint, b: Fingerprint) -> list[str]:
+    """What the provenance says changed under the workload, one phrase per device fact. Devices are
+    paired by name, or the only device of each when the names differ (a move to a new disk)."""
+    da = {n: f for n, f in a.provenance.devices.items() if a.params.device in (None, n)}
+    db = {n: f for n, f in b.provenance.devices.items() if b.params.device in (None, n)}
+    pairs = [(n, da[n], n, db[n]) for n in da if n in db]
+    if not pairs and len(da) == 1 and len(db) == 1:
+        (na, fa), (nb, fb) = next(iter(da.items())), next(iter(db.items()))
+        pairs = [(na, fa, nb, fb)]
+    out = []
+    for na, fa, nb, fb in pairs:
+        what = [] if na == nb else [f"{na} -> {nb}"]
+        for k in DEVICE_FACTS:
+            if k in fa and k in fb and fa[k] != fb[k]:
+                va, vb = _fact_text(k, fa[k]), _fact_text(k, fb[k])
+                what.append(f"{k.replace('_bytes', '')} {va} -> {vb}")
+        if (ba := _backing(fa)) != (bb := _backing(fb)) and ba and bb:
+            what.append(f"backing {ba} -> {bb}")
+        if what:
+            out.append(f"{nb}: " + "; ".join(what))
+    if not pairs and da and db:
+        out.append(f"devices {', '.join(da)} -> {', '.join(db)}")
+    return out
+
+
+def _warnings(a: Fingerprint, b: Fingerprint) -> list[str]:
+    out = []
+    sa, sb = a.provenance.labels.get("service"), b.provenance.labels.get("service")
+    if sa != sb:
+        out.append(f"different services: A is {sa or 'unlabelled'}, B is {sb or 'unlabelled'}")
+    if a.provenance.source != b.provenance.source:
+        out.append(f"different sources: A is {a.provenance.source}, B is {b.provenance.source}")
+    if a.params.window_ns != b.params.window_ns:
+        out.append(
+            f"different windows: A {a.params.window_ns / 1e9:g} s, B {b.params.window_ns / 1e9:g} s; "
+            "fingerprint both with the same --window for like-for-like regimes"
+        )
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# The SLO, judged on a fingerprint's own figures
+
+
+@dataclass
+class _ScopeFigures:
+    """A scope's figures as the SLO grammar reads them (iofp/slo.py's Figures)."""
+
+    scope: Scope
+    demanded_iops: float | None = None
+    achieved_iops: float | None = None
+    commits_per_s: float | None = None
+
+    def latency(self, op: str, pct: str) -> float | None:
+        key = {"p50": "p50_us", "p99": "p99_us", "p99.9": "p99_9_us"}[pct]
+        if op in ("fsync", "commit"):
+            call = _top_call(self.scope, self.scope)
+            v = _get(self.scope, ("durability", "sync_calls", call, key)) if call else None
+        else:
+            v = _get(self.scope, ("latency", op, key))
+        return None if v is None else v * 1e3
+
+
+def _slo_failures(slo: slomod.Slo, fp: Fingerprint, scope: str) -> list[str]:
+    out = []
+    for name in dict.fromkeys((scope, "spike")):
+        s = getattr(fp, name)
+        if s is not None:
+            fig = _ScopeFigures(s, commits_per_s=s.durability.commits_per_s)
+            out += [f"{name}: {why}" for why in slo.failures(fig)]
+    return out

@@ -1,11 +1,13 @@
-"""The terminal view of a fingerprint diff."""
+"""The terminal view of a fingerprint diff: who A and B are, what changed under them, and each
+regime's table, in 80 columns."""
 
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
-from fingerprint.diff import DiffResult
+from fingerprint.diff import Change, DiffResult, ScopeDiff, Side
 
 
 def human(x: float | None, unit: str = "") -> str:
@@ -17,31 +19,81 @@ def human(x: float | None, unit: str = "") -> str:
     return f"{text} {unit}" if unit else text
 
 
-def render(r: DiffResult, console: Console | None = None) -> None:
-    """The comparison as a table that fits 80 columns: each metric's unit in its name, the values bare."""
-    console = console or Console()
+def change_text(c: Change) -> str:
+    """B against A: a share's difference in points, anything else relative (B / A - 1)."""
+    if c.absolute and c.abs_change is not None:
+        return f"{c.abs_change * 100:+.1f} pt"
+    return "-" if c.rel_change is None else f"{c.rel_change:+.1%}"
+
+
+def _limit_text(c: Change) -> str:
+    if c.limit is None:
+        return "-"
+    return f"±{c.limit * 100:.1f} pt" if c.absolute else "±" + human(c.limit)
+
+
+def side_lines(label: str, s: Side) -> list[str]:
+    when = f"captured {s.captured_utc}" if s.captured_utc else f"{s.source or 'unknown'}, no wall clock"
+    return [f"{label}  {s.name}", f"   {s.service or 'no service label'}, {when}",
+            *(f"   {d}" for d in s.devices), f"   {s.spikes}"]  # fmt: skip
+
+
+def scope_table(d: ScopeDiff) -> Table:
+    wa, wb = d.window_s
+    win = f"{wa:g} s" if wa == wb else f"{wa:g} s / {wb:g} s"
     t = Table(
-        title=f"fingerprint diff ({r.scope} scope): A -> B",
+        title=f"{d.scope}: A {d.windows_a} windows, B {d.windows_b} windows of {win}",
         title_justify="left",
         box=None,
         pad_edge=False,
         header_style="bold underline",
     )
-    for col in ("metric", "kind", "A", "B", "change", "limit", "flag"):
-        t.add_column(
-            col, justify="left" if col in ("metric", "kind", "flag") else "right", no_wrap=col == "metric"
-        )
-    for c in r.changes:
+    for col in ("metric", "A", "B", "B vs A", "limit", "flag"):
+        t.add_column(col, justify="left" if col in ("metric", "flag") else "right", no_wrap=True)
+    for c in d.changes:
         if c.a is None and c.b is None:
             continue
-        change = "-" if c.rel_change is None else f"{c.rel_change:+.1%}"
-        if c.threshold_is_absolute and c.abs_change is not None:
-            change = f"{c.abs_change:+.3f}"
-        thr = f"±{c.threshold:.2f}" if c.threshold_is_absolute else f"±{c.threshold:.0%}"
+        fa = f"{c.a:.1%}" if c.absolute and c.a is not None else human(c.a)
+        fb = f"{c.b:.1%}" if c.absolute and c.b is not None else human(c.b)
         flag = f"[bold red]{c.direction}[/bold red]" if c.flagged else ""
-        name = f"{c.metric} ({c.unit})" if c.unit else c.metric
-        t.add_row(name, c.kind, human(c.a), human(c.b), change, thr, flag)
-    console.print(t)
+        t.add_row(escape(c.metric), fa, fb, change_text(c), _limit_text(c), flag)
+    return t
+
+
+def render(r: DiffResult, console: Console | None = None) -> None:
+    """The comparison, fitting 80 columns: both sides named, device changes, warnings, each regime's
+    table (values in the unit the metric names), the SLO and the verdict."""
+    console = console or Console()
+    for line in side_lines("A", r.a) + side_lines("B", r.b):
+        console.print(escape(line), overflow="fold")
+    for d in r.device_changes:
+        console.print(f"[bold]device changed[/bold]: {escape(d)}")
+    for w in r.warnings:
+        console.print(f"[yellow]warning[/yellow]: {escape(w)}")
+    for d in (r.like, r.spike):
+        if d is not None:
+            console.print()
+            console.print(scope_table(d))
+    console.print()
+    console.print(f"limit: {r.rule}; '-': shown, not judged")
     for n in r.notes:
-        console.print(f"note: {n}")
-    console.print(f"[bold]{r.verdict}[/bold]")
+        console.print(f"note: {escape(n)}")
+    if r.slo is not None:
+        parts = [f"{who} " + ("meets it" if not f else "misses it: " + "; ".join(f))
+                 for who, f in (("A", r.slo_a), ("B", r.slo_b))]  # fmt: skip
+        console.print(f"SLO '{escape(r.slo)}': " + escape("; ".join(parts)))
+    console.print(f"[bold]{r.like.scope}: {escape(r.verdict)}[/bold]")
+    if r.spike is not None:
+        console.print(f"[bold]spike: {escape(r.spike.verdict)}[/bold]")
+    if r.device_changes:
+        console.print("[bold]and the device itself changed[/bold] (its provenance, above)")
+    console.print(_exit_line(r))
+
+
+def _exit_line(r: DiffResult) -> str:
+    n = len(r.flagged)
+    if not n:
+        return "no drift flagged (exit 0)"
+    if r.slo is not None and not r.matters:
+        return f"{n} change(s) flagged, but B meets the SLO (exit 0)"
+    return f"{n} change(s) flagged (exit 1)"

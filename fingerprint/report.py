@@ -11,25 +11,22 @@ from __future__ import annotations
 
 import html
 import math
+from datetime import UTC, datetime
 from importlib import resources
 from string import Template
 
+from fingerprint.report_svg import Chart, Series, fmt
 from fingerprint.summary import ROWS, baseline_line, steady_line, window_line
 from fingerprint.timeline import Timeline
 from iofp import regimes
 from iofp.fingerprint_doc import Fingerprint, Histogram, Provenance
 
-W, H, PAD_L, PAD_B, PAD_T = 1100, 150, 64, 22, 10
+W, H = 1100, 190
 MAX_POINTS = 2000  # per chart; longer series are reduced to per-bucket maxima (peaks survive)
 STEADY, SPIKE = "#cfe8cf", "#f6c9c9"
 
 
-def _fmt(v: float) -> str:
-    if v == 0:
-        return "0"
-    if abs(v) >= 1000:
-        return f"{v:,.0f}"
-    return f"{v:.3g}"
+_fmt = fmt
 
 
 def _reduce(xs: list[float], ys: list[float | None]) -> tuple[list[float], list[float | None]]:
@@ -55,59 +52,46 @@ def _runs(classes: list[int], cls: int) -> list[tuple[int, int]]:
 
 
 def _timeline(
-    fp: Fingerprint, tl: Timeline, key: str, label: str, scale: float = 1.0, extra: str | None = None
+    fp: Fingerprint,
+    tl: Timeline,
+    key: str,
+    label: str,
+    unit: str,
+    scale: float = 1.0,
+    extra: str | None = None,
 ) -> str:
+    """One timeline chart: the series per window (at each window's middle), steady windows and
+    spikes shaded, time on x in seconds from the first I/O, the value in `unit` on y."""
     s = tl.columns
     xs: list[float] = s["start_s"]
     width = tl.window_s
     t_end = (xs[-1] + width) if xs else 1.0
-    lines = [(key, "#3a6ea5")] + ([(extra, "#c0392b")] if extra else [])
-    data = []
-    for k, color in lines:
-        ys = [None if v is None else v * scale for v in s[k]]
-        data.append((k, color, *_reduce(xs, ys)))
-    ymax = max([y for _, _, _, ys in data for y in ys if y is not None] or [0]) or 1.0
-
-    def X(t: float) -> float:
-        return PAD_L + (W - PAD_L - 10) * t / t_end
-
-    def Y(v: float) -> float:
-        return PAD_T + (H - PAD_T - PAD_B) * (1 - v / ymax)
-
-    out = [f'<svg class="chart" data-series="{key}" width="{W}" height="{H}" viewBox="0 0 {W} {H}">']
+    chart = Chart(label, "seconds from the first I/O", unit, width=W, height=H, x_range=(0.0, t_end))
+    for k, color in [(key, "#3a6ea5")] + ([(extra, "#c0392b")] if extra else []):
+        rx, ry = _reduce(xs, [None if v is None else v * scale for v in s[k]])
+        chart.series.append(Series(k, [x + width / 2 for x in rx], ry, color))
     for a, z in _runs(s["regime"], regimes.STEADY):
-        out.append(
-            f'<rect class="regime steady" data-start="{a * width:g}" data-end="{(z + 1) * width:g}" '
-            f'x="{X(a * width):.1f}" y="{PAD_T}" width="{max(X((z + 1) * width) - X(a * width), 0.5):.1f}" '
-            f'height="{H - PAD_T - PAD_B}" fill="{STEADY}"/>'
-        )
+        attrs = f'class="regime steady" data-start="{a * width:g}" data-end="{(z + 1) * width:g}"'
+        chart.spans.append((a * width, (z + 1) * width, STEADY, attrs))
     for sp in sorted(fp.regimes.spikes, key=lambda sp: sp.start_s):
-        a, z = sp.start_s, sp.end_s
-        out.append(
-            f'<rect class="regime spike" data-start="{a:g}" data-end="{z:g}" data-rank="{sp.rank}" '
-            f'data-peak-iops="{sp.peak_iops:.0f}" '
-            f'x="{X(a):.1f}" y="{PAD_T}" width="{max(X(z) - X(a), 0.5):.1f}" height="{H - PAD_T - PAD_B}" '
-            f'fill="{SPIKE}"><title>spike #{sp.rank}: peak {sp.peak_iops:,.0f} IOPS</title></rect>'
+        attrs = (
+            f'class="regime spike" data-start="{sp.start_s:g}" data-end="{sp.end_s:g}" data-rank="{sp.rank}" '
+            f'data-peak-iops="{sp.peak_iops:.0f}"'
         )
-    for k, color, rx, ry in data:
-        pts = " ".join(
-            f"{X(x + width / 2):.1f},{Y(y):.1f}" for x, y in zip(rx, ry, strict=True) if y is not None
-        )
-        out.append(
-            f'<polyline data-line="{k}" fill="none" stroke="{color}" stroke-width="1.2" points="{pts}"/>'
-        )
-    out.append(f'<line x1="{PAD_L}" y1="{H - PAD_B}" x2="{W - 10}" y2="{H - PAD_B}" stroke="#888"/>')
-    out.append(f'<line x1="{PAD_L}" y1="{PAD_T}" x2="{PAD_L}" y2="{H - PAD_B}" stroke="#888"/>')
-    out.append(f'<text x="4" y="{PAD_T + 10}" font-size="11">{_fmt(ymax)}</text>')
-    out.append(f'<text x="4" y="{H - PAD_B}" font-size="11">0</text>')
-    out.append(f'<text x="{PAD_L}" y="{H - 4}" font-size="11">0 s</text>')
-    out.append(f'<text x="{W - 80}" y="{H - 4}" font-size="11">{_fmt(t_end)} s</text>')
-    out.append(
-        f'<text x="{PAD_L + 6}" y="{PAD_T + 12}" font-size="12" font-weight="bold">'
-        f"{html.escape(label)}</text>"
-    )
-    out.append("</svg>")
-    return "\n".join(out)
+        chart.spans.append((sp.start_s, sp.end_s, SPIKE, attrs))
+    return chart.svg()
+
+
+def title(fp: Fingerprint) -> str:
+    """What a reader names the trace by: its service, when it was captured, where, for how long."""
+    prov = fp.provenance
+    who = prov.labels.get("service") or prov.labels.get("workload") or prov.source or "trace"
+    if prov.capture_start_ns is not None:
+        when = datetime.fromtimestamp(prov.capture_start_ns / 1e9, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    else:
+        when = "no wall clock"
+    devices = ", ".join(prov.devices) or "-"
+    return f"{who} · {when} · {devices} · {prov.duration_s:,.1f} s"
 
 
 def _bars(hist: Histogram | None, title: str, unit: str) -> str:
@@ -180,13 +164,12 @@ def _incomplete(prov: Provenance) -> list[str]:
 
 def render_html(fp: Fingerprint, tl: Timeline) -> str:
     prov, reg, b = fp.provenance, fp.regimes, fp.whole.bound
-    devices = ", ".join(prov.devices) or "-"
-    title = f"iofp report: {prov.source} ({devices})"
+    head = title(fp)
     whole = fp.whole
     lat = whole.latency or {}
     labels = ", ".join(f"{k}={v}" for k, v in prov.labels.items()) or "-"
     parts = [
-        f"<h1>{html.escape(title)}</h1>",
+        f"<h1>{html.escape(head)}</h1>",
         f'<div class="prov">host {html.escape(str(prov.host))} · kernel {html.escape(str(prov.kernel))} · '
         f"{prov.duration_s:,.3f} s · trace by iofp {html.escape(str(prov.trace_tool_version))}, "
         f"fingerprint v{fp.fingerprint_version} · lost events {prov.lost_events} · labels "
@@ -202,13 +185,17 @@ def render_html(fp: Fingerprint, tl: Timeline) -> str:
         f'<div class="legend"><span><i class="sw" style="background:{STEADY}"></i>steady</span>'
         f'<span><i class="sw" style="background:{SPIKE}"></i>spike</span>'
         '<span style="color:#3a6ea5">p50 / value</span><span style="color:#c0392b">p99</span></div>',
-        _timeline(fp, tl, "iops", f"IOPS (reads, writes, discards) per {tl.window_s:g} s window"),
-        _timeline(fp, tl, "mbps", "MB/s"),
+        _timeline(fp, tl, "iops", f"IOPS (reads, writes, discards) per {tl.window_s:g} s window", "IOPS"),
+        _timeline(fp, tl, "mbps", "MB/s", "MB/s"),
     ]  # fmt: skip
     if lat:
-        parts.append(_timeline(fp, tl, "lat_p50_us", "read+write latency p50 / p99 (µs)", extra="lat_p99_us"))
+        parts.append(
+            _timeline(
+                fp, tl, "lat_p50_us", "read+write latency p50 / p99", "latency (µs)", extra="lat_p99_us"
+            )
+        )
     if whole.inflight:
-        parts.append(_timeline(fp, tl, "mean_inflight", "mean in-flight at issue"))
+        parts.append(_timeline(fp, tl, "mean_inflight", "mean in-flight at issue", "requests in flight"))
     parts += [
         "<h2>Fingerprint</h2>",
         _scope_table(fp),
@@ -224,4 +211,4 @@ def render_html(fp: Fingerprint, tl: Timeline) -> str:
         "</div>",
     ]
     tpl = Template(resources.files("fingerprint").joinpath("report.html").read_text())
-    return tpl.substitute(title=html.escape(title), body="\n".join(parts))
+    return tpl.substitute(title=html.escape("iofp report: " + head), body="\n".join(parts))

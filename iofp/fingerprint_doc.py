@@ -283,6 +283,17 @@ class Bound:
 
 
 @dataclass
+class Noise:
+    """How much a scope's headline figures vary within the trace: what `iofp diff` flags against."""
+
+    batches: int
+    batch_windows: int
+    method: str
+    sd: dict[str, float | None]
+    se: dict[str, float | None]
+
+
+@dataclass
 class Span:
     from_: str
     to: str
@@ -314,6 +325,7 @@ class Scope:
     shape: Shape
     bound: Bound
     span: Span | None = None
+    noise: Noise | None = None
 
 
 @dataclass

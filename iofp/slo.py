@@ -34,6 +34,11 @@ GRAMMAR = (
     "(TIME with a unit: ns, us, µs, ms, s), iops>=demanded, commits>=N/s; "
     "e.g. --slo 'p99<=2ms,fsync.p99<=1ms'"
 )
+HELP = (
+    "Terms joined by ',', all of which must hold: OP.p50|p99|p99.9<=TIME (OP: read, write, all, flush, "
+    "fsync or commit; left out: reads and writes each), iops>=demanded, commits>=N/s; e.g. "
+    "'p99<=2ms,fsync.p99<=1ms' (quote it: < and > are redirections in a shell). Repeatable."
+)
 
 _LATENCY = re.compile(
     r"(?:(?P<op>[a-z]+)\.)?(?P<pct>p[0-9.]+)<=(?P<val>[0-9]+(?:\.[0-9]+)?)(?P<unit>ns|us|µs|ms|s)"

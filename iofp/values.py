@@ -39,13 +39,13 @@ _BYTES = {
 }
 
 
-def parse_size_bytes(text: str, flag: str) -> int:
+def parse_size_bytes(text: str, flag: str, examples: str = "64MiB, 512KiB or 1GiB") -> int:
     """'64MiB', '64M', '512k', '1GiB' or a bare number of bytes -> bytes (binary units: storage
     people mean 2**20 by "M" for buffers)."""
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*", text)
     unit = m.group(2).lower() if m else ""
     if not m or unit not in _BYTES or float(m.group(1)) <= 0:
-        raise BadInput(f"{flag} {text!r} is not a size; use e.g. 64MiB, 512KiB or 1GiB")
+        raise BadInput(f"{flag} {text!r} is not a size; use e.g. {examples}")
     n = float(m.group(1)) * _BYTES[unit]
     if n > MAX_SIZE_BYTES:  # offsets are int64 bytes; each stage bounds its own option below this
         raise BadInput(f"{flag} {text!r} is too large; at most 1EiB")

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +16,9 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from iofp.errors import BadInput
-from iofp.values import parse_labels
+from iofp.output import JSON_HELP, echo, emit_json, json_target
+from iofp.slo import HELP as slo_help
+from iofp.values import parse_labels, parse_size_bytes
 from iofp.windows import DEFAULT_WINDOW, parse_window_option
 
 if TYPE_CHECKING:
@@ -33,10 +34,18 @@ class SelectionArgs:
     regime: str | None
     window: str | None
     time_scale: float
-    target_size: int | None
-    align: int | None
+    target_size: str | None
+    align: str | None
     reads_only: bool
     force: bool
+
+    @property
+    def target_bytes(self) -> int | None:
+        return None if self.target_size is None else parse_size_bytes(self.target_size, "--target-size")
+
+    @property
+    def align_bytes(self) -> int | None:
+        return None if self.align is None else parse_size_bytes(self.align, "--align", "4KiB or 512")
 
     def selection(self) -> Selection:
         from replay.selection import Selection
@@ -87,17 +96,18 @@ _SHARED: dict[str, tuple[Any, Any]] = {
         typer.Option(1.0, "--time-scale", help="Replay X times as fast (0.5 = half speed).", metavar="X"),
     ),
     "target_size": (
-        int | None,
+        str | None,
         typer.Option(
-            None, "--target-size", help="Fold offsets into the first BYTES of the target.", metavar="BYTES"
+            None, "--target-size", help="Fold offsets into the first SIZE of the target (256MiB, 1GiB)."
         ),
     ),
     "align": (
-        int | None,
+        str | None,
         typer.Option(
             None,
             "--align",
-            help="Round offsets down and sizes up to this (default: target's logical block size, or 512).",
+            help="Round offsets down and sizes up to this (4KiB; default: the target's logical block size, "
+            "or 512 bytes).",
         ),
     ),
     "reads_only": (
@@ -151,19 +161,24 @@ def iolog_cmd(
         "no drift, 1 ms resolution; the first I/O goes 0.5 s after fio starts); or fio's per-I/O "
         "overhead to pre-pay in a v3 log, e.g. 20us (see iofp replay).",
     ),
-    as_json: bool = typer.Option(False, "--json", help="Print the conversion report as JSON."),
+    json_out: str | None = typer.Option(None, "--json", help=JSON_HELP),
 ) -> None:
     """Write a fio iolog of a trace selection that fio 3.33 replays as written."""
     from iofp.contract import open_trace
     from replay import iolog
 
-    mapping, pacing = iolog.cli_mapping(target, args.target_size, args.align, args.time_scale, streams, pace)
+    json_target(json_out, force=args.force)
+    mapping, pacing = iolog.cli_mapping(
+        target, args.target_bytes, args.align_bytes, args.time_scale, streams, pace
+    )
     report = iolog.convert(
         open_trace(trace), output, args.selection(), mapping, force=args.force, streams=streams, pacing=pacing
     )
-    typer.echo(json.dumps(report.to_dict(), indent=2) if as_json else report.summary())
+    echo(report.summary(), json_out)
+    if (path := emit_json(json_out, report.to_dict(), force=args.force)) is not None:
+        echo(f"Wrote {path}.", json_out)
     logs = ", ".join(s["iolog"] for s in report.streams)
-    typer.echo(f"Wrote {logs}. Next: {iolog.fio_command(report)}")
+    echo(f"Wrote {logs}. Next: {iolog.fio_command(report)}", json_out)
 
 
 @selection_options
@@ -211,7 +226,7 @@ def replay_cmd(
         help="Write even to a device that is mounted, partitioned or formatted, or over an existing file.",
     ),
     output: Path | None = typer.Option(
-        None, "--output", help="Results directory (default results/TARGET-TIME)."
+        None, "-o", "--output", help="Results directory (default results/TARGET-TIME)."
     ),
     no_fidelity: bool = typer.Option(
         False, "--no-fidelity", help="Do not capture the target during the replay."
@@ -226,8 +241,8 @@ def replay_cmd(
     from replay import render, runner
 
     opts = runner.ReplayOptions(
-        target, output or runner.default_output(target), args.selection(), args.time_scale, args.target_size,
-        fold, args.align, iodepth, engine, streams, pace, parse_labels(label), allow_destructive,
+        target, output or runner.default_output(target), args.selection(), args.time_scale, args.target_bytes,
+        fold, args.align_bytes, iodepth, engine, streams, pace, parse_labels(label), allow_destructive,
         not no_fidelity, args.force,
     )  # fmt: skip
     path, res = runner.replay(open_trace(trace), opts)
@@ -238,12 +253,7 @@ def replay_cmd(
 def compare_cmd(
     results_dirs: list[Path] = typer.Argument(..., help="Results directories written by `iofp replay`."),
     slo: list[str] = typer.Option(
-        [],
-        "--slo",
-        help="Terms joined by ',', all of which must hold: [read.|write.|all.|flush.|fsync.|commit.]"
-        "p50|p99|p99.9<=TIME, iops>=demanded, commits>=N/s; e.g. 'p99<=2ms,fsync.p99<=1ms' "
-        "(quote it: < and > are redirections in a shell). Repeatable. iofp compare exits 1 when a "
-        "candidate misses it (for cron and CI).",
+        [], "--slo", help=slo_help + " iofp compare exits 1 when a candidate misses it (for cron and CI)."
     ),
     baseline: Path | None = typer.Option(
         None,
@@ -251,7 +261,9 @@ def compare_cmd(
         help="The original trace: its own captured figures over the replays' selection become the "
         "first column (shown, not judged).",
     ),
-    fmt: str = typer.Option("table", "--format", help="table, markdown or json."),
+    fmt: str = typer.Option("table", "--format", help="table or markdown."),
+    json_out: str | None = typer.Option(None, "--json", help=JSON_HELP),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing --json file."),
 ) -> None:
     """Compare candidate devices from their replay results: rates, latency, commits, fidelity, SLO.
 
@@ -261,17 +273,22 @@ def compare_cmd(
     from iofp import slo as slomod
     from replay import compare
 
-    if fmt not in ("table", "markdown", "json"):
-        raise BadInput(f"--format {fmt}: choose table, markdown or json")
+    if fmt not in ("table", "markdown"):
+        raise BadInput(
+            f"--format {fmt}: choose table or markdown" + (" (JSON: --json -)" if fmt == "json" else "")
+        )
+    json_target(json_out, force=force)
     cmp = compare.compare(results_dirs, slomod.parse(slo), baseline)
-    typer.echo(compare.render(cmp, fmt).rstrip("\n"))
+    echo(compare.render(cmp, fmt).rstrip("\n"), json_out)
+    if (path := emit_json(json_out, None, force=force, text=compare.render(cmp, "json") + "\n")) is not None:
+        echo(f"Wrote {path}.", json_out)
     if cmp.failed:
         raise typer.Exit(1)
 
 
 EXAMPLES = {
     "iolog": "Example: iofp iolog traces/mysql -o mysql.iolog --regime spike --target /dev/loop3 "
-    "--target-size 268435456",
+    "--target-size 256MiB",
     "replay": "Example: iofp replay traces/mysql --target /dev/loop3 --regime spike --fold "
     "--label device=ram-loop",
     "compare": "Example: iofp compare results/loop3-20261122-101500 results/loop4-20261122-102000 "

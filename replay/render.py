@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any
 
 from iofp.replay_result import Measured, ReplayResult
 from iofp.slo import format_ns
 from replay.streams import TOP_N
+
+WIDTH = 80
+DATA_OPS = ("read", "write", "discard", "trim")
 
 
 def replay_summary(res: ReplayResult) -> str:
@@ -36,7 +40,15 @@ def replay_summary(res: ReplayResult) -> str:
         lines.append(f"fidelity: {fid.get('status')}: {fid.get('reason', '')}")
     if res.status != "complete":
         lines.append(f"PARTIAL: {res.interrupted}")
-    return "\n".join(lines)
+    return "\n".join(fit(line) for line in "\n".join(lines).splitlines())
+
+
+def fit(line: str, width: int = WIDTH) -> str:
+    """A summary line wrapped to the terminal's 80 columns, its continuation indented under it."""
+    indent = " " * (len(line) - len(line.lstrip()) + 2)
+    return textwrap.fill(
+        line, width, subsequent_indent=indent, break_on_hyphens=False, break_long_words=False
+    )
 
 
 def commits_line(c: dict[str, Any]) -> str:
@@ -73,9 +85,31 @@ def fidelity_line(fid: dict[str, Any]) -> str:
     if fid.get("reasons"):
         head += f" ({'; '.join(fid['reasons'])})"
     return (
-        f"{head}: {fid['matched']}/{fid['expected']} I/Os matched "
-        f"({fid['missing']} missing, {fid['extra']} extra); "
-        f"IOPS MAPE {f(fid['iops_mape'], '.2f', 100)}%; lateness p50 {f(fid['late_p50_us'], '.0f')} µs, "
-        f"p99 {f(fid['late_p99_us'], '.0f')} µs (|lateness| p50 {f(fid.get('abs_late_p50_us'), '.0f')} µs, "
-        f"p99 {f(fid.get('abs_late_p99_us'), '.0f')} µs); stretch {f(fid['stretch'], '+.2f', 100)}%"
+        f"{head}\n  content: {content_counts(fid)}\n"
+        f"  timing: IOPS MAPE {f(fid['iops_mape'], '.2f', 100)}%, duration stretch "
+        f"{f(fid['stretch'], '+.2f', 100)}%; lateness p50 {_us(fid['late_p50_us'])}, "
+        f"p99 {_us(fid['late_p99_us'])} (|lateness| p50 {_us(fid.get('abs_late_p50_us'))}, "
+        f"p99 {_us(fid.get('abs_late_p99_us'))})"
     )
+
+
+def _us(x: float | None) -> str:
+    """A signed time in µs, in the unit a person reads it in (-516 ms, 130 µs)."""
+    return "n/a" if x is None else ("-" if x < 0 else "") + format_ns(abs(x) * 1e3)
+
+
+def content_counts(fid: dict[str, Any]) -> str:
+    """Matched of demanded, each with its own noun: data I/Os, and sync calls (or the block flushes
+    that stood in for them)."""
+    per = fid.get("per_op") or {}
+    calls = "block flushes" if fid.get("syncs_by") == "block flushes" else "sync calls"
+    groups = [([v for k, v in per.items() if k in DATA_OPS], "I/Os"),
+              ([v for k, v in per.items() if k not in DATA_OPS], calls)]  # fmt: skip
+    parts = []
+    for counts, noun in groups:
+        if counts:
+            e, r, m = (sum(c[k] for c in counts) for k in ("expected", "replayed", "matched"))
+            parts.append(f"{m:,}/{e:,} {noun} matched ({e - m:,} missing, {r - m:,} extra)")
+    if not parts:  # a result without per-op counts
+        parts.append(f"{fid['matched']:,}/{fid['expected']:,} requests matched")
+    return "; ".join(parts)

@@ -40,7 +40,7 @@ capture_workload() {
     local dev=$1 out=$2 secs=$3 job=$4
     shift 4
     printf '$ %s\n' "$IOFP capture --device $(basename "$dev") --duration ${secs}s --output $out $*"
-    "$IOFP" capture --device "$(basename "$dev")" --duration "${secs}s" --output "$out" --json "$@" \
+    "$IOFP" capture --device "$(basename "$dev")" --duration "${secs}s" --output "$out" --json - "$@" \
         >"$out.capture.json" 2>"$out.capture.err" &
     CAPTURE_PID=$!
     local i

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import gzip
 import math
+import struct
 import sys
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -124,3 +126,46 @@ def close(a: object, b: object) -> bool:
             isinstance(a, (int, float)) and isinstance(b, (int, float)) and math.isclose(a, b, rel_tol=1e-12)
         )
     return a == b
+
+
+def png_pixels(path: Path) -> np.ndarray:
+    """The pixels (height x width x channels, uint8) of an 8-bit PNG such as a Chromium screenshot,
+    decoded here (zlib and the five PNG row filters), so a test can look at what was drawn."""
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", f"{path} is not a PNG"
+    pos, idat = 8, []
+    while pos < len(data):
+        n, kind = struct.unpack(">I4s", data[pos : pos + 8])
+        body = data[pos + 8 : pos + 8 + n]
+        if kind == b"IHDR":
+            w, h, depth, ctype = struct.unpack(">IIBB", body[:10])
+            assert depth == 8, f"{path}: {depth}-bit PNG"
+        elif kind == b"IDAT":
+            idat.append(body)
+        pos += 12 + n
+    bpp = {0: 1, 2: 3, 4: 2, 6: 4}[ctype]
+    raw, stride = zlib.decompress(b"".join(idat)), w * bpp
+    out = np.zeros((h, stride), np.uint8)
+    prev = np.zeros(stride, np.int64)
+    for y in range(h):
+        f = raw[y * (stride + 1)]
+        line = np.frombuffer(raw, np.uint8, stride, y * (stride + 1) + 1).astype(np.int64)
+        if f == 1:  # Sub: a running sum along the row, per channel
+            line = np.cumsum(line.reshape(w, bpp), axis=0).reshape(-1) & 255
+        elif f == 2:  # Up
+            line = (line + prev) & 255
+        elif f in (3, 4):  # Average, Paeth: each byte depends on the one decoded before it
+            cur, up = line.tolist(), prev.tolist()
+            for i in range(stride):
+                a = cur[i - bpp] if i >= bpp else 0
+                if f == 3:
+                    cur[i] = (cur[i] + ((a + up[i]) >> 1)) & 255
+                    continue
+                c = up[i - bpp] if i >= bpp else 0
+                p = a + up[i] - c
+                pa, pb, pc = abs(p - a), abs(p - up[i]), abs(p - c)
+                cur[i] = (cur[i] + (a if pa <= pb and pa <= pc else up[i] if pb <= pc else c)) & 255
+            line = np.array(cur, np.int64)
+        out[y] = line
+        prev = line
+    return out.reshape(h, w, bpp)

@@ -65,7 +65,7 @@ def test_signal_ends_the_capture_with_valid_files(
     name = loop_device.removeprefix("/dev/")
     fio = start_fio(loop_device)
     cap = subprocess.Popen(
-        [*IOFP, "capture", "--device", name, "-o", str(out), "--rotate", "1s", "--json"],
+        [*IOFP, "capture", "--device", name, "-o", str(out), "--rotate", "1s", "--json", "-"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
     )  # fmt: skip
     try:
@@ -78,10 +78,15 @@ def test_signal_ends_the_capture_with_valid_files(
     assert cap.returncode == 0, stderr
     summary = json.loads(stdout)
     # in a pipe: no progress display, only the line saying recording started (and the loss warning,
-    # should the kernel have skipped a completion probe: counted, see assert_tracer_lost_nothing)
+    # should the kernel have skipped a completion probe: counted, see assert_tracer_lost_nothing),
+    # then the summary (on stderr: --json - gives stdout to the JSON): what it captured, the
+    # completions of requests from before the start it left out (if any), what it wrote
     lines = stderr.splitlines()
     assert lines[0] == f"iofp: recording {name} into {out} (Ctrl-C to stop)"
-    assert len(lines) == 1 + (summary["lost_events"] > 0), lines
+    assert lines[-1] == f"Wrote {out}. Next: iofp fingerprint {out}"
+    summary_lines = [x for x in lines if x.startswith(("Captured ", "Wrote ")) or "were left out" in x]
+    assert len(summary_lines) == 2 + (summary["unmatched"] > 0), lines
+    assert len(lines) == 1 + len(summary_lines) + (summary["lost_events"] > 0), lines
     assert (out / MANIFEST).exists()
     trace = open_trace(out)
     assert trace.meta.extra["end"] == "stopped"
@@ -164,7 +169,7 @@ def full_rate_capture(dev: str, out: Path, seconds: int) -> tuple[int, int, dict
     `seconds`: (RSS when attached, peak RSS after that, the --json summary)."""
     cap = subprocess.Popen(
         [*IOFP, "capture", "--device", dev.removeprefix("/dev/"), "-o", str(out), "--rotate", "1h",
-         "--buffer", f"{BUFFER >> 20}MiB", "--json"],
+         "--buffer", f"{BUFFER >> 20}MiB", "--json", "-"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
     )  # fmt: skip
     proc = Path(f"/proc/{cap.pid}")

@@ -76,13 +76,18 @@ def test_trend_orders_by_capture_time_and_separates_device_from_workload(tmp_pat
     assert {c.metric for c in steps[1].diff.flagged} >= {"IOPS", "MB/s"}
 
     code, out, err = run_iofp("catalog", "trend", "--service", "order-router", "--catalog", str(db))
+    assert code == 1, err  # the newest step drifted
+    # the numbers as `iofp diff` prints them, the unit in the metric's name (these were "5e+02 -> 1e+03"),
+    # with the limit each move had to exceed
+    assert "    steady IOPS: 500 -> 1,000 (+100.0%, beyond ±50; harder)" in out
+    assert "    steady latency p99 (µs): 100 -> 300 (+200.0%, beyond ±10; slower)" in out
+    # with an SLO the newest holds, the drift is shown but does not fail the review
+    trend = ["catalog", "trend", "--service", "order-router", "--catalog", str(db)]
+    code, out, err = run_iofp(*trend, "--slo", "p99<=1ms")
     assert code == 0, err
-    # the numbers as `iofp diff` prints them, with their units (these were "5e+02 -> 1e+03")
-    assert "demand  IOPS: 500 -> 1,000 (+100%, harder)" in out
-    assert "service latency p99: 100 µs -> 300 µs (+200%, slower)" in out
 
-    code, out, err = run_iofp("catalog", "trend", "--service", "order-router", "--catalog", str(db), "--json")
-    assert code == 0, err
+    code, out, err = run_iofp(*trend, "--json", "-")
+    assert code == 1, err
     doc = json.loads(out)
     assert [s["verdict"].split(":")[0] for s in doc["steps"]] == [
         "the device got slower",

@@ -3,13 +3,20 @@ option, a value of the wrong type) is one line and exit 2, like every other bad 
 
 from __future__ import annotations
 
+import os
+import re
+import shlex
 import subprocess
 import sys
 
 import pytest
 from conftest import REPO
 
-from cli.app import app
+from cli.app import app, command
+from iofp import slo
+from iofp.errors import BadInput
+from iofp.values import parse_duration_ns, parse_labels, parse_size_bytes
+from iofp.windows import parse_window_option
 
 IOFP = [sys.executable, "-m", "cli.app"]
 
@@ -36,10 +43,10 @@ def test_every_help_ends_with_an_example(cmd: list[str]) -> None:
     ("args", "message"),
     [
         (["replay", "t", "--time-scale", "abc"], "iofp: Invalid value for '--time-scale'"),
-        (["fingerprint"], "iofp: Missing argument 'trace'. (see: "),
+        (["fingerprint"], "iofp: Missing argument 'TRACE'. (see: "),
         (["fingerprint", "t", "--no-such-option"], "iofp: No such option: --no-such-option"),
         (["nosuch"], "iofp: No such command 'nosuch'. (see: "),
-        (["catalog", "show", "abc"], "iofp: Invalid value for 'entry_id'"),
+        (["catalog", "show", "abc"], "iofp: Invalid value for 'ID'"),
     ],
 )
 def test_a_usage_error_is_one_line_and_exit_2(args: list[str], message: str) -> None:
@@ -76,3 +83,97 @@ def test_an_output_that_cannot_be_written_is_one_line_and_exit_2(tmp_path, args,
     assert r.stderr.count("\n") == 1, r.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["f.csv"]  # nothing written, nothing lost
     assert (tmp_path / "f.csv").read_text().startswith("128166372003061629")
+
+
+# ------------------------------------------------------------------------------------------------
+# Every help example runs as pasted in bash: split as bash splits it (a `<` or `>` outside quotes
+# is a redirection, `;` `&&` `|` end a command), then parsed by the real command's parser and each
+# value by the rule the command applies to it (sizes, durations, SLO terms, labels).
+
+BASH_CONTROL = {";", "&&", "||", "|"}
+
+
+def examples() -> list[tuple[str, str]]:
+    """(command path, its help's example text) for every command and group."""
+    root = command()
+    out = []
+
+    def walk(cmd, path):
+        text = " ".join((cmd.epilog or "").split())
+        if "Example: " in text:
+            out.append((" ".join(path) or "iofp", text.split("Example: ", 1)[1]))
+        for name, sub in getattr(cmd, "commands", {}).items():
+            walk(sub, (*path, name))
+
+    walk(root, ())
+    return out
+
+
+def bash_commands(text: str) -> list[list[str]]:
+    lex = shlex.shlex(text, posix=True, punctuation_chars=True)
+    lex.whitespace_split = True
+    words, out = list(lex), [[]]
+    for w in words:
+        if w in BASH_CONTROL:
+            out.append([])
+            continue
+        assert not set(w) <= set("<>&|;()"), f"{text!r}: bash reads {w!r} as an operator (quote it)"
+        out[-1].append(w)
+    return [c for c in out if c]
+
+
+VALUE_RULES = {
+    "buffer": parse_size_bytes, "size": parse_size_bytes, "target_size": parse_size_bytes,
+    "align": parse_size_bytes, "duration": parse_duration_ns, "rotate": parse_duration_ns,
+    "runtime": parse_duration_ns, "window": lambda v, flag: parse_window_option(v),
+    "slo": lambda v, flag: slo.parse(v), "label": lambda v, flag: parse_labels(v),
+}  # fmt: skip
+
+
+def parse(argv: list[str]):
+    """The context the real command builds from `argv` (iofp ...), its values checked."""
+    cmd, name, args, parent = command(), "iofp", argv, None
+    while True:
+        ctx = cmd.make_context(name, list(args), parent=parent)
+        if not getattr(cmd, "commands", None):
+            break
+        name, cmd, args = cmd.resolve_command(ctx, [*ctx._protected_args, *ctx.args])
+        parent = ctx
+    for key, value in ctx.params.items():
+        if key in VALUE_RULES and value not in (None, [], ()):
+            VALUE_RULES[key](value, key)
+    return ctx
+
+
+@pytest.mark.parametrize(("where", "text"), examples(), ids=[w for w, _ in examples()])
+def test_every_help_example_runs_as_pasted_in_bash(where, text):
+    cmds = bash_commands(text)
+    assert cmds, text
+    for argv in cmds:
+        argv = argv[1:] if argv[0] == "sudo" else argv
+        assert argv[0] == "iofp", text
+        ctx = parse(argv[1:])
+        assert ctx.command.callback is not None, f"{text!r} names no command"
+
+
+def test_the_example_check_catches_an_unquoted_slo_and_a_bad_size():
+    with pytest.raises(AssertionError, match="bash reads '<' as an operator"):
+        bash_commands("iofp compare r1 --slo p99<=2ms")
+    with pytest.raises(BadInput, match="'256 MB' is not a size"):
+        parse(["iolog", "t", "-o", "x.iolog", "--target-size", "256 MB"])
+
+
+def test_help_shows_no_python_types():
+    for where, _ in examples():
+        args = [] if where == "iofp" else where.split()
+        r = subprocess.run([*IOFP, *args, "--help"], capture_output=True, text=True, cwd=REPO, timeout=60,
+                           env={**os.environ, "COLUMNS": "200"})  # fmt: skip
+        assert r.returncode == 0, r.stderr
+        assert not re.search(r"<(bool|str|int|float|path|list\[[a-z]+\])>|\{[a-z_]+\}", r.stdout), r.stdout
+
+
+def test_the_slo_grammar_shows_whole_in_help():
+    """Rich reads [a|b] as markup and drops it: the grammar once lost its ops that way."""
+    r = subprocess.run([*IOFP, "compare", "--help"], capture_output=True, text=True, cwd=REPO, timeout=60,
+                       env={**os.environ, "COLUMNS": "300"})  # fmt: skip
+    assert "OP.p50|p99|p99.9<=TIME (OP: read, write, all, flush, fsync or commit;" in r.stdout, r.stdout

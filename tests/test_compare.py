@@ -112,7 +112,7 @@ def test_the_table_fits_the_terminal(results, width, monkeypatch):
 
 def test_markdown_and_json(results):
     dirs = [results["ram-loop"], results["disk-loop"]]
-    code, out, err = run_iofp("compare", *dirs, "--format", "json", "--slo", "p99<=10s")
+    code, out, err = run_iofp("compare", *dirs, "--json", "-", "--slo", "p99<=10s")
     assert code == 0, err
     doc = json.loads(out)
     assert [r["name"] for r in doc["rows"]] == ["ram-loop", "disk-loop"] and doc["failed"] == []
@@ -144,7 +144,9 @@ def test_not_a_result_exits_2(tmp_path):
 
 def test_bad_format_exits_2(results):
     code, _, err = run_iofp("compare", results["ram-loop"], "--format", "csv")
-    assert (code, err) == (2, "iofp: --format csv: choose table, markdown or json\n")
+    assert (code, err) == (2, "iofp: --format csv: choose table or markdown\n")
+    code, _, err = run_iofp("compare", results["ram-loop"], "--format", "json")
+    assert (code, err) == (2, "iofp: --format json: choose table or markdown (JSON: --json -)\n")
 
 
 @pytest.fixture(scope="module")

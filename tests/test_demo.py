@@ -43,6 +43,7 @@ def test_samples_part(tmp_path):
     iolog = (out / "market-open-spike.iolog").read_text().splitlines()
     assert iolog[0] == "fio version 3 iolog" and iolog[1].endswith(" add") and iolog[2].endswith(" open")
     assert "the device got slower: latency moved at comparable demand" in log
+    assert "device changed: loop1: rotational no -> yes" in log and "iofp diff exit status: 1" in log
 
 
 @needs_root
@@ -75,6 +76,9 @@ def test_live_part_captures_replays_compares_and_cleans_up(tmp_path):
     printed = [v for line in log.splitlines() if line.startswith("SLO ") for v in line.split()[1:]]
     assert printed == [verdicts[n] for n in ("baseline", "prod", "candidate-ram", "candidate-disk")]
     assert f"iofp compare exit status: {1 if cmp['failed'] else 0}" in log
+    report = (out / "comparison.html").read_text()
+    for name in ("prod", "candidate-ram", "candidate-disk"):
+        assert f'<section class="candidate" data-name="{name}">' in report
     assert _scratch_devices() == before
 
 

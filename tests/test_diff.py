@@ -4,16 +4,21 @@ from __future__ import annotations
 
 import copy
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pytest
+from conftest import REPO, destroy_loop_device, make_loop_device, needs_fio, needs_root
 from helpers import run_iofp
 
 from fingerprint.api import fingerprint_trace, write_json
 from fingerprint.diff import diff
 from iofp.contract import TraceMeta, TraceWriter
-from iofp.fingerprint_doc import Fingerprint
+from iofp.fingerprint_doc import Fingerprint, load
 
 
 def trace(tmp_path, name: str, rate: int, lat_scale: float, seconds: int = 20) -> Fingerprint:
@@ -61,8 +66,8 @@ def test_doubled_p99_at_the_same_demand_is_a_service_change(fps):
     r = diff(fps["base"], fps["double_lat"])
     assert not r.demand_changed and r.service_changed and r.comparable_demand
     f = flagged(r)
-    assert f["latency p99"] == "slower" and f["latency p50"] == "slower" and f["read latency p99"] == "slower"
-    p99 = next(c for c in r.changes if c.metric == "latency p99")
+    assert f["latency p99 (µs)"] == f["latency p50 (µs)"] == f["read p99 (µs)"] == "slower"
+    p99 = next(c for c in r.changes if c.metric == "latency p99 (µs)")
     assert p99.rel_change == pytest.approx(1.0, rel=0.05)
     assert r.verdict == "the device got slower: latency moved at comparable demand"
 
@@ -91,9 +96,12 @@ def test_load_and_latency_both_moving_are_judged_by_their_directions(fps, a, b, 
 
 
 def _with_commits(fp: Fingerprint, per_s: float) -> Fingerprint:
+    """`fp` as if its application made `per_s` sync calls a second, measured to within 1%."""
     fp = copy.deepcopy(fp)
     for scope in (fp.whole, fp.steady):
         scope.durability.commits_per_s = per_s
+        if scope.noise is not None:  # the whole trace has none when there is a baseline
+            scope.noise.se["durability.commits_per_s"] = per_s / 100
     return fp
 
 
@@ -109,14 +117,15 @@ def test_a_commit_rate_change_is_load_not_comparable_demand(fps):
 
 def test_same_fingerprint_has_no_change_and_to_dict_is_json(fps):
     r = diff(fps["base"], fps["base"])
-    assert r.verdict == "no significant change" and not r.flagged
-    assert json.loads(json.dumps(r.to_dict()))["verdict"] == "no significant change"
+    assert r.verdict == "no change beyond the noise" and not r.flagged
+    assert json.loads(json.dumps(r.to_dict()))["verdict"] == "no change beyond the noise"
 
 
 def test_cli_diff_json_and_bad_input(fps, tmp_path):
     a, b = write_json(fps["base"], tmp_path / "a.json"), write_json(fps["double_lat"], tmp_path / "b.json")
-    code, out, _ = run_iofp("diff", str(a), str(b), "--json")
-    assert code == 0 and json.loads(out)["service_changed"] is True
+    code, out, err = run_iofp("diff", str(a), str(b), "--json", "-")
+    assert code == 1 and json.loads(out)["like"]["service_changed"] is True  # drift flagged: exit 1
+    assert err.splitlines()[0] == f"A  {a}"  # the human summary on stderr when JSON takes stdout
     (tmp_path / "x.json").write_text("{}")
     code, _, err = run_iofp("diff", str(a), str(tmp_path / "x.json"))
     assert code == 2
@@ -166,3 +175,157 @@ def test_a_malformed_fingerprint_is_one_line_naming_file_and_key(fps, tmp_path, 
     db = tmp_path / "cat.duckdb"
     code, _, err = run_iofp("catalog", "add", str(bad), "--service", "s", "--catalog", str(db))
     assert (code, err) == (2, f"iofp: {bad}: {why}\n")
+
+
+SAMPLE_FPS = REPO / "samples" / "fingerprints"
+Q1, Q2 = SAMPLE_FPS / "market-open.fp.json", SAMPLE_FPS / "market-open-q2.fp.json"
+
+
+def test_the_noise_of_poisson_iops_is_what_counting_predicts(fps):
+    """2,000 I/Os/s, Poisson, 20 windows of 1 s in 10 batches of 2: a batch's IOPS has a standard
+    deviation of sqrt(2,000 x 2) / 2 = 31.6, its mean a standard error of 31.6 / sqrt(10) = 10.0."""
+    noise = fps["base"].steady.noise
+    assert (noise.batches, noise.batch_windows) == (10, 2)
+    # the sample sd of 10 batches lies within 0.6x-1.4x of the true one 90% of the time (chi, 9 df)
+    assert 6.0 < noise.se["intensity.iops"] < 14.0
+    assert noise.se["intensity.iops"] == pytest.approx(noise.se["intensity.mbps"] * 1e6 / 4096, rel=1e-9)
+
+
+def test_a_move_of_device_shows_in_the_provenance_and_the_latency_of_both_regimes():
+    """market-open -> market-open-q2: the same fio job moved from a RAM-backed loop device to one
+    over a file on the VM disk. The diff names both, says the device changed, and flags latency in
+    the steady and the spike regimes but no demand figure."""
+    code, out, err = run_iofp("diff", str(Q1), str(Q2))
+    assert code == 1, err
+    lines = out.splitlines()
+    assert lines[0] == f"A  {Q1}"
+    assert lines[1].startswith("   order-router, captured 2026-11-2") and lines[1].endswith(" UTC")
+    assert lines[2] == "   loop1: 256 MiB, backed by RAM (/dev/shm), non-rotational, scheduler none"
+    text = " ".join(out.split())  # as read, whatever the terminal's width
+    assert "device changed: loop1: rotational no -> yes; backing RAM (/dev/shm) -> a file (/tmp)" in text
+    r = diff(load(Q1), load(Q2), str(Q1), str(Q2))
+    assert r.like.scope == "steady" and r.spike is not None
+    for d in (r.like, r.spike):
+        assert not d.demand_changed and d.verdict.startswith("the device got slower")
+    # the fsync ladder (fdatasync p50 49 -> 327 µs) in both; in the spike the data I/O's latency too
+    assert {c.metric for c in r.like.flagged} == {"fdatasync p50 (µs)"}
+    assert {"latency p50 (µs)", "write p99 (µs)", "fdatasync p50 (µs)"} <= {c.metric for c in r.spike.flagged}
+    assert "and the device itself changed" in out
+    assert out.rstrip().endswith("change(s) flagged (exit 1)")
+
+
+def test_the_diff_fits_80_columns():
+    r = subprocess.run(
+        [sys.executable, "-m", "cli.app", "diff", str(Q1), str(Q2), "--slo", "p99<=200us"],
+        capture_output=True, text=True, cwd=REPO, env={**os.environ, "COLUMNS": "80"}, timeout=60,
+    )  # fmt: skip
+    assert r.returncode == 1, r.stderr
+    assert max(len(line) for line in r.stdout.splitlines()) <= 80, r.stdout
+
+
+@pytest.mark.parametrize(
+    ("slo", "code", "line"),
+    [
+        ("p99<=2ms", 0, "SLO 'p99<=2ms': A meets it; B meets it"),
+        ("fsync.p50<=100us", 1,
+         "SLO 'fsync.p50<=100us': A meets it; B misses it: steady: fsync p50 327 µs > 100 µs;"),
+    ],
+)  # fmt: skip
+def test_an_slo_says_whether_the_drift_matters(slo, code, line):
+    c, out, err = run_iofp("diff", str(Q1), str(Q2), "--slo", slo)
+    assert c == code, err
+    assert line in " ".join(out.split()), out
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ([Q1, Q1],
+         f"{Q1} and {Q1} are the same file: give the earlier fingerprint and the later one of a service"),
+        ([Q1, Q2, "--slo", "iops>=demanded"],
+         "--slo iops>=demanded: a fingerprint has no demanded rate; judge replays with iofp compare"),
+        ([Q1, Q2, "--slo", "p99<2ms"], "--slo term 'p99<2ms': expected terms joined by ','"),
+    ],
+    ids=["itself", "iops-term", "bad-slo"],
+)  # fmt: skip
+def test_bad_input_is_one_line_and_exit_2(args, message):
+    code, _, err = run_iofp("diff", *map(str, args))
+    assert code == 2 and err.startswith(f"iofp: {message}") and err.count("\n") == 1, err
+
+
+def test_a_copy_and_an_older_version_are_refused(tmp_path):
+    copy_ = tmp_path / "copy.json"
+    copy_.write_text(Q1.read_text())
+    code, _, err = run_iofp("diff", str(Q1), str(copy_))
+    assert (code, err) == (2, f"iofp: {Q1} and {copy_} are identical documents: give the earlier fingerprint "
+                              "and the later one of a service\n")  # fmt: skip
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps({**json.loads(Q1.read_text()), "fingerprint_version": 1}))
+    code, _, err = run_iofp("diff", str(old), str(Q2))
+    assert (code, err) == (2, f"iofp: {old}: fingerprint v1; this iofp reads v2 (make one with iofp "
+                              "fingerprint TRACE --json OUT again from its trace)\n")  # fmt: skip
+
+
+def test_a_fingerprint_without_noise_figures_is_shown_not_judged():
+    """A v2 fingerprint written before the noise figures were added reads fine; its changes are
+    shown with no limit and none is flagged, and the note says how to get them judged."""
+    old = load(Q1)
+    for s in old.scopes():
+        s.noise = None
+    r = diff(old, load(Q2))
+    assert not r.flagged and all(c.limit is None for c in r.like.changes)
+    assert r.verdict.startswith("not judged: no noise figures")
+    assert any("fingerprint its trace again" in n for n in r.notes)
+
+
+def test_different_services_and_sources_are_warned_about():
+    r = diff(load(Q1), load(SAMPLE_FPS / "mysql-1and1.fp.json"))
+    assert r.warnings[:2] == [
+        "different services: A is order-router, B is unlabelled",
+        "different sources: A is capture, B is import:blkreplay",
+    ]
+
+
+def test_json_to_a_file_keeps_the_summary_on_stdout(tmp_path):
+    out_file = tmp_path / "d.json"
+    code, out, err = run_iofp("diff", str(Q1), str(Q2), "--json", str(out_file))
+    assert code == 1, err
+    assert out.startswith(f"A  {Q1}\n") and out.rstrip().endswith(f"Wrote {out_file}.")
+    assert json.loads(out_file.read_text())["matters"] is True
+    code, _, err = run_iofp("diff", str(Q1), str(Q2), "--json", str(out_file))
+    assert (code, err) == (2, f"iofp: {out_file} already exists; pass --force to overwrite it\n")
+
+
+# ------------------------------------------------------------------------------------------------
+# The same fio job captured twice on the same kind of device: the re-run the old flat ±25% called
+# "the device got slower" (fsync p99 +641%): the market-open order router, 15 s of it.
+
+JOB = REPO / "samples" / "workloads" / "order-router-15s.fio"
+
+
+def captured_job(tmp_path: Path, name: str, **loop) -> Fingerprint:
+    """The JOB run on a fresh 256 MiB loop device, captured by iofp, fingerprinted."""
+    from bpf import CaptureOptions, start_capture
+
+    dev, backing = make_loop_device(256, **loop)
+    try:
+        opts = CaptureOptions(output=tmp_path / name, devices=[dev.removeprefix("/dev/")],
+                              labels={"service": "order-router"})  # fmt: skip
+        with start_capture(opts):
+            subprocess.run(["fio", str(JOB)], env={**os.environ, "DEV": dev}, check=True, capture_output=True)
+    finally:
+        destroy_loop_device(dev, backing)
+    return fingerprint_trace(tmp_path / name)
+
+
+@needs_root
+@needs_fio
+def test_the_same_job_twice_on_the_same_kind_of_device_is_not_flagged(tmp_path):
+    a, b = (captured_job(tmp_path, n) for n in ("a", "b"))
+    r = diff(a, b)
+    assert r.device_changes == [] and r.warnings == []
+    assert r.like.scope == "steady" and r.spike is not None  # both regimes were compared
+    judged = [c for d in (r.like, r.spike) for c in d.changes if c.limit is not None]
+    assert len(judged) >= 20
+    assert not r.flagged, [(c.metric, c.a, c.b, c.limit) for c in r.flagged]
+    assert r.verdict == "no change beyond the noise"

@@ -30,7 +30,9 @@ def test_doctor_says_ready_and_exits_0_where_capture_works() -> None:
 def test_doctor_json_lists_every_check() -> None:
     if not is_root():
         pytest.skip("needs root")
-    r = subprocess.run([*IOFP, "doctor", "--json"], capture_output=True, text=True, cwd=REPO, timeout=120)
+    r = subprocess.run(
+        [*IOFP, "doctor", "--json", "-"], capture_output=True, text=True, cwd=REPO, timeout=120
+    )
     report = json.loads(r.stdout)
     assert report["ready"] is (r.returncode == 0)
     names = {c["name"] for c in report["checks"]}

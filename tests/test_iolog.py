@@ -218,7 +218,9 @@ def test_existing_output_needs_force_and_is_left_intact(mixed_trace, tmp_path):
         ),
         (["--regime", "busy"], "--regime busy: choose one of steady, spike, baseline"),
         (["--align", "1000"], "--align 1000: must be a power of two >= 512"),
-        (["--align", "0"], "--align 0: must be a power of two >= 512"),  # not the default in disguise
+        (["--align", "0"], "--align '0' is not a size; use e.g. 4KiB or 512"),  # not the default in disguise
+        (["--align", "3KiB"], "--align 3072: must be a power of two >= 512"),
+        (["--target-size", "256 MB"], "--target-size '256 MB' is not a size; use e.g. 64MiB, 512KiB or 1GiB"),
         (["--device", "sdz"], "no device 'sdz' in the trace (it has: loop8, loop9)"),
         (
             ["--target", "/tmp/a b"],

@@ -311,10 +311,10 @@ def _cli_fingerprint(trace: Path, out: Path, *window: str) -> Fingerprint:
 def _cli_iolog(trace: Path, out: Path, regime: str, *window: str) -> dict:
     """The `selection` of `iofp iolog --json` (t_lo_ns, t_hi_ns, rows, ...)."""
     code, stdout, err = run_iofp(
-        "iolog", trace, "-o", out, "--target", "/dev/x", "--regime", regime, *window, "--json"
+        "iolog", trace, "-o", out, "--target", "/dev/x", "--regime", regime, *window, "--json", "-"
     )
     assert code == 0, err
-    return json.loads(stdout[: stdout.rindex("\nWrote ")])["selection"]
+    return json.loads(stdout)["selection"]
 
 
 @pytest.mark.parametrize("regime", ["spike", "steady"])

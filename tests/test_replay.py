@@ -248,7 +248,7 @@ def test_align_zero_is_bad_input(tpcc_trace, tmp_path):
         code, _, err = run_iofp(
             "replay", tpcc_trace, "--target", target, "--align", "0", "--output", tmp_path / "o"
         )
-        assert (code, err) == (2, "iofp: --align 0: must be a power of two >= 512\n")
+        assert (code, err) == (2, "iofp: --align '0' is not a size; use e.g. 4KiB or 512\n")
         assert not target.exists() and not (tmp_path / "o").exists()
     finally:
         target.unlink(missing_ok=True)  # what a replay that took 0 for 512 would leave

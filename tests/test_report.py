@@ -7,7 +7,8 @@ import shutil
 import subprocess
 
 import pytest
-from helpers import run_iofp, synthetic_steady_with_spike
+from conftest import REPO, destroy_loop_device, make_loop_device, needs_fio, needs_root
+from helpers import png_pixels, run_iofp, synthetic_steady_with_spike
 
 from fingerprint.importing import import_trace
 
@@ -28,6 +29,17 @@ def run_chromium(*args: str) -> subprocess.CompletedProcess:
     )
 
 
+def assert_drawn(tmp_path, page, size="1280,1400"):
+    """Chromium renders the page and the screenshot shows a drawing: a blank page is one colour
+    (standard deviation 0); text and charts on white spread the grey levels and cover some of it."""
+    png = tmp_path / f"{page.stem}.png"
+    shot = run_chromium(f"--screenshot={png}", f"--window-size={size}", page.as_uri())
+    assert shot.returncode == 0, shot.stderr[-2000:]
+    grey = png_pixels(png)[..., :3].mean(axis=2)
+    assert grey.std() > 10, grey.std()
+    assert 0.01 < (grey < 200).mean() < 0.6, (grey < 200).mean()  # inked (2-6% here), not a solid block
+
+
 def test_report_renders_with_steady_and_spike_regions(tmp_path):
     trace = synthetic_steady_with_spike(tmp_path)
     out = tmp_path / "report.html"
@@ -44,9 +56,10 @@ def test_report_renders_with_steady_and_spike_regions(tmp_path):
     assert re.search(r"Steady state: <b>\d+</b> of 60 windows", html)
     assert '<table id="spikes">' in html and "<td>1</td><td>30</td><td>35</td>" in html
     assert '<table id="scopes">' in html and "IOPS-bound" in html and 'data-hist="latency"' in html
-    png = tmp_path / "report.png"
-    shot = run_chromium(f"--screenshot={png}", "--window-size=1200,1600", out.as_uri())
-    assert shot.returncode == 0 and png.stat().st_size > 20_000  # a real rendering, not a blank page
+    # real axes: round ticks on both, each axis named with its unit
+    assert re.search(r'class="tick x"[^>]*>60</text>', html) and 'class="tick y"' in html
+    assert ">seconds from the first I/O</text>" in html and ">IOPS</text>" in html
+    assert_drawn(tmp_path, out)
 
 
 def test_report_of_an_imported_trace_and_refusal_to_overwrite(shared_traces, tmp_path):
@@ -64,3 +77,87 @@ def test_report_of_an_imported_trace_and_refusal_to_overwrite(shared_traces, tmp
     # 0.136 s of TPC-C: the default window is 1 ms (137 windows), not one 1 s window and no timeline
     assert "window 1ms (the default rule): 137 windows" in page
     assert len(re.findall(r'<polyline data-line="iops"[^>]* points="([^"]*)"', page)[0].split()) == 137
+
+
+def test_the_trace_report_is_titled_by_its_service_and_capture_time(tmp_path):
+    out = tmp_path / "m.html"
+    code, _, err = run_iofp("report", str(REPO / "samples" / "traces" / "market-open"), "-o", str(out))
+    assert code == 0, err
+    assert "<h1>order-router · 2026-11-22 23:58:35 UTC · loop1 · 34.9 s</h1>" in out.read_text()
+
+
+def test_a_directory_that_is_neither_trace_nor_results_is_one_line(tmp_path):
+    (tmp_path / "x").mkdir()
+    out = tmp_path / "r.html"
+    code, _, err = run_iofp("report", str(tmp_path / "x"), "-o", str(out))
+    assert (code, err) == (2, f"iofp: {tmp_path / 'x'}: neither a trace nor results; pass a trace directory "
+                              "(iofp capture, iofp import), results (iofp replay, iofp probe) or a directory "
+                              "holding results\n")  # fmt: skip
+    assert not out.exists()
+
+
+COMMIT_HEAVY = REPO / "samples" / "traces" / "commit-heavy"
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """A comparison directory: a real replay of 2 s of the commit-heavy sample onto a RAM loop and a
+    short real probe of the same device (reads only: cell 1 and a two-depth sweep)."""
+    if shutil.which("fio") is None:
+        pytest.skip("needs fio (apt install fio)")
+    base = tmp_path_factory.mktemp("lab") / "cmp"
+    dev, backing = make_loop_device(256)
+    try:
+        code, _, err = run_iofp("replay", str(COMMIT_HEAVY), "--between", "2", "4", "--target", dev,
+                                "--label", "device=ram-loop", "-o", str(base / "ram"))  # fmt: skip
+        assert code == 0, err
+        probe = ["--cells", "randread,sweep", "--qd", "1,4", "--runtime", "1s", "--reads-only", "--label"]
+        code, _, err = run_iofp("probe", dev, *probe, "device=ram-loop", "-o", str(base / "probe-ram"))
+        assert code == 0, err
+    finally:
+        destroy_loop_device(dev, backing)
+    return base
+
+
+@needs_root
+@needs_fio
+def test_a_replay_report_draws_the_candidate_against_its_slo(lab, tmp_path):
+    from iofp import replay_result
+    from iofp.slo import format_ns
+
+    out = tmp_path / "replay.html"
+    code, stdout, err = run_iofp(
+        "report", str(lab / "ram"), "-o", str(out), "--slo", "p99<=50ms,fsync.p99<=50ms"
+    )
+    assert code == 0 and "(it reports 1 replay result(s), 0 probe result(s))" in stdout, err
+    page = out.read_text()
+    assert not re.search(r"(src|href)=\"https?://", page)
+    assert '<section class="candidate" data-name="ram-loop">' in page and "<b>meets it</b>" in page
+    for line in ("demanded", "achieved", "write p99", "sync calls p99", "sync calls"):
+        assert f'<polyline data-line="{line}"' in page, line
+    assert page.count('class="ref h"') == 2 and page.count('class="ref v"') == 2  # the SLO's two limits
+    _, res = replay_result.load(lab / "ram")
+    commit = res.measured.syncs["all"]  # the figures compare shows: the run's own capture
+    assert f"<td>{format_ns(commit.p50)}</td><td>{format_ns(commit.p99)}</td>" in page
+    assert_drawn(tmp_path, out, "1280,1600")
+    code, _, _ = run_iofp(
+        "report", str(lab / "ram"), "-o", str(tmp_path / "miss.html"), "--slo", "fsync.p50<=1us"
+    )
+    assert code == 0 and "<b>misses it</b>: fsync p50" in (tmp_path / "miss.html").read_text()
+
+
+@needs_root
+@needs_fio
+def test_a_probe_and_a_comparison_directory_report(lab, tmp_path):
+    out = tmp_path / "probe.html"
+    assert run_iofp("report", str(lab / "probe-ram"), "-o", str(out))[0] == 0
+    page = out.read_text()
+    assert '<section class="probe" data-name="ram-loop">' in page and '<table class="cells">' in page
+    iops = re.search(r'<polyline data-line="IOPS"[^>]* points="([^"]*)"', page)
+    assert iops and len(iops.group(1).split()) == 2  # QD 1 and 4
+    assert_drawn(tmp_path, out, "1400,700")
+    both = tmp_path / "both.html"
+    code, stdout, err = run_iofp("report", str(lab), "-o", str(both))
+    assert code == 0 and "(it reports 1 replay result(s), 1 probe result(s))" in stdout, err
+    text = both.read_text()
+    assert 'class="candidate" data-name="ram-loop"' in text and 'class="probe" data-name="ram-loop"' in text

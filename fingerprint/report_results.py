@@ -1,0 +1,332 @@
+"""`iofp report` of results: replay results (one, or a comparison of several candidates) and probe
+results, as one self-contained HTML page (inline SVG, no script, no network).
+
+Per replay candidate: the SLO verdict, the demanded and achieved rates, iofp's measured latency
+percentiles (from its capture of the run, as `iofp compare` shows them), the achieved against the
+demanded IOPS per window (the fidelity measurement's series), the latency p50 and p99 over time and
+the latency CDF of each kind of request (reads, writes, flushes and the sync calls, i.e. the
+commits), drawn from the run's capture with the SLO's limits marked. Per probe: the four-cell table
+beside the queue-depth sweep (IOPS and p99 against depth, the knee marked).
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from string import Template
+
+import pyarrow as pa
+
+from fingerprint.report_svg import PALETTE, Chart, Series, legend
+from iofp import duck
+from iofp import probe_result as pr
+from iofp import replay_result as rr
+from iofp.contract import IO_TABLE, SYNC_TABLE, open_trace
+from iofp.errors import BadInput
+from iofp.slo import LatencyTerm, Slo, format_ns
+from iofp.sqlfiles import load_sql
+
+SQL = "fingerprint.sql"
+KINDS = ("read", "write", "flush", "sync calls")
+COLORS = dict(zip(KINDS, PALETTE, strict=False))
+PROBS = [i / 200 for i in range(1, 200)] + [0.995, 0.999, 0.9995, 0.9999, 1.0]
+MAX_WINDOWS = 120
+
+
+@dataclass
+class Curves:
+    """A run's latency curves from its capture: per kind, p50/p99 per window (µs) and its CDF."""
+
+    window_s: float
+    over_time: dict[str, tuple[list[float], list[float], list[float]]] = field(default_factory=dict)
+    cdf: dict[str, tuple[list[float], int]] = field(default_factory=dict)  # kind -> (µs at PROBS, n)
+
+
+@dataclass
+class Candidate:
+    name: str
+    path: Path
+    result: rr.ReplayResult
+    curves: Curves | None
+
+
+def curves(capture: Path) -> Curves | None:
+    """The latency curves of the capture directory of a replay (None when it has none)."""
+    if not (capture / "trace.json").is_file():
+        return None
+    trace = open_trace(capture)
+    con = duck.connect()
+    try:
+        trace.relation(con, IO_TABLE).create_view("run_io")
+        if trace.has(SYNC_TABLE):
+            trace.relation(con, SYNC_TABLE).create_view("run_sync")
+        else:
+            empty = pa.table({"ts_ns": pa.array([], pa.int64()), "lat_ns": pa.array([], pa.int64())})
+            con.register("run_sync", empty)
+        con.execute(load_sql(SQL, "run_lat")).fetchall()
+        [span] = duck.query(con, SQL, "run_span")
+        t0, t1 = span["t0"], span["t1"]
+        if t0 is None:
+            return None
+        window_ns = 1_000_000
+        while (t1 - t0) / window_ns > MAX_WINDOWS:
+            window_ns *= 10
+        out = Curves(window_ns / 1e9)
+        for r in duck.query(con, SQL, "run_latency_windows", {"t0": t0, "window_ns": window_ns}):
+            xs, p50, p99 = out.over_time.setdefault(r["kind"], ([], [], []))
+            xs.append((r["w"] + 0.5) * window_ns / 1e9)
+            p50.append(r["p50_ns"] / 1e3)
+            p99.append(r["p99_ns"] / 1e3)
+        for r in duck.query(con, SQL, "run_latency_cdf", {"probs": PROBS}):
+            out.cdf[r["kind"]] = ([q / 1e3 for q in r["q_ns"]], r["n"])
+        return out
+    finally:
+        con.close()
+
+
+def _slo_lines(slo: Slo | None, kind: str) -> list[tuple[float, str, str]]:
+    """The SLO's latency limits that apply to `kind` (µs), as reference lines."""
+    out = []
+    for t in slo.terms if slo else ():
+        if not isinstance(t, LatencyTerm):
+            continue
+        applies = (
+            (t.op is None and kind in ("read", "write"))
+            or t.op == kind
+            or (t.op in ("fsync", "commit") and kind == "sync calls")
+            or (t.op == "all" and kind in ("read", "write"))
+        )
+        if applies:
+            out.append((t.limit_ns / 1e3, f"SLO {t.text}", "#e67e22"))
+    return out
+
+
+class _Figures:
+    """A result's measured figures as the SLO grammar reads them."""
+
+    def __init__(self, res: rr.ReplayResult) -> None:
+        m = res.measured
+        self.m = m
+        self.demanded_iops = res.demanded.iops
+        self.achieved_iops = m.achieved_iops if m else None
+        self.commits_per_s = m.commits_per_s if m else None
+
+    def latency(self, op: str, pct: str) -> float | None:
+        return self.m.latency(op, pct) if self.m else None
+
+
+def _slo_verdict(c: Candidate, slo: Slo | None) -> str:
+    if not slo:
+        return "<p>No SLO given (pass --slo to judge).</p>"
+    fails = slo.failures(_Figures(c.result))
+    if not fails:
+        return f'<p class="slo pass">SLO <code>{html.escape(slo.text)}</code>: <b>meets it</b></p>'
+    why = html.escape("; ".join(fails))
+    return f'<p class="slo fail">SLO <code>{html.escape(slo.text)}</code>: <b>misses it</b>: {why}</p>'
+
+
+def _rates_table(c: Candidate) -> str:
+    res, m = c.result, c.result.measured
+    dem = res.demanded
+
+    def f(v: float | None, spec: str) -> str:
+        return "-" if v is None else format(v, spec)
+
+    rows = [
+        ("IOPS (reads, writes, discards)", f(dem.iops, ",.0f"), f(m.achieved_iops if m else None, ",.0f")),
+        ("MB/s", f(dem.mbps, ",.1f"), f(m.achieved_mbps if m else None, ",.1f")),
+        ("commits/s (sync calls)", f(dem.commits_per_s, ",.0f"), f(m.commits_per_s if m else None, ",.0f")),
+    ]
+    body = "".join(f"<tr><td>{a}</td><td>{b}</td><td>{x}</td></tr>" for a, b, x in rows)
+    head = "<tr><th>per second</th><th>demanded</th><th>achieved (iofp's capture)</th></tr>"
+    lat = ["<tr><th>latency</th><th>p50</th><th>p99</th><th>p99.9</th><th>requests</th></tr>"]
+    if m is not None:
+        named = [(op, m.ops[op]) for op in ("read", "write", "flush") if op in m.ops]
+        if m.commit_from == "sync calls" and "all" in m.syncs:
+            named.append(("commit (sync call, entry to return)", m.syncs["all"]))
+        for name, x in named:
+            lat.append(
+                f"<tr><td>{html.escape(name)}</td><td>{format_ns(x.p50)}</td><td>{format_ns(x.p99)}</td>"
+                f"<td>{format_ns(x.p999)}</td><td>{x.count:,}</td></tr>"
+            )
+    src = f"latency from: {m.source}" if m else "not measured (no capture of the run)"
+    return (
+        f'<div class="tables"><table class="rates">{head}{body}</table>'
+        f'<table class="lat">{"".join(lat)}</table></div><p class="note">{html.escape(src)}</p>'
+    )
+
+
+def _rate_chart(c: Candidate) -> str:
+    fid = c.result.fidelity or {}
+    series = fid.get("iops_series") or []
+    if not series:
+        return ""
+    w = float(fid.get("window_s") or 1.0)
+    xs = [(i + 0.5) * w for i in range(len(series))]
+    chart = Chart("achieved vs demanded IOPS, per window", f"seconds ({w:g} s windows)", "IOPS")
+    chart.series += [
+        Series("demanded", xs, [e for e, _ in series], "#7f8c8d", dash="4 3"),
+        Series("achieved", xs, [r for _, r in series], "#3a6ea5"),
+    ]
+    return chart.svg()
+
+
+def _latency_charts(c: Candidate, slo: Slo | None) -> str:
+    cv = c.curves
+    if cv is None:
+        return "<p>No capture of the run: no latency curves.</p>"
+    time_chart = Chart("latency p50 (thin) and p99 over time", f"seconds ({cv.window_s:g} s windows)", "µs")
+    time_chart.log_y = True
+    cdf = Chart("latency CDF per kind of request", "latency (µs, log scale)", "share of requests ≤")
+    cdf.log_x, cdf.y_range = True, (0.0, 1.0)
+    shown = []
+    for kind in KINDS:
+        if kind in cv.over_time:
+            xs, p50, p99 = cv.over_time[kind]
+            color = COLORS[kind]
+            time_chart.series += [Series(f"{kind} p50", xs, list(p50), color, width=0.8),
+                                  Series(f"{kind} p99", xs, list(p99), color, width=1.8)]  # fmt: skip
+            shown.append((kind, color))
+        if kind in cv.cdf:
+            qs, _ = cv.cdf[kind]
+            cdf.series.append(Series(kind, qs, list(PROBS), COLORS[kind], step=True))
+        for y, label, color in _slo_lines(slo, kind):
+            if (y, label, color) not in time_chart.hlines:
+                time_chart.hlines.append((y, label, color))
+                cdf.vlines.append((y, label, color))
+    return legend(shown) + f'<div class="row">{time_chart.svg()}{cdf.svg()}</div>'
+
+
+def candidate_section(c: Candidate, slo: Slo | None) -> str:
+    res = c.result
+    sel = res.selection.get("how", "")
+    target = res.target.get("path", "-")
+    status = "" if res.status == "complete" else f" · <b>partial</b>: {html.escape(str(res.interrupted))}"
+    fid = res.fidelity or {}
+    verdict = f"{fid.get('verdict', fid.get('status', '-'))}, timing {fid.get('timing', '-')}"
+    return "\n".join([
+        f'<section class="candidate" data-name="{html.escape(c.name)}"><h2>{html.escape(c.name)}</h2>',
+        f'<p class="prov">{html.escape(str(c.path))} · target {html.escape(str(target))} · '
+        f"selection {html.escape(sel)} · fidelity {html.escape(verdict)}{status}</p>",
+        _slo_verdict(c, slo), _rates_table(c), _rate_chart(c), _latency_charts(c, slo), "</section>",
+    ])  # fmt: skip
+
+
+def _commit_overlay(cands: list[Candidate], slo: Slo | None) -> str:
+    """Every candidate's commit (sync call) latency CDF on one chart: the fsync ladder."""
+    chart = Chart("commit latency CDF (sync calls, entry to return), every candidate",
+                  "latency (µs, log scale)", "share of commits ≤", width=1100, height=260)  # fmt: skip
+    chart.log_x, chart.y_range = True, (0.0, 1.0)
+    names = []
+    for i, c in enumerate(cands):
+        if c.curves and "sync calls" in c.curves.cdf:
+            color = PALETTE[i % len(PALETTE)]
+            chart.series.append(Series(c.name, c.curves.cdf["sync calls"][0], list(PROBS), color, step=True))
+            names.append((c.name, color))
+    chart.vlines += _slo_lines(slo, "sync calls")
+    return legend(names) + chart.svg() if names else ""
+
+
+def probe_section(path: Path, res: pr.ProbeResult) -> str:
+    name = res.labels.get("device") or Path(res.target.path).name
+    rows = ['<tr><th>cell</th><th>what</th><th>IOPS</th><th>MB/s</th><th>p50 µs</th><th>p99 µs</th>'
+            "<th>p99.9 µs</th><th>from</th></tr>"]  # fmt: skip
+    for cell in res.cells:
+        run = res.run(cell.run)
+        f, cap = run.fio, run.capture
+        if cap is not None and cap.commits_per_s is not None:  # a commit cell: iofp's capture
+            vals = [cap.commits_per_s, f.mb_per_s if f else None, cap.fsync_p50_us, cap.fsync_p99_us,
+                    cap.fsync_p99_9_us]  # fmt: skip
+            src = "iofp*"
+        else:
+            vals = [f.iops, f.mb_per_s, f.p50_us, f.p99_us, f.p99_9_us] if f else [None] * 5
+            src = "fio"
+        cells = "".join(f"<td>{'-' if v is None else format(v, ',.1f')}</td>" for v in vals)
+        rows.append(
+            f"<tr><td>{cell.cell}</td><td>{html.escape(cell.label)}</td>{cells}<td>{html.escape(src)}</td></tr>"
+        )
+    table = (
+        f'<div><table class="cells">{"".join(rows)}</table><p class="note">* a commit cell: IOPS is '
+        "commits/s and the latency the fsync's, from iofp's capture of the run</p></div>"
+    )
+    charts = ""
+    if res.sweep and res.sweep.points:
+        pts = res.sweep.points
+        qd = [float(p.iodepth) for p in pts]
+        iops = Chart(
+            "queue-depth sweep: IOPS (fio's)", "queue depth (log scale)", "IOPS", width=400, height=200
+        )
+        p99 = Chart("queue-depth sweep: p99 (fio's)", "queue depth (log scale)", "µs", width=400, height=200)
+        iops.log_x = p99.log_x = p99.log_y = True
+        iops.series.append(Series("IOPS", qd, [p.iops for p in pts], "#3a6ea5"))
+        p99.series.append(Series("p99", qd, [p.p99_us for p in pts], "#c0392b"))
+        if (k := res.sweep.knee) is not None:
+            at = next(p for p in pts if p.iodepth == k.iodepth)
+            iops.points.append((float(k.iodepth), at.iops, f"knee QD{k.iodepth}", "#e67e22"))
+            iops.vlines.append((float(k.iodepth), "", "#e67e22"))
+            p99.vlines.append((float(k.iodepth), f"knee QD{k.iodepth}", "#e67e22"))
+        charts = iops.svg() + p99.svg()
+        charts += f'<p class="note">{html.escape(res.sweep.finding)}</p>'
+    warn = "".join(f"<li>{html.escape(w)}</li>" for w in res.warnings)
+    return "\n".join([
+        f'<section class="probe" data-name="{html.escape(name)}"><h2>probe: {html.escape(name)}</h2>',
+        f'<p class="prov">{html.escape(str(path))} · target {html.escape(res.target.path)} · '
+        f"{html.escape(res.fio_version)} · {'complete' if res.complete else 'partial'}</p>",
+        f'<div class="row">{table}<div class="sweep">{charts}</div></div>',
+        f"<ul>{warn}</ul></section>" if warn else "</section>",
+    ])  # fmt: skip
+
+
+def render_results(cands: list[Candidate], probes: list[tuple[Path, pr.ProbeResult]], slo: Slo | None) -> str:
+    names = [c.name for c in cands] + [p.labels.get("device") or Path(p.target.path).name for _, p in probes]
+    head = ("comparison: " if len(names) > 1 else "") + ", ".join(names)
+    parts = [f"<h1>{html.escape(head)}</h1>"]
+    if slo:
+        parts.append(f"<p>SLO <code>{html.escape(slo.text)}</code> (iofp/slo.py's grammar).</p>")
+    if len(cands) > 1:
+        parts.append(_commit_overlay(cands, slo))
+    parts += [candidate_section(c, slo) for c in cands]
+    parts += [probe_section(p, r) for p, r in probes]
+    tpl = Template(resources.files("fingerprint").joinpath("report.html").read_text())
+    return tpl.substitute(title=html.escape("iofp report: " + head), body="\n".join(parts))
+
+
+NEITHER = (
+    "neither a trace nor results; pass a trace directory (iofp capture, iofp import), results "
+    "(iofp replay, iofp probe) or a directory holding results"
+)
+
+
+def is_trace(path: Path) -> bool:
+    """Looks like a trace (its manifest or its io table is there): the trace contract then says
+    whether it is a good one."""
+    return (path / "trace.json").exists() or (path / "io").is_dir()
+
+
+def gather(paths: list[Path]) -> tuple[list[Candidate], list[tuple[Path, pr.ProbeResult]]]:
+    """The replay and probe results named by `paths` (each a results directory, or a directory
+    holding them: a comparison), read through their contracts; BadInput for anything else."""
+    cands: list[Candidate] = []
+    probes: list[tuple[Path, pr.ProbeResult]] = []
+    for path in paths:
+        found = [path] if _is_result(path) else sorted(p for p in _children(path) if _is_result(p))
+        if not found:
+            raise BadInput(f"{path}: {NEITHER}")
+        for d in found:
+            if (d / pr.RECORD).is_file():
+                probes.append(pr.load(d))
+            else:
+                root, res = rr.load(d)
+                name = res.labels.get("device") or root.name
+                cands.append(Candidate(name, root, res, curves(root / "capture")))
+    return cands, probes
+
+
+def _is_result(p: Path) -> bool:
+    return (p / rr.RECORD).is_file() or (p / pr.RECORD).is_file()
+
+
+def _children(p: Path) -> list[Path]:
+    return [c for c in p.iterdir() if c.is_dir()] if p.is_dir() else []

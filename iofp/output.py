@@ -1,0 +1,55 @@
+"""The one meaning of `--json FILE|-` in every command, and the help texts of the shared options.
+
+`--json FILE` writes the command's machine-readable document to FILE (never over an existing one
+without --force; checked before any work) and the human summary to stdout as usual; `--json -`
+writes the document to stdout and the summary to stderr, so `iofp diff A B --json - | jq` reads
+clean JSON. Imports no stage.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+
+from iofp.contract import atomic_write_bytes, check_output_file
+
+JSON_HELP = "Write the result as JSON to FILE, or to stdout with - (the summary then goes to stderr)."
+OUTPUT_METAVAR = "PATH"
+
+
+def json_target(arg: str | None, *, force: bool) -> Path | None:
+    """The --json file, checked before any work; None for none or stdout (-)."""
+    if arg is None or arg == "-":
+        return None
+    check_output_file(Path(arg), force=force)
+    return Path(arg)
+
+
+def human_console(arg: str | None) -> Console:
+    """Where the human summary goes: stderr when the JSON takes stdout."""
+    return Console(stderr=arg == "-")
+
+
+def echo(text: str, arg: str | None) -> None:
+    """A line of the human summary, on stderr when the JSON takes stdout."""
+    typer.echo(text, err=arg == "-")
+
+
+def emit_json(arg: str | None, doc: Any, *, force: bool, text: str | None = None) -> Path | None:
+    """Write `doc` where --json says (`text`, if given, is its serialisation); the file written, if any."""
+    if arg is None:
+        return None
+    body = text if text is not None else json.dumps(doc, indent=1, default=str) + "\n"
+    if arg == "-":
+        sys.stdout.write(body)
+        sys.stdout.flush()
+        return None
+    path = Path(arg)
+    check_output_file(path, force=force)
+    atomic_write_bytes(path, body.encode())
+    return path
