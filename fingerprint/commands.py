@@ -9,6 +9,7 @@ from pathlib import Path
 
 import typer
 
+from fingerprint.tolerance import SPEC_HELP as TOL_HELP
 from iofp.windows import DEFAULT_WINDOW
 
 WINDOW_HELP = (
@@ -83,23 +84,35 @@ def diff_cmd(
     a: Path = typer.Argument(..., help="The earlier fingerprint JSON (iofp fingerprint --json)."),
     b: Path = typer.Argument(..., help="The later fingerprint JSON."),
     as_json: bool = typer.Option(False, "--json", help="Print the comparison as JSON."),
+    tolerances: str | None = typer.Option(
+        None, "--tolerances", help="Also check B (a capture of iofp fio-job's job) against A: " + TOL_HELP
+    ),
 ) -> None:
     """What changed between two fingerprints: demand (the workload got harder) versus service
     (the device got slower), with per-metric relative change and the flags beyond thresholds.
 
     Example: iofp diff q1.fp.json q2.fp.json
     """
+    from fingerprint import tolerance
     from fingerprint.api import read_json
     from fingerprint.diff import diff
     from fingerprint.diff_view import render
 
-    result = diff(read_json(a), read_json(b))
+    spec = tolerance.parse(tolerances) if tolerances is not None else None
+    fa, fb = read_json(a), read_json(b)
+    result = diff(fa, fb)
+    tol = tolerance.check(fa, fb, spec) if spec else None
     if as_json:
         import json
 
-        typer.echo(json.dumps(result.to_dict(), indent=1))
+        extra = {"tolerance": tol.to_dict()} if tol else {}
+        typer.echo(json.dumps(result.to_dict() | extra, indent=1))
     else:
         render(result)
+        for line in tolerance.render(tol) if tol else []:
+            typer.echo(line)
+    if tol and not tol.passed:
+        raise typer.Exit(1)
 
 
 def report_cmd(

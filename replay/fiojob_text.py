@@ -1,0 +1,102 @@
+"""The fio syntax of a planned job (replay/fiojob.py): a header that names the fingerprint by its
+digest and lists what fio cannot express, then one section per stream. Plain fio: it runs with
+`DEV=/dev/sdX fio JOB.fio`, as samples/workloads/*.fio do."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from iofp.contract import atomic_write_bytes, check_output_file
+from replay.fiojob import RATE_IOPS_MIN, FioJob, Stream
+
+
+def render(job: FioJob) -> str:
+    lines = [
+        "; iofp fio-job: a synthetic workload with the demand of an iofp fingerprint. It carries only",
+        "; statistics: no offset, process, device, host or label of the trace.",
+        f"; fingerprint: sha256 {job.digest} (fingerprint v{job.version}, iofp {job.tool_version})",
+        f"; regime: {job.regime}; runtime {job.runtime_s:g} s",
+        f"; region: {_size(job.region_bytes)} from offset 0 of $DEV",
+        "; run (it WRITES to $DEV: a scratch device): DEV=/dev/sdX fio THIS.fio",
+        "; check: sudo iofp capture --device sdX -o lab   (while the job runs)",
+        ";        iofp fingerprint lab --json lab.fp.json",
+        f";        iofp diff FP.json lab.fp.json --tolerances regime={job.regime} --json -",
+    ]
+    lines += [f"; {n}" for n in job.notes]
+    if job.gaps:
+        lines.append("; what fio cannot express here (fingerprint -> this job):")
+        lines += [f";   {g.what}: {g.fingerprint} -> {g.job}" for g in job.gaps]
+    lines += [
+        "",
+        "[global]",
+        "filename=${DEV}",
+        "direct=1",
+        "time_based=1",
+        "randrepeat=1",
+        "norandommap=1",
+        f"size={job.region_bytes}",
+    ]
+    if job.theta:
+        lines.append(f"random_distribution=zipf:{job.theta}")
+    for s in job.streams:
+        lines += ["", *_section(s)]
+    return "\n".join(lines) + "\n"
+
+
+def _section(s: Stream) -> list[str]:
+    what = f"{s.op}s {s.rate:,.2f}/s, mean {s.sizes.mean:,.0f} B, {s.seq:.0%} sequential"
+    if s.fdatasync:
+        what += f", fdatasync every {s.fdatasync} write(s)"
+    out = [f"; {s.why + ': ' if s.why else ''}{what}", f"[{s.name}]"]
+    out.append(f"rw={'randread' if s.op == 'read' else 'randwrite'}")
+    out.append(f"bssplit={s.sizes.text()}")
+    if s.seq > 0:
+        out.append(f"percentage_random={round(100 * (1 - s.seq))}")
+    if s.rate >= RATE_IOPS_MIN:
+        engine = "libaio" if s.iodepth > 1 and not s.fdatasync else "psync"
+        out += [f"ioengine={engine}", f"iodepth={s.iodepth if engine == 'libaio' else 1}"]
+        out.append(f"rate_iops={round(s.rate)}")
+    else:
+        out += ["ioengine=psync", f"thinktime={round(1e6 / s.rate)}", "thinktime_blocks=1"]
+    if s.fdatasync:
+        out.append(f"fdatasync={s.fdatasync}")
+    if s.start_s:
+        out.append(f"startdelay={round(s.start_s * 1000)}ms")
+    out.append(f"runtime={round(s.runtime_s * 1000)}ms")
+    return out
+
+
+def _size(n: int) -> str:
+    return f"{n / (1 << 20):,.1f} MiB ({n:,} bytes)"
+
+
+def summary(job: FioJob) -> list[str]:
+    """What the terminal says: the streams in one line, and every statistic fio cannot express."""
+    demand = sum(s.rate * s.runtime_s for s in job.streams) / job.runtime_s
+    lines = [
+        f"fio-job: regime {job.regime}, {len(job.streams)} fio jobs over {job.runtime_s:g} s, "
+        f"{demand:,.1f} IOPS mean, region {_size(job.region_bytes)}"
+    ]
+    lines += [f"  {n}" for n in job.notes]
+    if job.gaps:
+        lines.append("fio cannot express (fingerprint -> job):")
+        lines += [f"  {g.what}: {g.fingerprint} -> {g.job}" for g in job.gaps]
+    return lines
+
+
+def write(job: FioJob, out: Path | None, *, force: bool) -> None:
+    """The job to `out` (whole, never over a file without force) or stdout; the summary to the
+    terminal (stderr when the job itself goes to stdout)."""
+    text = render(job)
+    if out is None:
+        typer.echo(text, nl=False)
+        for line in summary(job):
+            typer.echo(line, err=True)
+        return
+    check_output_file(out, force=force)
+    atomic_write_bytes(out, text.encode())
+    for line in summary(job):
+        typer.echo(line)
+    typer.echo(f"Wrote {out}. Next: DEV=/dev/sdX fio {out} on a scratch device, under sudo iofp capture")
