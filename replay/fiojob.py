@@ -22,8 +22,8 @@ from replay.fiojob_demand import Demand, SizeSplit, demand, zipf_theta
 
 REGIMES = ("whole", "steady", "baseline", "spike", "phases")
 STREAMS = ("single", "pid")
-RATE_IOPS_MIN = 20  # below this, fio's whole-number rate_iops is >2.5% off: pace by think time instead
 BURSTY = 1.25  # a 1 s peak/mean above this gets a burst second (the tolerance on it is 25%)
+SIZE_SE_MAX = 0.0167  # a third of the 5% tolerance on the mean size
 LITTLE_US = 100  # without in-flight counts, the depth that sustains the rate at 100 µs per I/O
 
 
@@ -100,6 +100,7 @@ def plan(fp: Fingerprint, opts: JobOptions) -> FioJob:
         job.streams = _phase_streams(fp, d, opts, job, "", 0.0, opts.runtime_s, bursts=True)
     _skew(fp, job)
     _footprint_gap(fp, job)
+    _sampling_note(job)
     _common_gaps(fp, opts, job)
     return job
 
@@ -356,6 +357,36 @@ def _footprint_gap(fp: Fingerprint, job: FioJob) -> None:
         )
 
 
+def sampling_error(job: FioJob) -> tuple[float, float]:
+    """(I/Os the job issues, the relative standard error of its mean size): fio draws each I/O's size
+    from the bssplit at random, so a short run of a wide size mix misses the mean by chance."""
+    n = s1 = s2 = 0.0
+    for s in job.streams:
+        k = s.rate * s.runtime_s
+        n += k
+        s1 += k * sum(b * p for b, p in s.sizes.parts) / 100
+        s2 += k * sum(b * b * p for b, p in s.sizes.parts) / 100
+    if n <= 0 or s1 <= 0:
+        return n, 0.0
+    mean = s1 / n
+    return n, math.sqrt(max(0.0, s2 / n - mean * mean) / n) / mean
+
+
+def _sampling_note(job: FioJob) -> None:
+    n, se = sampling_error(job)
+    if se <= SIZE_SE_MAX:
+        return
+    need = math.ceil(job.runtime_s * (se / SIZE_SE_MAX) ** 2)
+    job.gaps.append(
+        Gap(
+            "mean size over a short run",
+            "sizes drawn at random from the bssplit",
+            f"{se:.1%} sampling error (1 sd) over ~{n:,.0f} I/Os: give --runtime {need}s "
+            f"or more for {SIZE_SE_MAX:.1%}",
+        )
+    )
+
+
 def _common_gaps(fp: Fingerprint, opts: JobOptions, job: FioJob) -> None:
     d = demand(fp, _scope(fp, "whole" if opts.regime == "phases" else opts.regime))
     if d.iodepth is None:
@@ -377,18 +408,12 @@ def _common_gaps(fp: Fingerprint, opts: JobOptions, job: FioJob) -> None:
     scope = _scope(fp, d.scope)
     cv = scope.interarrival.cv
     if cv is not None:
-        job.gaps.append(Gap("inter-arrival CV", f"{cv:.2f}", "streams paced evenly (fio's rate_iops)"))
+        job.gaps.append(Gap("inter-arrival CV", f"{cv:.2f}", "streams paced evenly (fio's rate)"))
     for w in ("10ms", "100ms"):
         b = scope.burstiness.get(w)
         if b and b.peak_to_mean:
             job.gaps.append(Gap(f"peak/mean IOPS at {w}", f"{b.peak_to_mean:.2f}", "not shaped (1 s only)"))
     if d.discard_iops:
         job.gaps.append(Gap("discards", f"{d.discard_iops:,.2f}/s", "none (not written: trims destroy data)"))
-    slow = [s for s in job.streams if s.rate < RATE_IOPS_MIN]
-    if slow:
-        job.notes.append(
-            f"{len(slow)} stream(s) under {RATE_IOPS_MIN}/s are paced by think time (an I/O, then a pause "
-            "of 1/rate): on a device slower than ~1 ms per I/O they run a little slower than asked"
-        )
     if opts.streams == "pid":
         job.notes.append("streams: one per top submitter, named p1, p2, ... by rank (no process names)")
