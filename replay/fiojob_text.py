@@ -4,6 +4,7 @@ digest and lists what fio cannot express, then one section per stream. Plain fio
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import typer
@@ -22,12 +23,14 @@ def render(job: FioJob) -> str:
         "; run (it WRITES to $DEV: a scratch device): DEV=/dev/sdX fio THIS.fio",
         "; check: sudo iofp capture --device sdX -o lab   (while the job runs)",
         ";        iofp fingerprint lab --json lab.fp.json",
-        f";        iofp diff FP.json lab.fp.json --tolerances regime={job.regime} --json -",
+        f";        iofp diff FP.json lab.fp.json --tolerances regime={job.regime}",
     ]
-    lines += [f"; {n}" for n in job.notes]
+    lines += [x for n in job.notes for x in _wrap(n, "; ", ";   ", 100)]
     if job.gaps:
         lines.append("; what fio cannot express here (fingerprint -> this job):")
-        lines += [f";   {g.what}: {g.fingerprint} -> {g.job}" for g in job.gaps]
+        lines += [
+            x for g in job.gaps for x in _wrap(f"{g.what}: {g.fingerprint} -> {g.job}", ";   ", ";     ", 100)
+        ]
     lines += [
         "",
         "[global]",
@@ -74,15 +77,21 @@ def _size(n: int) -> str:
 def summary(job: FioJob) -> list[str]:
     """What the terminal says: the streams in one line, and every statistic fio cannot express."""
     demand = sum(s.rate * s.runtime_s for s in job.streams) / job.runtime_s
-    lines = [
+    lines = _wrap(
         f"fio-job: regime {job.regime}, {len(job.streams)} fio jobs over {job.runtime_s:g} s, "
-        f"{demand:,.1f} IOPS mean, region {_size(job.region_bytes)}"
-    ]
-    lines += [f"  {n}" for n in job.notes]
+        f"{demand:,.1f} IOPS mean, region {_size(job.region_bytes)}",
+        "",
+        "  ",
+    )
+    lines += [x for n in job.notes for x in _wrap(n, "  ", "    ")]
     if job.gaps:
         lines.append("fio cannot express (fingerprint -> job):")
-        lines += [f"  {g.what}: {g.fingerprint} -> {g.job}" for g in job.gaps]
+        lines += [x for g in job.gaps for x in _wrap(f"{g.what}: {g.fingerprint} -> {g.job}", "  ", "    ")]
     return lines
+
+
+def _wrap(text: str, first: str, rest: str, width: int = 80) -> list[str]:
+    return textwrap.wrap(text, width, initial_indent=first, subsequent_indent=rest, break_on_hyphens=False)
 
 
 def write(job: FioJob, out: Path | None, *, force: bool) -> None:
@@ -98,4 +107,4 @@ def write(job: FioJob, out: Path | None, *, force: bool) -> None:
     atomic_write_bytes(out, text.encode())
     for line in summary(job):
         typer.echo(line)
-    typer.echo(f"Wrote {out}. Next: DEV=/dev/sdX fio {out} on a scratch device, under sudo iofp capture")
+    typer.echo(f"Wrote {out}. Next: DEV=/dev/sdX fio {out} on a scratch device, under iofp capture")
