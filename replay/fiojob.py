@@ -18,12 +18,13 @@ from dataclasses import dataclass, field
 
 from iofp.errors import BadInput
 from iofp.fingerprint_doc import Fingerprint, Scope
-from replay.fiojob_demand import Demand, SizeSplit, demand, zipf_theta
+from replay.fiojob_demand import Demand, SizeSplit, demand, fit_region, zipf_theta
 
 REGIMES = ("whole", "steady", "baseline", "spike", "phases")
 STREAMS = ("single", "pid")
 BURSTY = 1.25  # a 1 s peak/mean above this gets a burst second (the tolerance on it is 25%)
 SIZE_SE_MAX = 0.0167  # a third of the 5% tolerance on the mean size
+THINK_MAX = 50  # streams slower than this are paced by count (think time), not by bytes
 LITTLE_US = 100  # without in-flight counts, the depth that sustains the rate at 100 µs per I/O
 
 
@@ -98,8 +99,7 @@ def plan(fp: Fingerprint, opts: JobOptions) -> FioJob:
     else:
         d = demand(fp, _scope(fp, opts.regime))
         job.streams = _phase_streams(fp, d, opts, job, "", 0.0, opts.runtime_s, bursts=True)
-    _skew(fp, job)
-    _footprint_gap(fp, job)
+    _region_and_skew(fp, opts, job)
     _sampling_note(job)
     _common_gaps(fp, opts, job)
     return job
@@ -187,9 +187,11 @@ def _phase_streams(
 ) -> list[Stream]:
     groups = _groups(fp, d, opts)
     streams = [s for label, r, w, c in groups for s in _group_streams(d, job, prefix + label, r, w, c)]
+    _sequential(d, streams, job)
     if bursts:
-        streams += _burst(d, streams, length, job, prefix)
-    _sequential(d, [s for s in streams if not s.name.startswith(prefix + "burst")], job)
+        burst = _burst(d, streams, length, job, prefix)
+        _sequential(d, burst, job, quiet=True)  # the burst's own I/Os keep the scope's share too
+        streams += burst
     for s in streams:
         s.start_s += start
         s.runtime_s = s.runtime_s or length
@@ -298,7 +300,7 @@ def _burst(d: Demand, streams: list[Stream], length: float, job: FioJob, prefix:
     return out
 
 
-def _sequential(d: Demand, streams: list[Stream], job: FioJob) -> None:
+def _sequential(d: Demand, streams: list[Stream], job: FioJob, *, quiet: bool = False) -> None:
     """Each stream's sequential share, so that the device sees the scope's. fio issues a stream's
     sequential I/O after that stream's previous one; on the device it is sequential only when no
     other stream's I/O came between, which for evenly paced streams happens to a share
@@ -319,7 +321,7 @@ def _sequential(d: Demand, streams: list[Stream], job: FioJob) -> None:
         extra = min(1.0 - s.seq, short * total / (s.rate * alone[s.name]))
         s.seq += extra
         got += s.rate * extra * alone[s.name] / total
-    if abs(got - d.seq_share) > 0.01:
+    if abs(got - d.seq_share) > 0.01 and not quiet:
         job.gaps.append(
             Gap(
                 f"sequential share ({d.scope})",
@@ -329,32 +331,45 @@ def _sequential(d: Demand, streams: list[Stream], job: FioJob) -> None:
         )
 
 
-def _skew(fp: Fingerprint, job: FioJob) -> None:
+def _region_and_skew(fp: Fingerprint, opts: JobOptions, job: FioJob) -> None:
+    """The region the random offsets are drawn from and their zipf skew. The footprint is blocks
+    touched, and random I/O revisits blocks: the region is widened until the job's own touches reach
+    the trace's footprint (fit_region), unless --size fixes it. A run of fewer touches than the
+    footprint cannot reach it at all: the region is then the footprint, and said so."""
     fpr = fp.whole.footprint
     hot = fpr.hot_1pct_io_share if fpr else None
-    if hot is None:
-        return
-    job.theta = zipf_theta(hot, job.region_bytes // 4096)
-    dist = f"zipf:{job.theta}" if job.theta else "uniform"
-    job.notes.append(f"skew: the hottest 1% of 4 KiB blocks took {hot:.1%} of I/Os; random offsets {dist}")
-
-
-def _footprint_gap(fp: Fingerprint, job: FioJob) -> None:
-    """The footprint is blocks touched: a run of fewer I/Os than the trace's cannot touch as many."""
-    fpr = fp.whole.footprint
-    if fpr is None:
-        return
-    reach = sum(s.rate * s.runtime_s * max(1, s.sizes.mean / 4096) for s in job.streams)
-    ios = sum(s.rate * s.runtime_s for s in job.streams)
-    if reach < 1.1 * fpr.blocks_4k:
+    seq = sum(s.rate * s.runtime_s * s.seq * _touches(s) for s in job.streams)
+    rand = sum(s.rate * s.runtime_s * (1 - s.seq) * _touches(s) for s in job.streams)
+    if opts.size_bytes is not None or fpr is None:
+        job.theta = zipf_theta(hot, job.region_bytes // 4096) if hot else None
+    elif seq + rand < 1.1 * fpr.blocks_4k:
+        job.theta = zipf_theta(hot, fpr.blocks_4k) if hot else None
+        ios = sum(s.rate * s.runtime_s for s in job.streams)
         job.gaps.append(
             Gap(
                 "footprint (distinct 4 KiB blocks)",
                 f"{fpr.blocks_4k:,} over {fp.whole.ios:,} I/Os",
-                f"at most {int(reach):,}: its ~{ios:,.0f} I/Os touch fewer blocks than the trace's "
+                f"at most {int(seq + rand):,}: its ~{ios:,.0f} I/Os touch fewer blocks than the trace's "
                 "(the region is the trace's footprint; a longer --runtime touches more)",
             )
         )
+    else:
+        blocks, job.theta = fit_region(fpr.blocks_4k, seq, rand, hot)
+        job.region_bytes = blocks * 4096
+        job.notes.append(
+            f"footprint: the trace touched {fpr.blocks_4k:,} distinct 4 KiB blocks; the job's "
+            f"{seq + rand:,.0f} block touches reach as many in a region of {blocks:,} blocks"
+        )
+    if hot is not None:
+        dist = f"zipf:{job.theta}" if job.theta else "uniform"
+        job.notes.append(
+            f"skew: the hottest 1% of 4 KiB blocks took {hot:.1%} of I/Os; random offsets {dist}"
+        )
+
+
+def _touches(s: Stream) -> float:
+    """4 KiB blocks one I/O of the stream touches, on average (a 512-byte I/O touches one)."""
+    return sum(p * max(1, math.ceil(b / 4096)) for b, p in s.sizes.parts) / 100
 
 
 def sampling_error(job: FioJob) -> tuple[float, float]:

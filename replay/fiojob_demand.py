@@ -16,6 +16,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 from iofp.fingerprint_doc import Fingerprint, Histogram, Scope
 
 SECTOR = 512
@@ -178,3 +180,32 @@ def _tail(m: int, n: int, theta: float) -> float:
     if abs(theta - 1.0) < 1e-9:
         return math.log(b / a)
     return (b ** (1 - theta) - a ** (1 - theta)) / (1 - theta)
+
+
+def expected_blocks(n: int, theta: float | None, seq: float, rand: float) -> float:
+    """Distinct 4 KiB blocks a job touches in a region of `n` blocks: `seq` touches by sequential runs
+    (fresh blocks, at most the region) and `rand` by random I/Os, each block i drawn with fio's zipf
+    probability (uniform without a theta): n - sum over i of P(missed by the runs) P(never drawn)."""
+    if theta is None:
+        missed = n * math.exp(-rand / n)
+    else:
+        p = np.arange(1, n + 1, dtype=float) ** -theta
+        missed = float(np.exp(-rand * p / p.sum()).sum())
+    return n - (1 - min(seq, n) / n) * missed
+
+
+def fit_region(blocks: int, seq: float, rand: float, hot: float | None) -> tuple[int, float | None]:
+    """The region (in 4 KiB blocks) and zipf theta in which a job's touches reach the trace's
+    `blocks` (its footprint), the theta still giving the hottest 1% their `hot` share. Random I/O
+    revisits blocks, so a job of about as many touches as the footprint needs a wider region."""
+    n, theta = blocks, zipf_theta(hot, blocks) if hot else None
+    for _ in range(3):  # theta depends on the region, the region on theta: settles in two rounds
+        lo, hi = blocks, blocks * 32
+        if expected_blocks(hi, theta, seq, rand) < blocks:
+            return hi, theta
+        while hi - lo > max(1, blocks // 1000):
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if expected_blocks(mid, theta, seq, rand) < blocks else (lo, mid)
+        n = hi
+        theta = zipf_theta(hot, n) if hot else None
+    return n, theta

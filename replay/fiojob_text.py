@@ -10,7 +10,7 @@ from pathlib import Path
 import typer
 
 from iofp.contract import atomic_write_bytes, check_output_file
-from replay.fiojob import FioJob, Stream
+from replay.fiojob import THINK_MAX, FioJob, Stream
 
 
 def render(job: FioJob) -> str:
@@ -31,6 +31,9 @@ def render(job: FioJob) -> str:
         lines += [
             x for g in job.gaps for x in _wrap(f"{g.what}: {g.fingerprint} -> {g.job}", ";   ", ";     ", 100)
         ]
+    # norandommap: with fio's random map a size is cut to the free blocks at its offset (a 33/67
+    # split of 4k/8k ran 40/60). bs_unaligned: else fio rounds every size down to a multiple of the
+    # split's smallest (8192 ran as 7680 beside a 1536).
     lines += [
         "",
         "[global]",
@@ -39,6 +42,7 @@ def render(job: FioJob) -> str:
         "time_based=1",
         "randrepeat=1",
         "norandommap=1",
+        "bs_unaligned=1",
         f"size={job.region_bytes}",
     ]
     if job.theta:
@@ -57,11 +61,16 @@ def _section(s: Stream) -> list[str]:
     out.append(f"bssplit={s.sizes.text()}")
     if s.seq > 0:
         out.append(f"percentage_random={round(100 * (1 - s.seq))}")
-    engine = "libaio" if s.iodepth > 1 and not s.fdatasync else "psync"
-    out += [f"ioengine={engine}", f"iodepth={s.iodepth if engine == 'libaio' else 1}"]
-    # A byte rate at the split's mean size: fio counts rate_iops in I/Os of the smallest block size
-    # (1,500 asked of a 4 KiB/16 KiB split ran 1,000 here), and in whole I/Os per second.
-    out.append(f"rate={round(s.rate * s.sizes.mean)}")
+    if s.rate < THINK_MAX:
+        # Few I/Os: a byte rate would let the sizes drawn decide the count (rate / mean size), so
+        # pace by count instead: one I/O, then a pause of 1/rate (its latency adds to the period).
+        out += ["ioengine=psync", "iodepth=1", f"thinktime={round(1e6 / s.rate)}", "thinktime_blocks=1"]
+    else:
+        engine = "libaio" if s.iodepth > 1 and not s.fdatasync else "psync"
+        out += [f"ioengine={engine}", f"iodepth={s.iodepth if engine == 'libaio' else 1}"]
+        # A byte rate at the split's mean size: fio counts rate_iops in I/Os of the smallest block
+        # size (1,500 asked of a 4 KiB/16 KiB split ran 1,000 here), and in whole I/Os per second.
+        out.append(f"rate={round(s.rate * s.sizes.mean)}")
     if s.fdatasync:
         out.append(f"fdatasync={s.fdatasync}")
     if s.start_s:
