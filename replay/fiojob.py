@@ -115,8 +115,7 @@ def check_options(fp: Fingerprint, opts: JobOptions) -> None:
     if opts.size_bytes is not None and opts.size_bytes < 1 << 20:
         raise BadInput(f"--size {opts.size_bytes}: give at least 1MiB of the target to spread I/O over")
     if opts.regime == "phases":
-        for name in ("spike",):
-            _scope(fp, name)
+        _scope(fp, "spike")
         if fp.steady is None and fp.baseline is None:
             raise BadInput("this fingerprint has no steady state or baseline to put around its spike")
     else:
@@ -204,7 +203,7 @@ def _groups(fp: Fingerprint, d: Demand, opts: JobOptions) -> list[tuple[str, flo
     and the rest as one more."""
     if opts.streams == "single":
         return [("", d.read_iops, d.write_iops, d.commits_per_s)]
-    scope = _scope(fp, d.scope) if d.scope != "whole" else fp.whole
+    scope = _scope(fp, d.scope)
     out = []
     rest_r, rest_w, rest_c = d.read_iops, d.write_iops, d.commits_per_s
     flushes = sum(p.flushes for p in scope.top_processes) or 1

@@ -45,17 +45,24 @@ def options(text: str) -> dict[str, dict[str, str]]:
     return out
 
 
+def _valid_jobs() -> list[tuple[str, str]]:
+    """Every regime and stream mode each sample has (the ones it lacks are refused: test_bad_input)."""
+    out = []
+    for name in ("market-open", "commit-heavy", "mysql-1and1"):
+        fp = fd.load(SAMPLES / f"{name}.fp.json")
+        regimes = ["whole", "steady", "baseline"] + (["spike", "phases"] if fp.spike else [])
+        out += [(name, r) for r in regimes] + (
+            [(name, "whole --streams pid")] if fp.whole.top_processes else []
+        )
+    return out
+
+
 @needs_fio
-@pytest.mark.parametrize("name", ["market-open", "commit-heavy", "mysql-1and1"])
-@pytest.mark.parametrize("regime", ["whole", "baseline", "phases"])
+@pytest.mark.parametrize(("name", "regime"), _valid_jobs())
 def test_fio_parses_every_sample_job(name: str, regime: str, tmp_path: Path) -> None:
-    fp = fd.load(SAMPLES / f"{name}.fp.json")
-    if regime == "phases" and fp.spike is None:
-        pytest.skip(f"{name} has no spike")  # refused: test_bad_input
     job = tmp_path / "job.fio"
-    code, _, stderr = run_iofp(
-        "fio-job", str(SAMPLES / f"{name}.fp.json"), "--regime", regime, "-o", str(job)
-    )
+    args = ["--regime", *regime.split()]
+    code, _, stderr = run_iofp("fio-job", str(SAMPLES / f"{name}.fp.json"), *args, "-o", str(job))
     assert code == 0, stderr
     p = subprocess.run(
         ["fio", "--parse-only", str(job)], env={"DEV": "/dev/null"}, capture_output=True, text=True
