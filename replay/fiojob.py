@@ -85,14 +85,14 @@ def plan(fp: Fingerprint, opts: JobOptions) -> FioJob:
     check_options(fp, opts)
     region = opts.size_bytes or _region(fp)
     job = FioJob(
-        digest(fp),
-        fp.fingerprint_version,
-        fp.provenance.fingerprint_tool_version,
-        opts.regime,
-        opts.runtime_s,
-        region,
-        None,
-        [],
+        digest=digest(fp),
+        version=fp.fingerprint_version,
+        tool_version=fp.provenance.fingerprint_tool_version,
+        regime=opts.regime,
+        runtime_s=opts.runtime_s,
+        region_bytes=region,
+        theta=None,
+        streams=[],
     )
     if opts.regime == "phases":
         _phases(fp, opts, job)

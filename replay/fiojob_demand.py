@@ -97,7 +97,11 @@ def demand(fp: Fingerprint, scope: Scope) -> Demand:
         commit_source=source,
         iodepth=scope.inflight.p99 if scope.inflight else None,
         inflight_mean=scope.inflight.mean if scope.inflight else None,
-        peak_to_mean_1s=burst.peak_to_mean if burst else None,
+        # The busiest second over the mean rate (as fingerprint.tolerance judges it); none for a
+        # scope shorter than two 1 s bins.
+        peak_to_mean_1s=burst.peak_ios * secs / scope.ios
+        if burst and burst.bins >= 2 and scope.ios
+        else None,
         peak_ios_1s=burst.peak_ios if burst else None,
     )
 
