@@ -278,7 +278,11 @@ def fio_job_cmd(
     ),
     runtime: str = typer.Option("60s", "--runtime", help="How long the job runs (e.g. 90s, 5m)."),
     size: str | None = typer.Option(
-        None, "--size", help="Spread the I/O over this many bytes (default: the trace's footprint)."
+        None,
+        "--size",
+        help="Spread the I/O over the first BYTES of the target, e.g. 1GiB (default: fitted so the job touches "
+        "the trace's footprint).",
+        metavar="BYTES",
     ),
     streams: str = typer.Option("single", "--streams", help="single, or pid: one job per top process."),
     out: Path | None = typer.Option(None, "-o", "--output", help="The job file to write (default: stdout)."),
