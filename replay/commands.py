@@ -280,7 +280,8 @@ def fio_job_cmd(
     size: str | None = typer.Option(
         None,
         "--size",
-        help="Spread the I/O over the first BYTES of the target, e.g. 1GiB (default: fitted so the job touches "
+        help="Spread the I/O over the first BYTES of the target, e.g. 1GiB (default: fitted so the job "
+        "touches "
         "the trace's footprint).",
         metavar="BYTES",
     ),
