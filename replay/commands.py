@@ -281,8 +281,7 @@ def fio_job_cmd(
         None,
         "--size",
         help="Spread the I/O over the first BYTES of the target, e.g. 1GiB (default: fitted so the job "
-        "touches "
-        "the trace's footprint).",
+        "touches the trace's footprint).",
         metavar="BYTES",
     ),
     streams: str = typer.Option("single", "--streams", help="single, or pid: one job per top process."),
