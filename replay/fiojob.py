@@ -226,6 +226,8 @@ def _group_streams(d: Demand, job: FioJob, label: str, r: float, w: float, c: fl
     if r > 0 and d.read_sizes:
         out.append(Stream(f"{label}read", "read", r, d.read_sizes, qd))
     if w <= 0 or d.write_sizes is None:
+        if c > 0:  # e.g. a kernel worker's flushes: fio syncs only after its own writes
+            job.gaps.append(Gap(f"{label or 'the '}commits without writes", f"{c:,.1f}/s", "none"))
         return out
     if c <= 0:
         return [*out, Stream(f"{label}write", "write", w, d.write_sizes, qd)]
