@@ -322,14 +322,22 @@ def _sequential(d: Demand, streams: list[Stream], job: FioJob, *, quiet: bool = 
         extra = min(1.0 - s.seq, short * total / (s.rate * alone[s.name]))
         s.seq += extra
         got += s.rate * extra * alone[s.name] / total
-    if abs(got - d.seq_share) > 0.01 and not quiet:
-        job.gaps.append(
-            Gap(
-                f"sequential share ({d.scope})",
-                f"{d.seq_share:.1%}",
-                f"{got:.1%} expected: the streams interleave on the device",
+    if quiet:
+        return
+    if abs(got - d.seq_share) > 0.01:
+        job.gaps.append(Gap(f"sequential share ({d.scope})", f"{d.seq_share:.1%}", f"{got:.1%} expected"))
+    for op in ("read", "write"):
+        mine = [s for s in streams if s.op == op]
+        rate = sum(s.rate for s in mine)
+        op_got = sum(s.rate * s.seq * alone[s.name] for s in mine) / rate if rate else 0.0
+        if rate and abs(op_got - want[op]) > 0.05:
+            job.gaps.append(
+                Gap(
+                    f"sequential {op}s ({d.scope})",
+                    f"{want[op]:.1%} of {op}s",
+                    f"{op_got:.1%} expected: the streams interleave on the device",
+                )
             )
-        )
 
 
 def _region_and_skew(fp: Fingerprint, opts: JobOptions, job: FioJob) -> None:
