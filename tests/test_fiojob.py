@@ -253,3 +253,22 @@ def test_bad_input(tmp_path: Path) -> None:
         f"iofp: {out} already exists; pass --force to overwrite it",
         "keep",
     )
+
+
+@pytest.mark.parametrize("name", ["market-open", "commit-heavy"])
+def test_a_captured_samples_job_carries_none_of_its_provenance(name: str, tmp_path: Path) -> None:
+    """The real captures: their device, backing file, host and labels, and their offsets (read
+    from the trace itself, through the contract), are nowhere in the job."""
+    from iofp.contract import open_trace
+
+    fp = fd.load(SAMPLES / f"{name}.fp.json")
+    text = job_for(SAMPLES / f"{name}.fp.json", tmp_path, "--streams", "pid")
+    words = [fp.provenance.host or "", *fp.provenance.labels.values()]
+    for dev, facts in fp.provenance.devices.items():
+        words += [dev, str(facts.get("backing_file", "")), str(facts.get("dev", ""))]
+    assert fp.provenance.devices and fp.provenance.host  # there is something to leak
+    assert [w for w in words if w and w in text] == []
+    trace = open_trace(REPO / "samples" / "traces" / name)
+    offsets = {o for b in trace.batches(columns=["offset"]) for o in b.column(0).to_pylist() if o >= 1 << 20}
+    assert len(offsets) > 1000
+    assert {int(x) for x in re.findall(r"\d+", text)}.isdisjoint(offsets)
