@@ -102,6 +102,7 @@ def plan(fp: Fingerprint, opts: JobOptions) -> FioJob:
     _region_and_skew(fp, opts, job)
     _sampling_note(job)
     _common_gaps(fp, opts, job)
+    job.gaps = list({(g.what, g.fingerprint, g.job): g for g in job.gaps}.values())  # phases repeat calm's
     return job
 
 
