@@ -21,7 +21,8 @@ def render(job: FioJob) -> str:
         f"; regime: {job.regime}; runtime {job.runtime_s:g} s",
         f"; region: {_size(job.region_bytes)} from offset 0 of $DEV",
         "; run (it WRITES to $DEV: a scratch device): DEV=/dev/sdX fio THIS.fio",
-        "; check: sudo iofp capture --device sdX -o lab   (while the job runs)",
+        f"; check: sudo iofp capture --device sdX --duration {job.runtime_s + 15:g}s -o lab",
+        ";          (started 5 s before the job: it records within a few seconds)",
         ";        iofp fingerprint lab --json lab.fp.json",
         f";        iofp diff FP.json lab.fp.json --tolerances regime={job.regime}",
     ]
