@@ -272,3 +272,12 @@ def test_a_captured_samples_job_carries_none_of_its_provenance(name: str, tmp_pa
     offsets = {o for b in trace.batches(columns=["offset"]) for o in b.column(0).to_pylist() if o >= 1 << 20}
     assert len(offsets) > 1000
     assert {int(x) for x in re.findall(r"\d+", text)}.isdisjoint(offsets)
+
+
+def test_a_device_is_never_replaced_by_the_job_even_with_force() -> None:
+    code, _, stderr = run_iofp("fio-job", str(SAMPLES / "commit-heavy.fp.json"), "-o", "/dev/null", "--force")
+    assert (code, stderr.strip()) == (
+        2,
+        "iofp: /dev/null is not a regular file (a device or a pipe); name a file to write",
+    )
+    assert Path("/dev/null").is_char_device()
