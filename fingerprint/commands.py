@@ -9,6 +9,7 @@ from pathlib import Path
 
 import typer
 
+from fingerprint.tolerance import SPEC_HELP as TOL_HELP
 from iofp import slo as slomod
 from iofp.output import JSON_HELP, echo, emit_json, human_console, json_target
 from iofp.windows import DEFAULT_WINDOW
@@ -91,29 +92,39 @@ def diff_cmd(
     ),
     json_out: str | None = typer.Option(None, "--json", metavar="FILE|-", help=JSON_HELP),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing --json file."),
+    tolerances: str | None = typer.Option(
+        None, "--tolerances", help="Also check B (a capture of iofp fio-job's job) against A: " + TOL_HELP
+    ),
 ) -> None:
     """What changed between two fingerprints, beyond the noise each trace measured in itself: demand
     (the workload got harder) versus service (the device got slower), in the steady (or baseline)
     and the spike regimes, and any change of device in their provenance.
 
     Exit status: 0 when nothing is flagged, 1 when a change is flagged (with --slo: only when B also
-    misses the SLO), 2 for bad input.
+    misses the SLO; with --tolerances: only when a demand metric is out of tolerance), 2 for bad input.
 
     Example: iofp diff samples/fingerprints/market-open.fp.json
     samples/fingerprints/market-open-q2.fp.json --slo 'p99<=2ms'
     """
+    from fingerprint import tolerance
     from fingerprint.api import read_json
     from fingerprint.diff import check_pair, diff
     from fingerprint.diff_view import render
 
     rules, path = slomod.parse(slo) if slo else None, json_target(json_out, force=force)
+    spec = tolerance.parse(tolerances) if tolerances is not None else None
     fa, fb = read_json(a), read_json(b)
     check_pair(fa, fb, str(a), str(b))
     result = diff(fa, fb, str(a), str(b), rules)
+    tol = tolerance.check(fa, fb, spec) if spec else None
     render(result, human_console(json_out))
-    if emit_json(json_out, result.to_dict(), force=force) is not None:
+    for line in tolerance.render(tol) if tol else []:
+        echo(line, json_out)
+    doc = result.to_dict() | ({"tolerance": tol.to_dict()} if tol else {})
+    if emit_json(json_out, doc, force=force) is not None:
         echo(f"Wrote {path}.", json_out)
-    if result.matters:
+    # A lab run of fio-job's job is judged by the tolerances alone: its device is not production's.
+    if (not tol.passed) if tol else result.matters:
         raise typer.Exit(1)
 
 

@@ -233,6 +233,8 @@ def check_output_file(path: Path, *, force: bool) -> None:
     what goes in it (a 50 M-row fingerprint takes a minute)."""
     if path.is_dir():
         raise BadInput(f"{path} is a directory; name a file to write")
+    if path.exists() and not path.is_file():  # --force would replace /dev/null itself with a file
+        raise BadInput(f"{path} is not a regular file (a device or a pipe); name a file to write")
     if path.exists() and not force:
         raise BadInput(f"{path} already exists; pass --force to overwrite it")
     try:

@@ -286,6 +286,43 @@ def compare_cmd(
         raise typer.Exit(1)
 
 
+def fio_job_cmd(
+    fp_path: Path = typer.Argument(..., metavar="FP.json", help="A fingerprint (iofp fingerprint --json)."),
+    regime: str = typer.Option(
+        "whole",
+        "--regime",
+        help="whole, steady, baseline, spike, or phases (steady, the spike for its length, steady again).",
+    ),
+    runtime: str = typer.Option("60s", "--runtime", help="How long the job runs (e.g. 90s, 5m)."),
+    size: str | None = typer.Option(
+        None,
+        "--size",
+        help="Spread the I/O over the first BYTES of the target, e.g. 1GiB (default: fitted so the job "
+        "touches the trace's footprint).",
+        metavar="BYTES",
+    ),
+    streams: str = typer.Option("single", "--streams", help="single, or pid: one job per top process."),
+    out: Path | None = typer.Option(None, "-o", "--output", help="The job file to write (default: stdout)."),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing job file."),
+) -> None:
+    """Write a plain fio job file with a fingerprint's demand (rates, mix, sizes, sequential share,
+    footprint and skew, depth, commits, burstiness), and list what fio cannot express.
+
+    Example: iofp fio-job mysql.fp.json --regime whole --runtime 90s -o mysql.fio
+    """
+    from fingerprint.api import read_json
+    from iofp.contract import check_output_file
+    from iofp.values import parse_duration_ns, parse_size_bytes
+    from replay import fiojob, fiojob_text
+
+    if out is not None:
+        check_output_file(out, force=force)
+    opts = fiojob.JobOptions(regime, parse_duration_ns(runtime, "--runtime") / 1e9,
+                             parse_size_bytes(size, "--size") if size else None, streams)  # fmt: skip
+    job = fiojob.plan(read_json(fp_path), opts)
+    fiojob_text.write(job, out, force=force)
+
+
 EXAMPLES = {
     "iolog": "Example: iofp iolog traces/mysql -o mysql.iolog --regime spike --target /dev/loop3 "
     "--target-size 256MiB",
@@ -300,6 +337,7 @@ def register(app: typer.Typer) -> None:
     app.command("iolog", epilog=EXAMPLES["iolog"])(iolog_cmd)
     app.command("replay", epilog=EXAMPLES["replay"])(replay_cmd)
     app.command("compare", epilog=EXAMPLES["compare"])(compare_cmd)
+    app.command("fio-job")(fio_job_cmd)
     from replay import probe_commands  # `iofp probe` (replay/probe*.py)
 
     probe_commands.register(app)

@@ -127,6 +127,9 @@ def test_an_output_that_cannot_be_a_trace_is_refused_before_anything_is_written(
         ("dir", "is a directory; name a file to write"),
         ("exists", "already exists; pass --force to overwrite it"),
         ("/proc/iofp-test.json", "cannot write /proc/iofp-test.json: /proc is not a writable directory"),
+        # Refused even with --force: the output is replaced whole (a temp file renamed over it), which
+        # turned the machine's /dev/null into a regular file once.
+        ("/dev/null", "/dev/null is not a regular file \\(a device or a pipe\\); name a file to write"),
     ],
 )
 def test_an_output_file_that_cannot_be_written_is_refused_up_front(tmp_path, where, message):

@@ -1,0 +1,120 @@
+"""The round trip of `iofp fio-job`: fingerprint -> job -> fio on a lab device under `iofp capture` ->
+fingerprint of the capture -> `iofp diff --tolerances` against the original.
+
+    sudo .venv/bin/python -m bench.fiojob_roundtrip FP.json --regime whole --runtime 60s --out DIR
+
+Everything runs through the real commands (the installed `iofp`, real fio, a real eBPF capture of a
+loop device over a /dev/shm file made for the run and removed after it). Every raw artifact stays in
+DIR: the job file, fio's command line, stdout, stderr and exit code, the capture, its fingerprint
+and the check's JSON. tests/test_fiojob_roundtrip.py runs it for every sample and shared trace.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+IOFP = str(Path(sys.executable).with_name("iofp"))
+CAPTURE_READY_S = 60  # a capture compiles and attaches in ~3 s here; a loaded machine takes longer
+
+
+@dataclass
+class RoundTrip:
+    out: Path
+    job: Path
+    fio_exit: int
+    check: dict[str, Any]  # the tolerance check (iofp diff --json's "tolerance")
+    diff_exit: int
+
+
+def round_trip(fp: Path, regime: str, runtime: str, out: Path, extra: tuple[str, ...] = ()) -> RoundTrip:
+    out.mkdir(parents=True, exist_ok=True)
+    job = out / "job.fio"
+    _run([IOFP, "fio-job", str(fp), "--regime", regime, "--runtime", runtime, "-o", str(job), "--force",
+          *extra], out / "fio-job")  # fmt: skip
+    region = int(next(x for x in job.read_text().splitlines() if x.startswith("size=")).split("=")[1])
+    backing = Path(f"/dev/shm/h-fiojob-{uuid.uuid4().hex[:8]}.img")
+    with open(backing, "wb") as f:
+        f.truncate(region + (64 << 20))
+    dev = subprocess.run(["losetup", "-f", "--show", str(backing)], check=True, capture_output=True,
+                         text=True).stdout.strip()  # fmt: skip
+    try:
+        fio_exit = _captured_fio(dev, job, out)
+    finally:
+        subprocess.run(["losetup", "-d", dev], check=False)
+        backing.unlink(missing_ok=True)
+    lab = out / "lab.fp.json"
+    _run([IOFP, "fingerprint", str(out / "lab"), "--json", str(lab), "--force"], out / "fingerprint")
+    code = _run([IOFP, "diff", str(fp), str(lab), "--tolerances", f"regime={regime}", "--json", "-"], out / "diff",
+                ok=(0, 1))  # fmt: skip
+    check = json.loads((out / "diff.stdout").read_text())["tolerance"]
+    (out / "check.json").write_text(json.dumps(check, indent=1) + "\n")
+    return RoundTrip(out, job, fio_exit, check, code)
+
+
+def _captured_fio(dev: str, job: Path, out: Path) -> int:
+    """fio on `dev` while `iofp capture` records it: the capture is ready before fio starts and is
+    stopped with SIGINT (its Ctrl-C) after fio exits, every file complete."""
+    name = Path(dev).name
+    with open(out / "capture.stdout", "w") as cap_out, open(out / "capture.stderr", "w") as cap_err:
+        cap = subprocess.Popen(
+            [IOFP, "capture", "--device", name, "-o", str(out / "lab"), "--force"],
+            stdout=cap_out,
+            stderr=cap_err,
+        )
+        return _fio_under(cap, dev, job, out)
+
+
+def _fio_under(cap: subprocess.Popen, dev: str, job: Path, out: Path) -> int:
+    try:
+        deadline = time.monotonic() + CAPTURE_READY_S
+        while "recording" not in (out / "capture.stderr").read_text():
+            if cap.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"capture did not start: {(out / 'capture.stderr').read_text()}")
+            time.sleep(0.1)
+        cmd = ["fio", "--output-format=json", str(job)]
+        (out / "fio.cmd").write_text(f"DEV={dev} " + " ".join(cmd) + "\n")
+        fio = subprocess.run(cmd, env={**os.environ, "DEV": dev}, capture_output=True, text=True)
+        (out / "fio.stdout").write_text(fio.stdout)
+        (out / "fio.stderr").write_text(fio.stderr)
+        (out / "fio.exit").write_text(f"{fio.returncode}\n")
+    finally:
+        cap.send_signal(signal.SIGINT)
+        cap.wait(timeout=120)
+    return fio.returncode
+
+
+def _run(cmd: list[str], stem: Path, ok: tuple[int, ...] = (0,)) -> int:
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    stem.with_suffix(".stdout").write_text(p.stdout)
+    stem.with_suffix(".stderr").write_text(p.stderr)
+    if p.returncode not in ok:
+        raise RuntimeError(f"{' '.join(cmd)} exited {p.returncode}: {p.stderr.strip()}")
+    return p.returncode
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("fp", type=Path)
+    ap.add_argument("--regime", default="whole")
+    ap.add_argument("--runtime", default="60s")
+    ap.add_argument("--out", type=Path, required=True)
+    a = ap.parse_args()
+    t0 = time.monotonic()
+    rt = round_trip(a.fp, a.regime, a.runtime, a.out)
+    for r in rt.check["rows"]:
+        print(f"{r['metric']:<26} {r['original']!s:>22} {r['run']!s:>22} {r['status']}")
+    print(f"passed: {rt.check['passed']} (fio exit {rt.fio_exit}); {time.monotonic() - t0:.0f} s")
+
+
+if __name__ == "__main__":
+    main()

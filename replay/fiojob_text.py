@@ -1,0 +1,120 @@
+"""The fio syntax of a planned job (replay/fiojob.py): a header that names the fingerprint by its
+digest and lists what fio cannot express, then one section per stream. Plain fio: it runs with
+`DEV=/dev/sdX fio JOB.fio`, as samples/workloads/*.fio do."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import typer
+
+from iofp.contract import atomic_write_bytes, check_output_file
+from replay.fiojob import THINK_MAX, FioJob, Stream
+
+
+def render(job: FioJob) -> str:
+    lines = [
+        "; iofp fio-job: a synthetic workload with the demand of an iofp fingerprint. It carries only",
+        "; statistics: no offset, process, device, host or label of the trace.",
+        f"; fingerprint: sha256 {job.digest} (fingerprint v{job.version}, iofp {job.tool_version})",
+        f"; regime: {job.regime}; runtime {job.runtime_s:g} s",
+        f"; region: {_size(job.region_bytes)} from offset 0 of $DEV",
+        "; run (it WRITES to $DEV: a scratch device): DEV=/dev/sdX fio THIS.fio",
+        f"; check: sudo iofp capture --device sdX --duration {job.runtime_s + 15:g}s -o lab",
+        ";          (started 5 s before the job: it records within a few seconds)",
+        ";        iofp fingerprint lab --json lab.fp.json",
+        f";        iofp diff FP.json lab.fp.json --tolerances regime={job.regime}",
+    ]
+    lines += [x for n in job.notes for x in _wrap(n, "; ", ";   ", 100)]
+    if job.gaps:
+        lines.append("; what fio cannot express here (fingerprint -> this job):")
+        lines += [
+            x for g in job.gaps for x in _wrap(f"{g.what}: {g.fingerprint} -> {g.job}", ";   ", ";     ", 100)
+        ]
+    # norandommap: with fio's random map a size is cut to the free blocks at its offset (a 33/67
+    # split of 4k/8k ran 40/60). bs_unaligned: else fio rounds every size down to a multiple of the
+    # split's smallest (8192 ran as 7680 beside a 1536).
+    lines += [
+        "",
+        "[global]",
+        "filename=${DEV}",
+        "direct=1",
+        "time_based=1",
+        "randrepeat=1",
+        "norandommap=1",
+        "bs_unaligned=1",
+        f"size={job.region_bytes}",
+    ]
+    if job.theta:
+        lines.append(f"random_distribution=zipf:{job.theta}")
+    for s in job.streams:
+        lines += ["", *_section(s)]
+    return "\n".join(lines) + "\n"
+
+
+def _section(s: Stream) -> list[str]:
+    what = f"{s.op}s {s.rate:,.2f}/s, mean {s.sizes.mean:,.0f} B, {s.seq:.0%} sequential"
+    if s.fdatasync:
+        what += f", fdatasync every {s.fdatasync} write(s)"
+    out = [f"; {s.why + ': ' if s.why else ''}{what}", f"[{s.name}]"]
+    out.append(f"rw={'randread' if s.op == 'read' else 'randwrite'}")
+    out.append(f"bssplit={s.sizes.text()}")
+    if s.seq > 0:
+        out.append(f"percentage_random={round(100 * (1 - s.seq))}")
+    if s.rate < THINK_MAX:
+        # Few I/Os: a byte rate would let the sizes drawn decide the count (rate / mean size), so
+        # pace by count instead: one I/O, then a pause of 1/rate (its latency adds to the period).
+        out += ["ioengine=psync", "iodepth=1", f"thinktime={round(1e6 / s.rate)}", "thinktime_blocks=1"]
+    else:
+        engine = "libaio" if s.iodepth > 1 and not s.fdatasync else "psync"
+        out += [f"ioengine={engine}", f"iodepth={s.iodepth if engine == 'libaio' else 1}"]
+        # A byte rate at the split's mean size: fio counts rate_iops in I/Os of the smallest block
+        # size (1,500 asked of a 4 KiB/16 KiB split ran 1,000 here), and in whole I/Os per second.
+        out.append(f"rate={round(s.rate * s.sizes.mean)}")
+    if s.fdatasync:
+        out.append(f"fdatasync={s.fdatasync}")
+    if s.start_s:
+        out.append(f"startdelay={round(s.start_s * 1000)}ms")
+    out.append(f"runtime={round(s.runtime_s * 1000)}ms")
+    return out
+
+
+def _size(n: int) -> str:
+    return f"{n / (1 << 20):,.1f} MiB ({n:,} bytes)"
+
+
+def summary(job: FioJob) -> list[str]:
+    """What the terminal says: the streams in one line, and every statistic fio cannot express."""
+    demand = sum(s.rate * s.runtime_s for s in job.streams) / job.runtime_s
+    lines = _wrap(
+        f"fio-job: regime {job.regime}, {len(job.streams)} fio jobs over {job.runtime_s:g} s, "
+        f"{demand:,.1f} IOPS mean, region {_size(job.region_bytes)}",
+        "",
+        "  ",
+    )
+    lines += [x for n in job.notes for x in _wrap(n, "  ", "    ")]
+    if job.gaps:
+        lines.append("fio cannot express (fingerprint -> job):")
+        lines += [x for g in job.gaps for x in _wrap(f"{g.what}: {g.fingerprint} -> {g.job}", "  ", "    ")]
+    return lines
+
+
+def _wrap(text: str, first: str, rest: str, width: int = 80) -> list[str]:
+    return textwrap.wrap(text, width, initial_indent=first, subsequent_indent=rest, break_on_hyphens=False)
+
+
+def write(job: FioJob, out: Path | None, *, force: bool) -> None:
+    """The job to `out` (whole, never over a file without force) or stdout; the summary to the
+    terminal (stderr when the job itself goes to stdout)."""
+    text = render(job)
+    if out is None:
+        typer.echo(text, nl=False)
+        for line in summary(job):
+            typer.echo(line, err=True)
+        return
+    check_output_file(out, force=force)
+    atomic_write_bytes(out, text.encode())
+    for line in summary(job):
+        typer.echo(line)
+    typer.echo(f"Wrote {out}. Next: DEV=/dev/sdX fio {out} on a scratch device, under iofp capture")
