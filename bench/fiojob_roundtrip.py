@@ -54,8 +54,8 @@ def round_trip(fp: Path, regime: str, runtime: str, out: Path, extra: tuple[str,
         backing.unlink(missing_ok=True)
     lab = out / "lab.fp.json"
     _run([IOFP, "fingerprint", str(out / "lab"), "--json", str(lab), "--force"], out / "fingerprint")
-    code = _run([IOFP, "diff", str(fp), str(lab), "--tolerances", f"regime={regime}", "--json", "-"], out / "diff",
-                ok=(0, 1))  # fmt: skip
+    diff = [IOFP, "diff", str(fp), str(lab), "--tolerances", f"regime={regime}", "--json", "-"]
+    code = _run(diff, out / "diff", ok=(0, 1))
     check = json.loads((out / "diff.stdout").read_text())["tolerance"]
     (out / "check.json").write_text(json.dumps(check, indent=1) + "\n")
     return RoundTrip(out, job, fio_exit, check, code)
