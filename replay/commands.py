@@ -108,25 +108,135 @@ _SHARED: dict[str, tuple[Any, Any]] = {
 }
 
 
-def selection_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Add the shared options to a command; it receives them as one `args: SelectionArgs`."""
-    sig = inspect.signature(fn)
-    own = [p for p in sig.parameters.values() if p.name != "args"]
-    shared = [
-        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=opt, annotation=typ)
-        for name, (typ, opt) in _SHARED.items()
-    ]
+@dataclass
+class RunArgs:
+    """The options replay and headroom share: the target, and how fio replays the plan on it."""
 
-    @functools.wraps(fn)
-    def command(**kw: Any) -> Any:
-        args = SelectionArgs(**{name: kw.pop(name) for name in _SHARED})
-        return fn(args=args, **kw)
+    target: Path
+    fold: bool
+    iodepth: int | None
+    engine: str
+    streams: str | None
+    pace: str
+    label: list[str]
+    allow_destructive: bool
 
-    command.__signature__ = sig.replace(parameters=[*own, *shared])  # type: ignore[attr-defined]
-    command.__annotations__ = {k: v for k, v in fn.__annotations__.items() if k != "args"} | {
-        name: typ for name, (typ, _) in _SHARED.items()
-    }
-    return command
+
+_RUN: dict[str, tuple[Any, Any]] = {
+    "target": (
+        Path,
+        typer.Option(
+            ...,
+            "--target",
+            help="Block device, or a new regular file (an existing one only with --allow-destructive).",
+        ),
+    ),
+    "fold": (
+        bool,
+        typer.Option(False, "--fold", help="Fold offsets into the whole target when it is too small."),
+    ),
+    "iodepth": (
+        int | None,
+        typer.Option(
+            None,
+            "--iodepth",
+            help="Every data job's queue depth (default: each stream's own peak in flight).",
+        ),
+    ),
+    "engine": (
+        str,
+        typer.Option(
+            "auto",
+            "--engine",
+            help="fio ioengine of the data jobs: auto (psync at QD1 for a stream that never had two I/Os "
+            "in flight, as its submitter issued them; libaio at its peak in-flight for the others), "
+            "libaio, io_uring, psync or pvsync2. Commit jobs are always psync.",
+        ),
+    ),
+    "streams": (
+        str | None,
+        typer.Option(
+            None,
+            "--streams",
+            help="pid: one fio job per submitting process (top 8 by I/Os, the rest in one), so one "
+            "process's fsyncs do not stall the others; single: one job. Default: pid when the "
+            "selection has more than one pid. Commit jobs come on top either way.",
+        ),
+    ),
+    "pace": (
+        str,
+        typer.Option(
+            "absolute",
+            "--pace",
+            help="absolute: a version 2 log with a `wait` per millisecond, fio 3.33's only absolute "
+            "clock: no drift (duration and per-second IOPS exact), but each I/O lands within ~1 ms of its "
+            "time and a millisecond's I/Os go back to back; auto: a v3 log keeping sub-ms gaps, with "
+            "fio's per-I/O overhead measured on the target first (~1.5 s of reads) and pre-paid "
+            "(drifted +0.4% to +4.4% here); off: the trace's own gaps; or a fixed overhead, e.g. 20us.",
+        ),
+    ),
+    "label": (
+        list[str],
+        typer.Option([], "--label", help="name=value recorded with the result (repeatable)."),
+    ),
+    "allow_destructive": (
+        bool,
+        typer.Option(
+            False,
+            "--allow-destructive",
+            help="Write even to a device that is mounted, partitioned or formatted, or over an existing "
+            "file.",
+        ),
+    ),
+}
+
+
+def _shared_options(
+    options: dict[str, tuple[Any, Any]], make: Callable[..., Any], arg: str, without: tuple[str, ...] = ()
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A decorator adding `options` (less `without`, which keep their defaults) to a command; it
+    receives them as one `arg` built by `make`. Declared once, so commands cannot drift apart."""
+    names = [n for n in options if n not in without]
+
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        sig = inspect.signature(fn)
+        own = [p for p in sig.parameters.values() if p.name != arg]
+        added = [
+            inspect.Parameter(
+                n, inspect.Parameter.KEYWORD_ONLY, default=options[n][1], annotation=options[n][0]
+            )
+            for n in names
+        ]
+
+        @functools.wraps(fn)
+        def command(**kw: Any) -> Any:
+            return fn(**{arg: make(**{n: kw.pop(n) for n in names})}, **kw)
+
+        command.__signature__ = sig.replace(parameters=[*own, *added])  # type: ignore[attr-defined]
+        command.__annotations__ = {k: v for k, v in fn.__annotations__.items() if k != arg} | {
+            n: options[n][0] for n in names
+        }
+        return command
+
+    return decorate
+
+
+def selection_options(
+    fn: Callable[..., Any] | None = None, *, without: tuple[str, ...] = ()
+) -> Callable[..., Any]:
+    """Add the selection and mapping options to a command; it receives them as `args: SelectionArgs`.
+    `without=("time_scale",)` for a command that chooses the scale itself (headroom)."""
+    decorate = _shared_options(_SHARED, functools.partial(_selection_args), "args", without)
+    return decorate if fn is None else decorate(fn)
+
+
+def _selection_args(**kw: Any) -> SelectionArgs:
+    return SelectionArgs(**({"time_scale": 1.0} | kw))
+
+
+def run_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Add the target and fio options replay and headroom share; the command receives `run: RunArgs`."""
+    return _shared_options(_RUN, RunArgs, "run")(fn)
 
 
 @selection_options
@@ -167,49 +277,11 @@ def iolog_cmd(
 
 
 @selection_options
+@run_options
 def replay_cmd(
     args: SelectionArgs,
+    run: RunArgs,
     trace: Path = typer.Argument(..., help="An iofp trace directory."),
-    target: Path = typer.Option(
-        ...,
-        "--target",
-        help="Block device, or a new regular file (an existing one only with --allow-destructive).",
-    ),
-    fold: bool = typer.Option(
-        False, "--fold", help="Fold offsets into the whole target when it is too small."
-    ),
-    iodepth: int | None = typer.Option(
-        None, "--iodepth", help="Every data job's queue depth (default: each stream's own peak in flight)."
-    ),
-    engine: str = typer.Option(
-        "auto",
-        "--engine",
-        help="fio ioengine of the data jobs: auto (psync at QD1 for a stream that never had two I/Os in "
-        "flight, as its submitter issued them; libaio at its peak in-flight for the others), libaio, "
-        "io_uring, psync or pvsync2. Commit jobs are always psync.",
-    ),
-    streams: str | None = typer.Option(
-        None,
-        "--streams",
-        help="pid: one fio job per submitting process (top 8 by I/Os, the rest in one), so one "
-        "process's fsyncs do not stall the others; single: one job. Default: pid when the "
-        "selection has more than one pid. Commit jobs come on top either way.",
-    ),
-    pace: str = typer.Option(
-        "absolute",
-        "--pace",
-        help="absolute: a version 2 log with a `wait` per millisecond, fio 3.33's only absolute clock: "
-        "no drift (duration and per-second IOPS exact), but each I/O lands within ~1 ms of its time "
-        "and a millisecond's I/Os go back to back; auto: a v3 log keeping sub-ms gaps, with fio's "
-        "per-I/O overhead measured on the target first (~1.5 s of reads) and pre-paid (drifted "
-        "+0.4% to +4.4% here); off: the trace's own gaps; or a fixed overhead, e.g. 20us.",
-    ),
-    label: list[str] = typer.Option([], "--label", help="name=value recorded with the result (repeatable)."),
-    allow_destructive: bool = typer.Option(
-        False,
-        "--allow-destructive",
-        help="Write even to a device that is mounted, partitioned or formatted, or over an existing file.",
-    ),
     output: Path | None = typer.Option(
         None, "--output", help="Results directory (default results/TARGET-TIME)."
     ),
@@ -225,14 +297,22 @@ def replay_cmd(
     from iofp.contract import open_trace
     from replay import render, runner
 
-    opts = runner.ReplayOptions(
-        target, output or runner.default_output(target), args.selection(), args.time_scale, args.target_size,
-        fold, args.align, iodepth, engine, streams, pace, parse_labels(label), allow_destructive,
-        not no_fidelity, args.force,
-    )  # fmt: skip
+    opts = replay_options(args, run, output or runner.default_output(run.target))
+    opts.fidelity = not no_fidelity
     path, res = runner.replay(open_trace(trace), opts)
     typer.echo(render.replay_summary(res))
     typer.echo(f"Wrote {path}. Next: iofp compare {path.parent}")
+
+
+def replay_options(args: SelectionArgs, run: RunArgs, output: Path) -> Any:
+    """The shared options as the runner's ReplayOptions (the one place they are put together)."""
+    from replay import runner
+
+    return runner.ReplayOptions(
+        run.target, output, args.selection(), args.time_scale, args.target_size, run.fold, args.align,
+        run.iodepth, run.engine, run.streams, run.pace, parse_labels(run.label), run.allow_destructive,
+        True, args.force,
+    )  # fmt: skip
 
 
 def compare_cmd(
