@@ -315,6 +315,67 @@ def replay_options(args: SelectionArgs, run: RunArgs, output: Path) -> Any:
     )  # fmt: skip
 
 
+@selection_options(without=("time_scale",))
+@run_options
+def headroom_cmd(
+    args: SelectionArgs,
+    run: RunArgs,
+    trace: Path = typer.Argument(..., help="An iofp trace directory."),
+    slo: str = typer.Option(
+        ...,
+        "--slo",
+        help="The service level every step must hold, in iofp compare's grammar: terms joined by ',': "
+        "OP.p50|p99|p99.9<=TIME (OP: read, write, all, flush, fsync or commit; none: reads and writes), "
+        "iops>=demanded, commits>=N/s; e.g. 'p99<=2ms,commit.p99<=1ms' (quote it).",
+    ),
+    scales: str = typer.Option(
+        "1,1.5,2,3,4",
+        "--scales",
+        help="Time scales to climb (1 = today's rate); past the last, doubling up to --max-scale.",
+    ),
+    max_scale: float = typer.Option(32.0, "--max-scale", help="The highest scale to try."),
+    precision: str = typer.Option(
+        "5%", "--precision", help="Bisect between the last pass and the first failure until this close."
+    ),
+    budget: int = typer.Option(12, "--budget", help="At most this many replay steps in all."),
+    output: Path | None = typer.Option(
+        None, "-o", "--output", help="Results directory (default results/headroom-TARGET-TIME)."
+    ),
+    json_out: str | None = typer.Option(
+        None, "--json", help="Also write the result JSON to FILE, or - for stdout."
+    ),
+) -> None:
+    """Replay the selection at rising load until the SLO breaks or the rate is not kept, then bisect:
+    how many times today's load the target holds, and whether the device or the replayer gave out."""
+    import signal
+
+    from iofp.contract import open_trace
+    from iofp.slo import parse as parse_slo
+    from replay import headroom, headroom_render, interrupt, probe
+
+    opts = headroom.HeadroomOptions(
+        replay_options(args, run, output or headroom.default_output(run.target)), parse_slo(slo),
+        headroom.parse_scales(scales), max_scale, headroom.parse_precision(precision), budget,
+    )  # fmt: skip
+    json_path = probe.check_json_output(json_out, args.force)
+    path, res = headroom.headroom(open_trace(trace), opts, note=lambda s: typer.echo(s, err=True))
+    typer.echo(headroom_render.summary(res), err=json_out == "-")
+    _write_json(res.to_dict(), json_out, json_path)
+    if res.interrupted:
+        raise interrupt.Stopped(headroom_render.stopped_line(res), signal.Signals[res.interrupted])
+    typer.echo(f"Wrote {path}; each step's replay is under steps/. Next: iofp compare {path.parent}",
+               err=json_out == "-")  # fmt: skip
+
+
+def _write_json(doc: dict[str, Any], json_out: str | None, path: Path | None) -> None:
+    from iofp.contract import atomic_write_bytes
+
+    if json_out == "-":
+        typer.echo(json.dumps(doc, indent=2, default=str))
+    elif path is not None:
+        atomic_write_bytes(path, json.dumps(doc, indent=2, default=str).encode())
+
+
 def compare_cmd(
     results_dirs: list[Path] = typer.Argument(..., help="Results directories written by `iofp replay`."),
     slo: list[str] = typer.Option(
@@ -354,6 +415,8 @@ EXAMPLES = {
     "--target-size 268435456",
     "replay": "Example: iofp replay traces/mysql --target /dev/loop3 --regime spike --fold "
     "--label device=ram-loop",
+    "headroom": "Example: iofp headroom samples/traces/market-open --regime spike --target /dev/loop3 "
+    "--slo 'p99<=2ms,commit.p99<=1ms' --label device=ram-loop -o results/headroom-ram",
     "compare": "Example: iofp compare results/loop3-20261122-101500 results/loop4-20261122-102000 "
     "--baseline traces/mysql --slo 'p99<=2ms,fsync.p99<=1ms'",
 }
@@ -362,6 +425,7 @@ EXAMPLES = {
 def register(app: typer.Typer) -> None:
     app.command("iolog", epilog=EXAMPLES["iolog"])(iolog_cmd)
     app.command("replay", epilog=EXAMPLES["replay"])(replay_cmd)
+    app.command("headroom", epilog=EXAMPLES["headroom"])(headroom_cmd)
     app.command("compare", epilog=EXAMPLES["compare"])(compare_cmd)
     from replay import probe_commands  # `iofp probe` (replay/probe*.py)
 

@@ -203,13 +203,7 @@ def _execute(run: Run) -> None:
     if run.created and run.target.path.stat().st_size < run.conv.report.max_end:
         with open(run.target.path, "r+b") as f:
             f.truncate(run.conv.report.max_end)
-    run.jobs = [
-        JobSpec(
-            s["name"], Path(s["iolog"]), s["engine"], s["iodepth"], s["direct"], s["kept"] > CHUNKED_ABOVE
-        )
-        for s in run.conv.report.streams
-        if s["kept"] > 0
-    ]
+    run.jobs = jobs_of(run.conv.report)
     job_path = run.out / "job.fio"
     job_path.write_text(job_file(run.plan.trace, run.jobs))
     run.cmd = fiorun.command(run.fio.path, job_path)
@@ -446,14 +440,27 @@ class JobSpec:
     chunked: bool = False
 
 
-def job_file(trace: Trace, jobs: list[JobSpec]) -> str:
-    """One job per stream, all in one fio run, all started together; group_reporting sums them."""
+def jobs_of(report: iolog.ConvertReport) -> list[JobSpec]:
+    """One fio job per stream the conversion wrote I/Os for."""
+    return [
+        JobSpec(
+            s["name"], Path(s["iolog"]), s["engine"], s["iodepth"], s["direct"], s["kept"] > CHUNKED_ABOVE
+        )
+        for s in report.streams
+        if s["kept"] > 0
+    ]
+
+
+def job_file(trace: Trace, jobs: list[JobSpec], *, per_job: bool = False) -> str:
+    """One job per stream, all in one fio run, all started together; group_reporting sums them
+    (`per_job`: fio reports each job on its own and ignores the logs' times, for the replayer's
+    ceiling, replay/headroom_ceiling.py)."""
     lines = [
         f"; written by iofp {__version__} to replay {trace.root}",
         "; the target is named inside each iolog; see results.json for the settings and why each job",
         "[global]",
         "direct=1",
-        "group_reporting=1",
+        "replay_no_stall=1" if per_job else "group_reporting=1",
     ]
     for j in jobs:
         lines += ["", f"[{j.name}]", f"ioengine={j.engine}", f"iodepth={j.iodepth}", f"read_iolog={j.iolog}"]
@@ -519,6 +526,6 @@ def default_output(target: Path) -> Path:
 
 
 __all__ = [
-    "Prepared", "ReplayOptions", "default_output", "job_file", "prepare", "prepare_output", "replay",
-    "result", "run_step",
+    "JobSpec", "Prepared", "ReplayOptions", "default_output", "job_file", "jobs_of", "prepare",
+    "prepare_output", "replay", "result", "run_step",
 ]  # fmt: skip
