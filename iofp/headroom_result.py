@@ -43,7 +43,7 @@ class Step:
     """One replay of the selection at `scale` x its demanded rate, and how it was judged."""
 
     scale: float
-    phase: str  # "sweep" (the rising scales) | "bisect"
+    phase: str  # "sweep" (the rising scales) | "confirm" (a failed sweep step run again) | "bisect"
     dir: str | None  # the step's replay results directory, relative; None when not run
     verdict: str  # PASS | FAIL | ABOVE_CEILING | STOPPED
     demanded_iops: float | None = None  # data I/Os per second the step asked for

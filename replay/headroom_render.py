@@ -26,7 +26,7 @@ def _verdict(s: hr.Step) -> str:
 def curve(res: hr.HeadroomResult) -> list[str]:
     """The steps in scale order: demanded vs achieved, p99 per op (iofp's capture), the verdict. A
     column no step has a figure for (reads of a write-only selection) is left out."""
-    steps = sorted(res.steps, key=lambda s: s.scale)
+    steps = sorted(res.steps, key=lambda s: s.scale)  # stable: a confirming run after the first
     p99 = lambda s, op: (s.latency_ns.get(op) or {}).get("p99")  # noqa: E731
     cols = [c for c in COLUMNS if c[2] is None or any(p99(s, c[2]) is not None for s in steps)]
     lines = ["".join(name.rjust(w) for name, w, _ in cols) + "  verdict"]
@@ -34,7 +34,7 @@ def curve(res: hr.HeadroomResult) -> list[str]:
         fixed = [f"{s.scale:g}x", _num(s.demanded_iops), _num(s.achieved_iops), _num(s.commits_per_s)]
         cells = fixed + [format_ns(p99(s, op)) for _, _, op in cols[len(fixed) :]]
         row = "".join(c.rjust(w) for c, (_, w, _) in zip(cells, cols, strict=True))
-        lines.append(f"{row}  {_verdict(s)}")
+        lines.append(f"{row}  {_verdict(s)}" + (" (again)" if s.phase == "confirm" else ""))
     return lines
 
 
@@ -61,8 +61,12 @@ def ceiling_line(c: hr.Ceiling) -> str:
     if c.status != "measured" or not c.total_iops:
         return f"replayer's ceiling: not measured ({c.reason})"
     limit = c.scale_limit()
-    at = f": {limit:,.3g}x today's rate" if limit else ""
+    at = f": {scale_text(limit)} today's rate" if limit else ""
     return f"replayer's ceiling (fio unpaced onto a RAM file): {c.total_iops:,.0f} I/Os/s in all{at}"
+
+
+def scale_text(x: float) -> str:
+    return f"{x:,.0f}x" if x >= 100 else f"{x:.3g}x"
 
 
 def stopped_line(res: hr.HeadroomResult) -> str:
