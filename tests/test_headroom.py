@@ -161,13 +161,27 @@ def test_the_ram_loop_has_far_more_headroom_than_the_disk_loop(tmp_path):
         try:
             code, _, err = run_iofp("headroom", COMMIT_HEAVY, "--between", "5", "6.5", "--target", dev,
                                     "--slo", "commit.p99<=2ms", "--scales", "1,2,4,8", "--precision", "25%",
-                                    "--budget", "6", "-o", tmp_path / name)  # fmt: skip
+                                    "--budget", "6", "--label", f"device={name}", "-o", tmp_path / name)  # fmt: skip
+            assert code == 0, err
+            code, _, err = run_iofp("probe", dev, "--cells", "commit", "--runtime", "1s", "--label",
+                                    f"device={name}", "-o", tmp_path / f"probe-{name}")  # fmt: skip
+            assert code == 0, err
         finally:
             destroy_loop_device(dev, backing)
-        assert code == 0, err
         factors[name] = hr.load(tmp_path / name)[1].headroom.factor
     print("headroom factors", factors)
     assert factors["disk"] is not None and factors["ram"] >= 2 * factors["disk"], factors
+
+    # compare ranks them by headroom (the disk loop given first), the probe's commit cell beside
+    dirs = [tmp_path / "disk", tmp_path / "ram", tmp_path / "probe-disk", tmp_path / "probe-ram"]
+    code, out, err = run_iofp("compare", *dirs)
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0].split() == ["ram", "disk"]
+    assert lines[[x.split(" ")[0] for x in lines].index("headroom")].split()[1:] == [
+        f"{factors['ram']:g}x", f"{factors['disk']:g}x"
+    ]
+    assert any(x.startswith("c3 x1 commits/s") for x in lines) and all(len(x) <= 80 for x in lines), out
 
 
 @needs_root
