@@ -161,7 +161,8 @@ def test_the_ram_loop_has_far_more_headroom_than_the_disk_loop(tmp_path):
         try:
             code, _, err = run_iofp("headroom", COMMIT_HEAVY, "--between", "5", "6.5", "--target", dev,
                                     "--slo", "commit.p99<=2ms", "--scales", "1,2,4,8", "--precision", "25%",
-                                    "--budget", "6", "--label", f"device={name}", "-o", tmp_path / name)  # fmt: skip
+                                    "--budget", "6", "--label", f"device={name}",
+                                    "-o", tmp_path / name)  # fmt: skip
             assert code == 0, err
             code, _, err = run_iofp("probe", dev, "--cells", "commit", "--runtime", "1s", "--label",
                                     f"device={name}", "-o", tmp_path / f"probe-{name}")  # fmt: skip
