@@ -180,7 +180,8 @@ def test_the_ram_loop_has_far_more_headroom_than_the_disk_loop(tmp_path):
     lines = out.splitlines()
     assert lines[0].split() == ["ram", "disk"]
     assert lines[[x.split(" ")[0] for x in lines].index("headroom")].split()[1:] == [
-        f"{factors['ram']:g}x", f"{factors['disk']:g}x"
+        f"{factors['ram']:g}x",
+        f"{factors['disk']:g}x",
     ]
     assert any(x.startswith("c3 x1 commits/s") for x in lines) and all(len(x) <= 80 for x in lines), out
 
