@@ -35,7 +35,7 @@ OPS = ("read", "write", "commit")
 # Step verdicts
 PASS, FAIL, ABOVE_CEILING, STOPPED = "pass", "fail", "above the replayer's ceiling", "stopped"
 # Why the search stopped (Headroom.bound)
-BOUNDS = ("slo", "rate", "replayer", "max-scale", "budget", "first step")
+BOUNDS = ("slo", "rate", "replayer", "max-scale", "budget", "first step", "none")
 
 
 @dataclass

@@ -331,7 +331,7 @@ def conclude(res: hr.HeadroomResult, opts: HeadroomOptions) -> hr.Headroom:
     what = _what(res)
     if first_fail is None:
         if factor is None:
-            return hr.Headroom(None, None, "budget", f"{name}: no step ran")
+            return hr.Headroom(None, None, "none", f"{name}: no step ran")
         bound = "max-scale" if factor >= opts.max_scale else "budget"
         limit = "the most asked (--max-scale)" if bound == "max-scale" else "where the step budget ran out"
         return hr.Headroom(factor, None, bound, f"{name} holds {res.slo} up to at least {factor:g}x "
