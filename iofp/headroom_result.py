@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from iofp import records
 from iofp.contract import atomic_write_bytes
 from iofp.errors import BadInput
 
@@ -140,20 +141,7 @@ def is_result(path: Path | str) -> bool:
 
 def load(path: Path | str) -> tuple[Path, HeadroomResult]:
     """The record of a headroom directory (or its headroom.json), checked; BadInput if it is not one."""
-    p = Path(path)
-    f = p / RECORD if p.is_dir() else p
-    try:
-        doc = json.loads(f.read_text())
-    except OSError as e:
-        raise BadInput(
-            f"{f}: cannot read it ({e.strerror}); pass a directory written by `iofp headroom`"
-        ) from None
-    except ValueError as e:
-        raise BadInput(f"{f}: not valid JSON ({e})") from None
-    if not isinstance(doc, dict) or doc.get("kind") != KIND:
-        raise BadInput(f"{f}: not an iofp headroom result")
-    if doc.get("version") != VERSION:
-        raise BadInput(f"{f}: headroom result v{doc.get('version')}; this iofp reads v{VERSION}")
+    f, doc = records.read(path, RECORD, KIND, VERSION, "headroom")
     try:
         return f.parent, HeadroomResult.from_dict(doc)
     except (TypeError, KeyError, ValueError) as e:

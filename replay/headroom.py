@@ -26,7 +26,6 @@ replay/interrupt.py) keeps the steps done so far as a valid partial result.
 from __future__ import annotations
 
 import platform
-import shutil
 import socket
 import time
 from collections.abc import Callable, Iterator
@@ -41,7 +40,7 @@ from iofp.errors import BadInput, IofpError
 from iofp.replay_result import PCTS, ReplayResult
 from iofp.slo import Slo
 from replay import fidelity as fidmod
-from replay import headroom_ceiling, interrupt, runner
+from replay import headroom_ceiling, interrupt, results, runner
 
 Note = Callable[[str], None]
 DEFAULT_SCALES = (1.0, 1.5, 2.0, 3.0, 4.0)
@@ -392,17 +391,7 @@ def _check_output(out: Path, force: bool) -> None:
 
 def _prepare_output(out: Path, force: bool) -> None:
     """Make `out` ready; --force removes a previous sweep's artifacts (and only those)."""
-    _check_output(out, force)
-    for name in (hr.RECORD, hr.STEPS_DIR, hr.CEILING_DIR):
-        p = out / name
-        if p.is_dir() and not p.is_symlink():
-            shutil.rmtree(p)
-        else:
-            p.unlink(missing_ok=True)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise BadInput(f"cannot write the sweep's results to {out}: {e.strerror}") from None
+    results.prepare_dir(out, force, (hr.RECORD, hr.STEPS_DIR, hr.CEILING_DIR), "the sweep's results")
 
 
 def default_output(target: Path) -> Path:
