@@ -137,6 +137,8 @@ def headroom(trace: Trace, opts: HeadroomOptions, note: Note | None = None) -> t
                 )
             _prepare_output(out, opts.replay.force)
             return _run(_Sweep(prep, opts, out, _new_result(prep, opts), note or (lambda s: None)))
+        except interrupt.Interrupted as e:  # between the plan and the sweep's first record
+            raise interrupt.Stopped(f"headroom stopped by {e.name} before any step ran", e.signum) from None
         finally:
             prep.close()
 
