@@ -5,8 +5,8 @@
 #   (b) as root: make two scratch loop devices over /dev/shm files, drive a market-open commit
 #       workload on one while capturing it, fingerprint it, replay its spike on the other, print the
 #       fidelity verdict and the device comparison; then probe both candidates and sweep each for its
-#       headroom on the spike and on the commit-heavy sample, and rank them by it. Every scratch
-#       device is removed on exit, also when interrupted.
+#       headroom on the spike and on the commit-heavy sample, and rank them by it (steps 9-11: about
+#       2 min of the live part). Every scratch device is removed on exit, also when interrupted.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -89,14 +89,14 @@ for pair in "candidate-ram:$CAND" "candidate-disk:$DISK"; do
 done
 
 say "10. Headroom: how many times today's load each candidate holds before the SLO breaks or the rate
-   is not kept (each step a whole replay, judged by iofp's capture; ~30 s per sweep)"
+   is not kept (each step a whole replay, judged by iofp's capture; 3 steps, ~25 s per sweep)"
 for trace in "live:$OUT/live --regime spike" "commit-heavy:samples/traces/commit-heavy --between 5 7"; do
     tname=${trace%%:*} sel=${trace#*:}
     for pair in "candidate-ram:$CAND" "candidate-disk:$DISK"; do
         name=${pair%%:*} dev=${pair#*:}
         # shellcheck disable=SC2086  # $sel is the trace and its selection options
         COLUMNS=80 run "$IOFP" headroom $sel --target "$dev" --slo 'p99<=2ms,commit.p99<=1ms' \
-            --scales 1,2,4 --max-scale 8 --precision 25% --budget 4 --label "device=$name" \
+            --scales 1,2,4 --max-scale 8 --precision 25% --budget 3 --label "device=$name" \
             -o "$OUT/headroom-$tname-$name"
     done
 done
