@@ -377,7 +377,11 @@ def _write_json(doc: dict[str, Any], json_out: str | None, path: Path | None) ->
 
 
 def compare_cmd(
-    results_dirs: list[Path] = typer.Argument(..., help="Results directories written by `iofp replay`."),
+    results_dirs: list[Path] = typer.Argument(
+        ...,
+        help="Results directories written by `iofp replay`, `iofp headroom` (ranked by their factor) or "
+        "`iofp probe` (its cells beside the candidate of the same --label device=...).",
+    ),
     slo: list[str] = typer.Option(
         [],
         "--slo",
@@ -394,7 +398,8 @@ def compare_cmd(
     ),
     fmt: str = typer.Option("table", "--format", help="table, markdown or json."),
 ) -> None:
-    """Compare candidate devices from their replay results: rates, latency, commits, fidelity, SLO.
+    """Compare candidate devices from their replay results: rates, latency, commits, fidelity, SLO;
+    with headroom results, ranked by headroom; with probe results, their cells beside.
 
     Exit status: 0 when every candidate meets the SLO (or none is given), 1 when a candidate misses
     it, 2 for bad input.
