@@ -226,3 +226,33 @@ def _names(proc: Path, out: Path) -> bool:
         return str(out).encode() in (proc / "cmdline").read_bytes()
     except OSError:
         return False
+
+
+def _result(steps: list[hr.Step]) -> hr.HeadroomResult:
+    return hr.HeadroomResult(
+        tool_version="t", host="h", kernel="k", started="s", trace={}, target={"path": "/dev/loop9"},
+        labels={"device": "cand"}, slo="p99<=2ms", settings={"selection": {"regime": "spike"}},
+        selection="spike", demand={"iops": 1000.0, "commits_per_s": None}, ceiling=hr.Ceiling("measured"),
+        steps=steps,
+    )  # fmt: skip
+
+
+def test_the_finding_names_the_bound_and_the_load():
+    opts = headroom.HeadroomOptions(replay=None, slo=None, max_scale=8, precision=0.05, budget=12)  # type: ignore[arg-type]
+    ok = lambda x: hr.Step(x, "sweep", "d", hr.PASS)  # noqa: E731
+    slo_miss = hr.Step(2.2, "bisect", "d", hr.FAIL, slo_failures=["read p99 3.10 ms > 2.00 ms"])
+    h = headroom.conclude(_result([ok(1), ok(2), slo_miss, ok(2.1)]), opts)
+    assert (h.factor, h.failed_at, h.bound) == (2.1, 2.2, "slo")
+    assert h.finding == (
+        "cand holds p99<=2ms up to 2.1x today's spike (2,100 IOPS); at 2.2x read p99 3.10 ms > 2.00 ms"
+    )
+    h = headroom.conclude(_result([ok(1), ok(4), ok(8)]), opts)
+    assert (h.factor, h.bound) == (8, "max-scale") and "up to at least 8x" in h.finding
+    above = hr.Step(16, "sweep", None, hr.ABOVE_CEILING, saturation="replayer", rate_failures=["x"])
+    h = headroom.conclude(_result([ok(1), above]), opts)
+    assert h.bound == "replayer" and "the replayer's limit, not the device's" in h.finding
+    assert "not bisected to 5%" in h.finding
+    h = headroom.conclude(
+        _result([hr.Step(1, "sweep", "d", hr.FAIL, rate_failures=["r"], saturation="device")]), opts
+    )
+    assert (h.factor, h.bound) == (None, "first step") and h.finding.startswith("cand misses p99<=2ms at 1x")
