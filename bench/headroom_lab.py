@@ -66,9 +66,10 @@ def main() -> None:
     ap.add_argument("--devices", default="ram,disk")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--throttle", type=int, default=3000)
-    ap.add_argument("args", nargs=argparse.REMAINDER)
-    a = ap.parse_args()
-    args = [x for x in a.args if x != "--"]
+    argv = sys.argv[1:]
+    cut = argv.index("--") if "--" in argv else len(argv)  # after `--`: iofp headroom's own options
+    a = ap.parse_args(argv[:cut])
+    args = argv[cut + 1 :]
     names = a.devices.split(",")
     made = {n: make_loop(n, 256) for n in names}
     group = None
