@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from iofp import records
 from iofp.contract import atomic_write_bytes
 from iofp.errors import BadInput
 
@@ -211,20 +212,7 @@ def write(root: Path, result: ProbeResult) -> Path:
 
 def load(path: Path | str) -> tuple[Path, ProbeResult]:
     """The record of a probe directory (or its probe.json), checked; BadInput if it is not one."""
-    p = Path(path)
-    f = p / RECORD if p.is_dir() else p
-    try:
-        doc = json.loads(f.read_text())
-    except OSError as e:
-        raise BadInput(
-            f"{f}: cannot read it ({e.strerror}); pass a directory written by `iofp probe`"
-        ) from None
-    except ValueError as e:
-        raise BadInput(f"{f}: not valid JSON ({e})") from None
-    if not isinstance(doc, dict) or doc.get("kind") != KIND:
-        raise BadInput(f"{f}: not an iofp probe result")
-    if doc.get("version") != VERSION:
-        raise BadInput(f"{f}: probe result v{doc.get('version')}; this iofp reads v{VERSION}")
+    f, doc = records.read(path, RECORD, KIND, VERSION, "probe")
     try:
         return f.parent, _build(ProbeResult, doc)
     except (TypeError, KeyError, ValueError) as e:

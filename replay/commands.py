@@ -118,25 +118,135 @@ _SHARED: dict[str, tuple[Any, Any]] = {
 }
 
 
-def selection_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Add the shared options to a command; it receives them as one `args: SelectionArgs`."""
-    sig = inspect.signature(fn)
-    own = [p for p in sig.parameters.values() if p.name != "args"]
-    shared = [
-        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=opt, annotation=typ)
-        for name, (typ, opt) in _SHARED.items()
-    ]
+@dataclass
+class RunArgs:
+    """The options replay and headroom share: the target, and how fio replays the plan on it."""
 
-    @functools.wraps(fn)
-    def command(**kw: Any) -> Any:
-        args = SelectionArgs(**{name: kw.pop(name) for name in _SHARED})
-        return fn(args=args, **kw)
+    target: Path
+    fold: bool
+    iodepth: int | None
+    engine: str
+    streams: str | None
+    pace: str
+    label: list[str]
+    allow_destructive: bool
 
-    command.__signature__ = sig.replace(parameters=[*own, *shared])  # type: ignore[attr-defined]
-    command.__annotations__ = {k: v for k, v in fn.__annotations__.items() if k != "args"} | {
-        name: typ for name, (typ, _) in _SHARED.items()
-    }
-    return command
+
+_RUN: dict[str, tuple[Any, Any]] = {
+    "target": (
+        Path,
+        typer.Option(
+            ...,
+            "--target",
+            help="Block device, or a new regular file (an existing one only with --allow-destructive).",
+        ),
+    ),
+    "fold": (
+        bool,
+        typer.Option(False, "--fold", help="Fold offsets into the whole target when it is too small."),
+    ),
+    "iodepth": (
+        int | None,
+        typer.Option(
+            None,
+            "--iodepth",
+            help="Every data job's queue depth (default: each stream's own peak in flight).",
+        ),
+    ),
+    "engine": (
+        str,
+        typer.Option(
+            "auto",
+            "--engine",
+            help="fio ioengine of the data jobs: auto (psync at QD1 for a stream that never had two I/Os "
+            "in flight, as its submitter issued them; libaio at its peak in-flight for the others), "
+            "libaio, io_uring, psync or pvsync2. Commit jobs are always psync.",
+        ),
+    ),
+    "streams": (
+        str | None,
+        typer.Option(
+            None,
+            "--streams",
+            help="pid: one fio job per submitting process (top 8 by I/Os, the rest in one), so one "
+            "process's fsyncs do not stall the others; single: one job. Default: pid when the "
+            "selection has more than one pid. Commit jobs come on top either way.",
+        ),
+    ),
+    "pace": (
+        str,
+        typer.Option(
+            "absolute",
+            "--pace",
+            help="absolute: a version 2 log with a `wait` per millisecond, fio 3.33's only absolute "
+            "clock: no drift (duration and per-second IOPS exact), but each I/O lands within ~1 ms of its "
+            "time and a millisecond's I/Os go back to back; auto: a v3 log keeping sub-ms gaps, with "
+            "fio's per-I/O overhead measured on the target first (~1.5 s of reads) and pre-paid "
+            "(drifted +0.4% to +4.4% here); off: the trace's own gaps; or a fixed overhead, e.g. 20us.",
+        ),
+    ),
+    "label": (
+        list[str],
+        typer.Option([], "--label", help="name=value recorded with the result (repeatable)."),
+    ),
+    "allow_destructive": (
+        bool,
+        typer.Option(
+            False,
+            "--allow-destructive",
+            help="Write even to a device that is mounted, partitioned or formatted, or over an existing "
+            "file.",
+        ),
+    ),
+}
+
+
+def _shared_options(
+    options: dict[str, tuple[Any, Any]], make: Callable[..., Any], arg: str, without: tuple[str, ...] = ()
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A decorator adding `options` (less `without`, which keep their defaults) to a command; it
+    receives them as one `arg` built by `make`. Declared once, so commands cannot drift apart."""
+    names = [n for n in options if n not in without]
+
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        sig = inspect.signature(fn)
+        own = [p for p in sig.parameters.values() if p.name != arg]
+        added = [
+            inspect.Parameter(
+                n, inspect.Parameter.KEYWORD_ONLY, default=options[n][1], annotation=options[n][0]
+            )
+            for n in names
+        ]
+
+        @functools.wraps(fn)
+        def command(**kw: Any) -> Any:
+            return fn(**{arg: make(**{n: kw.pop(n) for n in names})}, **kw)
+
+        command.__signature__ = sig.replace(parameters=[*own, *added])  # type: ignore[attr-defined]
+        command.__annotations__ = {k: v for k, v in fn.__annotations__.items() if k != arg} | {
+            n: options[n][0] for n in names
+        }
+        return command
+
+    return decorate
+
+
+def selection_options(
+    fn: Callable[..., Any] | None = None, *, without: tuple[str, ...] = ()
+) -> Callable[..., Any]:
+    """Add the selection and mapping options to a command; it receives them as `args: SelectionArgs`.
+    `without=("time_scale",)` for a command that chooses the scale itself (headroom)."""
+    decorate = _shared_options(_SHARED, functools.partial(_selection_args), "args", without)
+    return decorate if fn is None else decorate(fn)
+
+
+def _selection_args(**kw: Any) -> SelectionArgs:
+    return SelectionArgs(**({"time_scale": 1.0} | kw))
+
+
+def run_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Add the target and fio options replay and headroom share; the command receives `run: RunArgs`."""
+    return _shared_options(_RUN, RunArgs, "run")(fn)
 
 
 @selection_options
@@ -182,49 +292,11 @@ def iolog_cmd(
 
 
 @selection_options
+@run_options
 def replay_cmd(
     args: SelectionArgs,
+    run: RunArgs,
     trace: Path = typer.Argument(..., help="An iofp trace directory."),
-    target: Path = typer.Option(
-        ...,
-        "--target",
-        help="Block device, or a new regular file (an existing one only with --allow-destructive).",
-    ),
-    fold: bool = typer.Option(
-        False, "--fold", help="Fold offsets into the whole target when it is too small."
-    ),
-    iodepth: int | None = typer.Option(
-        None, "--iodepth", help="Every data job's queue depth (default: each stream's own peak in flight)."
-    ),
-    engine: str = typer.Option(
-        "auto",
-        "--engine",
-        help="fio ioengine of the data jobs: auto (psync at QD1 for a stream that never had two I/Os in "
-        "flight, as its submitter issued them; libaio at its peak in-flight for the others), libaio, "
-        "io_uring, psync or pvsync2. Commit jobs are always psync.",
-    ),
-    streams: str | None = typer.Option(
-        None,
-        "--streams",
-        help="pid: one fio job per submitting process (top 8 by I/Os, the rest in one), so one "
-        "process's fsyncs do not stall the others; single: one job. Default: pid when the "
-        "selection has more than one pid. Commit jobs come on top either way.",
-    ),
-    pace: str = typer.Option(
-        "absolute",
-        "--pace",
-        help="absolute: a version 2 log with a `wait` per millisecond, fio 3.33's only absolute clock: "
-        "no drift (duration and per-second IOPS exact), but each I/O lands within ~1 ms of its time "
-        "and a millisecond's I/Os go back to back; auto: a v3 log keeping sub-ms gaps, with fio's "
-        "per-I/O overhead measured on the target first (~1.5 s of reads) and pre-paid (drifted "
-        "+0.4% to +4.4% here); off: the trace's own gaps; or a fixed overhead, e.g. 20us.",
-    ),
-    label: list[str] = typer.Option([], "--label", help="name=value recorded with the result (repeatable)."),
-    allow_destructive: bool = typer.Option(
-        False,
-        "--allow-destructive",
-        help="Write even to a device that is mounted, partitioned or formatted, or over an existing file.",
-    ),
     output: Path | None = typer.Option(
         None, "-o", "--output", help="Results directory (default results/TARGET-TIME)."
     ),
@@ -240,18 +312,75 @@ def replay_cmd(
     from iofp.contract import open_trace
     from replay import render, runner
 
-    opts = runner.ReplayOptions(
-        target, output or runner.default_output(target), args.selection(), args.time_scale, args.target_bytes,
-        fold, args.align_bytes, iodepth, engine, streams, pace, parse_labels(label), allow_destructive,
-        not no_fidelity, args.force,
-    )  # fmt: skip
+    opts = replay_options(args, run, output or runner.default_output(run.target))
+    opts.fidelity = not no_fidelity
     path, res = runner.replay(open_trace(trace), opts)
     typer.echo(render.replay_summary(res))
     typer.echo(f"Wrote {path}. Next: iofp compare {path.parent}")
 
 
+def replay_options(args: SelectionArgs, run: RunArgs, output: Path) -> Any:
+    """The shared options as the runner's ReplayOptions (the one place they are put together)."""
+    from replay import runner
+
+    return runner.ReplayOptions(
+        run.target, output, args.selection(), args.time_scale, args.target_bytes, run.fold, args.align_bytes,
+        run.iodepth, run.engine, run.streams, run.pace, parse_labels(run.label), run.allow_destructive,
+        True, args.force,
+    )  # fmt: skip
+
+
+@selection_options(without=("time_scale",))
+@run_options
+def headroom_cmd(
+    args: SelectionArgs,
+    run: RunArgs,
+    trace: Path = typer.Argument(..., help="An iofp trace directory."),
+    slo: str = typer.Option(
+        ..., "--slo", metavar="TERMS", help="The service level every step must hold. " + slo_help
+    ),
+    scales: str = typer.Option(
+        "1,1.5,2,3,4",
+        "--scales",
+        help="Time scales to climb (1 = today's rate); past the last, doubling up to --max-scale.",
+    ),
+    max_scale: float = typer.Option(32.0, "--max-scale", help="The highest scale to try."),
+    precision: str = typer.Option(
+        "5%", "--precision", help="Bisect between the last pass and the first failure until this close."
+    ),
+    budget: int = typer.Option(12, "--budget", help="At most this many replay steps in all."),
+    output: Path | None = typer.Option(
+        None, "-o", "--output", help="Results directory (default results/headroom-TARGET-TIME)."
+    ),
+    json_out: str | None = typer.Option(None, "--json", metavar="FILE|-", help=JSON_HELP),
+) -> None:
+    """Replay the selection at rising load until the SLO breaks or the rate is not kept, then bisect:
+    how many times today's load the target holds, and whether the device or the replayer gave out."""
+    import signal
+
+    from iofp.contract import open_trace
+    from iofp.slo import parse as parse_slo
+    from replay import headroom, headroom_render, interrupt
+
+    opts = headroom.HeadroomOptions(
+        replay_options(args, run, output or headroom.default_output(run.target)), parse_slo(slo),
+        headroom.parse_scales(scales), max_scale, headroom.parse_precision(precision), budget,
+    )  # fmt: skip
+    json_target(json_out, force=args.force)
+    path, res = headroom.headroom(open_trace(trace), opts, note=lambda s: typer.echo(s, err=True))
+    echo(headroom_render.summary(res), json_out)
+    emit_json(json_out, res.to_dict(), force=args.force)
+    if res.interrupted:
+        raise interrupt.Stopped(headroom_render.stopped_line(res), signal.Signals[res.interrupted])
+    echo(f"Wrote {path}; each step's replay is under steps/. Next: iofp compare {path.parent}", json_out)
+
+
 def compare_cmd(
-    results_dirs: list[Path] = typer.Argument(..., help="Results directories written by `iofp replay`."),
+    results_dirs: list[Path] = typer.Argument(
+        ...,
+        help="Results directories written by `iofp replay`, `iofp headroom` (ranked by their factor) or "
+        "`iofp probe` (its cells beside the candidate of the same --label device=...).",
+    ),
     slo: list[str] = typer.Option(
         [], "--slo", help=slo_help + " iofp compare exits 1 when a candidate misses it (for cron and CI)."
     ),
@@ -265,7 +394,8 @@ def compare_cmd(
     json_out: str | None = typer.Option(None, "--json", help=JSON_HELP),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing --json file."),
 ) -> None:
-    """Compare candidate devices from their replay results: rates, latency, commits, fidelity, SLO.
+    """Compare candidate devices from their replay results: rates, latency, commits, fidelity, SLO;
+    with headroom results, ranked by headroom; with probe results, their cells beside.
 
     Exit status: 0 when every candidate meets the SLO (or none is given), 1 when a candidate misses
     it, 2 for bad input.
@@ -328,6 +458,8 @@ EXAMPLES = {
     "--target-size 256MiB",
     "replay": "Example: iofp replay traces/mysql --target /dev/loop3 --regime spike --fold "
     "--label device=ram-loop",
+    "headroom": "Example: iofp headroom samples/traces/market-open --regime spike --target /dev/loop3 "
+    "--slo 'p99<=2ms,commit.p99<=1ms' --label device=ram-loop -o results/headroom-ram",
     "compare": "Example: iofp compare results/loop3-20261122-101500 results/loop4-20261122-102000 "
     "--baseline traces/mysql --slo 'p99<=2ms,fsync.p99<=1ms'",
 }
@@ -336,6 +468,7 @@ EXAMPLES = {
 def register(app: typer.Typer) -> None:
     app.command("iolog", epilog=EXAMPLES["iolog"])(iolog_cmd)
     app.command("replay", epilog=EXAMPLES["replay"])(replay_cmd)
+    app.command("headroom", epilog=EXAMPLES["headroom"])(headroom_cmd)
     app.command("compare", epilog=EXAMPLES["compare"])(compare_cmd)
     app.command("fio-job")(fio_job_cmd)
     from replay import probe_commands  # `iofp probe` (replay/probe*.py)

@@ -7,6 +7,12 @@ replay capture's sync table; block flushes where a capture had none, and the tab
 per second; the fidelity verdict; the SLO verdict (iofp/slo.py). A result without a capture (a file
 target, --no-fidelity) falls back to fio's own report, labelled as fio's.
 
+Headroom and probe results (`iofp headroom`, `iofp probe` directories, given among the replay results)
+join the candidate of the same name (`--label device=...`, else the target's name): with headroom
+results the candidates are ranked by their headroom factor (the most first), and a candidate given
+only by its headroom result is shown with the figures of its 1x step (a whole replay); each probe cell
+(fio's figures; commits and fsync from iofp's capture) is a row beside the replay and headroom figures.
+
 `--baseline TRACE` adds the original trace as the first column: its own captured figures over the
 replays' selection (the same span and device), measured by the same code (measure.py), so a
 candidate is compared with production as it ran, not with a replay onto it.
@@ -23,8 +29,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from iofp import headroom_result as hr
+from iofp import probe_result as pr
 from iofp import replay_result as rr
 from iofp.contract import open_trace
+from iofp.errors import BadInput
 from iofp.slo import Slo, format_ns
 from replay import measure
 
@@ -50,6 +59,8 @@ class Row:
     selection: str = ""
     slo_failures: list[str] = field(default_factory=list)
     slo: str = "n/a"
+    headroom: dict[str, Any] | None = None  # factor, failed_at, bound, finding, source
+    probe: list[dict[str, Any]] = field(default_factory=list)  # one per cell: what, figures, source
 
     @property
     def achieved_iops(self) -> float | None:
@@ -76,12 +87,21 @@ class Comparison:
 
 
 def compare(paths: list[Path], slo: Slo, baseline: Path | None = None) -> Comparison:
-    loaded = [rr.load(p) for p in paths]
+    replays, headrooms, probes = _kinds(paths)
+    loaded = [rr.load(p) for p in replays]
+    named = {_name(res.labels, res.target) for _, res in loaded}
+    for root, h in headrooms:  # a candidate given by its headroom alone: its 1x step is its replay
+        today = _today(h)
+        if _name(h.labels, h.target) not in named and today is not None:
+            loaded.append(rr.load(root / today))
+    if not loaded:
+        raise BadInput("no replay to compare: pass `iofp replay` or `iofp headroom` results directories")
     rows = [_candidate(root, res) for root, res in loaded]
     cmp = Comparison(rows, slo)
     spans = {(r.selection["t_lo_ns"], r.selection["t_hi_ns"], r.trace["path"]) for _, r in loaded}
     if len(spans) > 1:
         cmp.notes.append("the results replay different selections or traces: compare with care")
+    _join(cmp, headrooms, probes)
     if baseline is not None:
         cmp.rows.insert(0, _baseline(baseline, loaded[0][1], cmp.notes))
     for r in cmp.rows:
@@ -91,11 +111,77 @@ def compare(paths: list[Path], slo: Slo, baseline: Path | None = None) -> Compar
     return cmp
 
 
+Headrooms = list[tuple[Path, hr.HeadroomResult]]
+
+
+def _kinds(paths: list[Path]) -> tuple[list[Path], Headrooms, list[pr.ProbeResult]]:
+    """Split the inputs by what wrote them: replay, headroom or probe results."""
+    replays: list[Path] = []
+    headrooms: Headrooms = []
+    probes: list[pr.ProbeResult] = []
+    for p in paths:
+        if hr.is_result(p):
+            headrooms.append(hr.load(p))
+        elif (Path(p) / pr.RECORD).is_file() or Path(p).name == pr.RECORD:
+            probes.append(pr.load(p)[1])
+        else:
+            replays.append(p)
+    return replays, headrooms, probes
+
+
+def _name(labels: dict[str, str], target: dict[str, Any]) -> str:
+    return labels.get("device") or target.get("name") or Path(target["path"]).name
+
+
+def _today(h: hr.HeadroomResult) -> str | None:
+    """The step at 1x (else the lowest scale run): today's load on this candidate."""
+    ran = sorted((s for s in h.steps if s.dir and s.verdict != hr.STOPPED), key=lambda s: abs(s.scale - 1))
+    return ran[0].dir if ran else None
+
+
+def _join(cmp: Comparison, headrooms: Headrooms, probes: list[pr.ProbeResult]) -> None:
+    """Each headroom and probe result beside its candidate; with headroom, rank by it (most first)."""
+    by_name = {r.name: r for r in cmp.rows}
+    for root, h in headrooms:
+        row = by_name.get(_name(h.labels, h.target))
+        if row is None:
+            cmp.notes.append(f"{root}: its device {_name(h.labels, h.target)!r} matches no candidate")
+        elif h.headroom is not None:
+            row.headroom = asdict(h.headroom) | {"source": str(root), "slo": h.slo, "status": h.status}
+    for p in probes:
+        row = by_name.get(_name(p.labels, asdict(p.target)))
+        if row is None:
+            cmp.notes.append(f"probe of {p.target.path}: its device {_name(p.labels, asdict(p.target))!r} "
+                             "matches no candidate")  # fmt: skip
+        else:
+            row.probe = probe_cells(p)
+    if headrooms:
+        cmp.rows.sort(key=lambda r: -(r.headroom or {}).get("factor", 0) if r.headroom else 1)
+
+
+def probe_cells(p: pr.ProbeResult) -> list[dict[str, Any]]:
+    """The probe's cells as compare shows them: a short name, the figures, and whose they are."""
+    out = []
+    for cell in sorted(p.cells, key=lambda c: c.cell):
+        run = p.run(cell.run)
+        f, c = run.fio, run.capture
+        short = {"randread": f"QD{run.iodepth}", "seq-read": "seq rd", "seq-write": "seq wr",
+                 "commit": f"x{run.jobs}", "tail": "80%"}.get(run.kind, run.kind)  # fmt: skip
+        d: dict[str, Any] = {"cell": cell.cell, "what": cell.label, "short": f"c{cell.cell} {short}"}
+        if run.kind == "commit":
+            d |= {"commits_per_s": c.commits_per_s if c else None,
+                  "fsync_p99_us": c.fsync_p99_us if c else None, "source": "iofp capture"}  # fmt: skip
+        elif f is not None:
+            d |= {"iops": f.iops, "mb_per_s": f.mb_per_s, "p99_us": f.p99_us, "source": "fio"}
+        out.append(d)
+    return out
+
+
 def _candidate(root: Path, res: rr.ReplayResult) -> Row:
     t = res.target
     fid = res.fidelity
     row = Row(
-        name=res.labels.get("device") or t.get("name") or Path(t["path"]).name,
+        name=_name(res.labels, t),
         source=str(root),
         role="candidate",
         demanded_iops=res.demanded.iops,
@@ -198,12 +284,51 @@ def figures(rows: list[Row], slo: Slo) -> list[tuple[str, list[str]]]:
             (f"{c} {p}", [format_ns(r.latency("commit", p)) for r in rows]) for p in ("p50", "p99", "p99.9")
         ]
         out.append(("commits/s", [_num(r.commits_per_s) for r in rows]))
+    if any(r.headroom for r in rows):
+        out.append(("headroom", [_headroom(r.headroom) for r in rows]))
+        out.append(("  bounded by", [(r.headroom or {}).get("bound", "-") for r in rows]))
     out.append(("fidelity", [r.fidelity for r in rows]))
     out.append(("timing", [r.timing or "-" for r in rows]))
     if any(r.status != "complete" for r in rows):
         out.append(("run", [r.status for r in rows]))
     if slo:
         out.append(("SLO", [r.slo for r in rows]))
+    return out + _probe_figures(rows)
+
+
+def _headroom(h: dict[str, Any] | None) -> str:
+    if not h:
+        return "-"
+    if h.get("factor") is None:
+        return f"<{h['failed_at']:g}x" if h.get("failed_at") else "-"
+    at_least = ">=" if h.get("bound") in ("replayer", "max-scale", "budget") else ""
+    return f"{at_least}{h['factor']:g}x"
+
+
+PROBE_FIGURES = (  # (key, row suffix, format): the figures shown per probe cell
+    ("iops", "IOPS", lambda v: f"{v:,.0f}"),
+    ("mb_per_s", "MB/s", lambda v: f"{v:,.0f}"),
+    ("p99_us", "p99", lambda v: format_ns(v * 1e3)),
+    ("commits_per_s", "commits/s", lambda v: f"{v:,.0f}"),
+    ("fsync_p99_us", "fsync p99", lambda v: format_ns(v * 1e3)),
+)
+PROBE_SHOWN = {"c1": ("iops", "p99_us"), "c2": ("mb_per_s",), "c3": ("commits_per_s", "fsync_p99_us"),
+               "c4": ("p99_us",)}  # fmt: skip
+
+
+def _probe_figures(rows: list[Row]) -> list[tuple[str, list[str]]]:
+    """One row per probe cell figure, in cell order, across the candidates that have it."""
+    shorts = list(dict.fromkeys(c["short"] for r in rows for c in r.probe))
+    out = []
+    for short in shorts:
+        for key, suffix, fmt in PROBE_FIGURES:
+            if key not in PROBE_SHOWN.get(short.split()[0], ()):
+                continue
+            cells = []
+            for r in rows:
+                v = next((c.get(key) for c in r.probe if c["short"] == short), None)
+                cells.append("-" if v is None else fmt(v))
+            out.append((f"{short} {suffix}", cells))
     return out
 
 
@@ -222,6 +347,14 @@ def footnotes(cmp: Comparison) -> list[str]:
         flush = [r.name for r in rows if r.measured and r.measured.commit_from == "block flushes"]
         lines.append(f"commit*: from block flushes for {', '.join(flush)} (no sync table in its capture)")
     lines += [f"note: {n}" for n in cmp.notes]
+    for r in rows:
+        if r.headroom:
+            partial = " (a partial sweep)" if r.headroom.get("status") != "complete" else ""
+            lines.append(f"headroom{partial}: {r.headroom['finding']}")
+    cells = {c["short"]: c for r in rows for c in r.probe}
+    if cells:
+        legend = "; ".join(f"{k}: {c['what']} ({c['source']}'s)" for k, c in cells.items())
+        lines.append(f"probe cells (iofp probe): {legend}")
     for r in rows:
         if r.slo_failures:
             who = "baseline (not judged)" if r.role == "baseline" else r.name

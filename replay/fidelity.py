@@ -20,7 +20,9 @@ metrics of the trace-replay literature: Thesios, hfplayer, Buttress):
   the start: the first demanded I/O, and on the replay side the median offset of the I/Os demanded in
   the first ANCHOR_NS = 10 ms, so every I/O's lateness does not hinge on one I/O's wake-up): median,
   p99, max, the final drift, the share later than 1 ms; the median and p99 of |lateness| (early
-  counts as much as late); and the inter-arrival error |ΔIAT| (median, p99);
+  counts as much as late); the lateness growth (median lateness of the last tenth of the I/Os minus
+  that of the first: how far the replay fell behind over the run, robust to any one I/O's wake-up);
+  and the inter-arrival error |ΔIAT| (median, p99);
 - concurrency: in-flight at issue, mean and p99, expected (the original device) vs replayed;
 - duration stretch: replayed span / expected span - 1.
 
@@ -91,6 +93,7 @@ class Fidelity:
     abs_late_p99_us: float | None = None
     final_drift_us: float | None = None
     late_over_1ms: int = 0
+    late_growth_us: float | None = None  # median lateness, last tenth of the I/Os - first tenth
     iat_err_p50_us: float | None = None
     iat_err_p99_us: float | None = None
     inflight: dict[str, dict[str, float | None]] = field(default_factory=dict)
@@ -184,6 +187,7 @@ def _measure(con: duckdb.DuckDBPyConnection, fid: Fidelity, window_s: float | No
     fid.abs_late_p50_us, fid.abs_late_p99_us = us(late["abs_late_p50_ns"]), us(late["abs_late_p99_ns"])
     fid.final_drift_us, fid.late_over_1ms = us(late["final_drift_ns"]), int(late["late_over_1ms"])
     fid.iat_err_p50_us, fid.iat_err_p99_us = us(late["iat_err_p50_ns"]), us(late["iat_err_p99_ns"])
+    fid.late_growth_us = us(late["late_growth_ns"])
 
     for r in _rows(con, "fidelity_shape", {"tr0": late["tr0"]}):
         side = "expected" if r["side"] == "exp" else "replayed"

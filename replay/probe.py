@@ -11,7 +11,6 @@ it is one.
 
 from __future__ import annotations
 
-import json
 import platform
 import shutil
 import socket
@@ -22,7 +21,7 @@ from pathlib import Path
 
 from iofp import __version__
 from iofp import probe_result as pr
-from iofp.contract import atomic_write_bytes, check_output_file, device_facts
+from iofp.contract import device_facts
 from iofp.errors import BadInput, Refused
 from replay import fiocaps, interrupt, probe_fio, probe_knee, probe_like, probe_steady, safety
 from replay.probe_capture import CommitCapture
@@ -208,21 +207,9 @@ def _settings(opts: ProbeOptions) -> dict[str, object]:
     }  # fmt: skip
 
 
-def check_json_output(arg: str | None, force: bool) -> Path | None:
-    """The --json file, checked before any run (None for none or stdout)."""
-    if arg is None or arg == "-":
-        return None
-    check_output_file(Path(arg), force=force)
-    return Path(arg)
-
-
-def write_json(result: pr.ProbeResult, path: Path) -> None:
-    atomic_write_bytes(path, json.dumps(result.to_dict(), indent=2).encode())
-
-
 def default_output(target: Path) -> Path:
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     return Path("results") / f"probe-{Path(target).name}-{stamp}"
 
 
-__all__ = ["ProbeOptions", "check_json_output", "default_output", "prepare_output", "probe", "write_json"]
+__all__ = ["ProbeOptions", "default_output", "prepare_output", "probe"]

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import signal
 from pathlib import Path
 
 import typer
 
+from iofp.output import JSON_HELP, echo, emit_json, json_target
 from iofp.values import parse_labels, parse_size_bytes
 from replay import probe_plan
 
@@ -49,9 +49,7 @@ def probe_cmd(
     output: Path | None = typer.Option(
         None, "-o", "--output", help="Results directory (default results/probe-TARGET-TIME)."
     ),
-    json_out: str | None = typer.Option(
-        None, "--json", help="Also write the result JSON to FILE, or - for stdout."
-    ),
+    json_out: str | None = typer.Option(None, "--json", metavar="FILE|-", help=JSON_HELP),
     allow_destructive: bool = typer.Option(
         False, "--allow-destructive", help="Write even to a device that is mounted, partitioned or formatted."
     ),
@@ -72,16 +70,13 @@ def probe_cmd(
         size=parse_size_bytes(size, "--size") if size is not None else None,
         allow_destructive=allow_destructive, force=force,
     )  # fmt: skip
-    json_path = probe.check_json_output(json_out, force)
+    json_target(json_out, force=force)
     path, result = probe.probe(opts, like, note=lambda s: typer.echo(s, err=True))
-    typer.echo(probe_render.summary(result), err=json_out == "-")
-    if json_out == "-":
-        typer.echo(json.dumps(result.to_dict(), indent=2))
-    elif json_path is not None:
-        probe.write_json(result, json_path)
+    echo(probe_render.summary(result), json_out)
+    emit_json(json_out, result.to_dict(), force=force)
     if result.interrupted:
         raise interrupt.Stopped(probe_render.stopped_line(result), signal.Signals[result.interrupted])
-    typer.echo(f"Wrote {path}; every fio run's raw artifacts are in runs/ beside it.", err=json_out == "-")
+    echo(f"Wrote {path}; every fio run's raw artifacts are in runs/ beside it.", json_out)
 
 
 def register(app: typer.Typer) -> None:

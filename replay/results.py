@@ -20,6 +20,7 @@ from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
 
+from iofp.errors import BadInput
 from iofp.replay_result import RECORD
 
 # Every name a replay writes into its directory (the iolog's temporary names, for a run that stopped).
@@ -41,6 +42,26 @@ def clear_artifacts(root: Path) -> set[str]:
         else:
             p.unlink()
     return kept
+
+
+def prepare_dir(out: Path, force: bool, artifacts: tuple[str, ...], what: str) -> Path:
+    """Make the results directory `out` of a command that writes several runs (a probe, a headroom
+    sweep) ready: refused when it holds anything unless --force, which removes that command's
+    `artifacts` (and only those)."""
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        if not force or not out.is_dir():
+            raise BadInput(f"{out} already exists and is not empty; pass --force or choose another --output")
+        for name in artifacts:
+            p = out / name
+            if p.is_dir() and not p.is_symlink():
+                shutil.rmtree(p)
+            else:
+                p.unlink(missing_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise BadInput(f"cannot write {what} to {out}: {e.strerror}") from None
+    return out
 
 
 def parse_fio_json(text: str) -> dict[str, Any] | None:

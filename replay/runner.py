@@ -28,7 +28,7 @@ import platform
 import shlex
 import socket
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -66,6 +66,7 @@ class ReplayOptions:
     fidelity: bool = True
     force: bool = False
     progress: bool = True
+    fidelity_window_s: float | None = None  # the rate windows of the fidelity check (None: its own rule)
 
     def check(self) -> None:
         if self.engine not in ENGINES:
@@ -112,14 +113,46 @@ def replay(trace: Trace, opts: ReplayOptions) -> tuple[Path, rr.ReplayResult]:
     opts.check()
     with interrupt.trap():
         try:
-            return _replay(trace, opts)
+            prep = prepare(trace, opts)
+            try:
+                path, res = run_step(prep, opts)
+            finally:
+                prep.close()
         except interrupt.Interrupted as e:  # before the results directory was made: nothing to record
             raise interrupt.Stopped(
                 f"replay stopped by {e.name} before anything was written", e.signum
             ) from None
+    if res.interrupted:
+        raise interrupt.Stopped(
+            f"replay stopped by {res.interrupted}; fio and its jobs were stopped first; "
+            f"the partial run is recorded in {path}",
+            _signum(res.interrupted),
+        )
+    if res.fio["exit_code"] != 0:
+        raise IofpError(
+            f"fio exited with status {res.fio['exit_code']}; see {path.parent / 'fio.stderr'} "
+            f"(all artifacts kept in {path.parent})"
+        )
+    return path, res
 
 
-def _replay(trace: Trace, opts: ReplayOptions) -> tuple[Path, rr.ReplayResult]:
+@dataclass
+class Prepared:
+    """What every run of one selection on one target shares, resolved once before any I/O: fio, the
+    inspected target (checked by safety.py), the plan (plan.py) and how it maps onto the target.
+    `iofp headroom` runs it at several time scales (`run_step`); close() when done."""
+
+    fio: fiocaps.FioCaps
+    target: safety.Target
+    plan: planmod.Plan
+    mapping: iolog.Mapping  # at opts.time_scale; run_step replaces the scale
+
+    def close(self) -> None:
+        self.plan.close()
+
+
+def prepare(trace: Trace, opts: ReplayOptions) -> Prepared:
+    """Probe fio, inspect the target, resolve the plan (once), check safety and the target's size."""
     caps = fiocaps.probe()
     target = safety.inspect(opts.target)
     plan = planmod.resolve(
@@ -128,27 +161,25 @@ def _replay(trace: Trace, opts: ReplayOptions) -> tuple[Path, rr.ReplayResult]:
     try:
         safety.check(target, writes=plan.stats.writes_anything, allow_destructive=opts.allow_destructive)
         mapping = _mapping(target, opts, plan.stats)
-        out = Path(opts.output).absolute()
-        run = Run(opts, plan, target, out, prepare_output(out, opts.force), caps, mapping)
-        try:
-            _execute(run)
-        except interrupt.Interrupted as e:
-            _stopped(run, e)
-        res = result(run)
-        path = rr.write(out, res)
-    finally:
+    except BaseException:
         plan.close()
-    if run.interrupted:
-        raise interrupt.Stopped(
-            f"replay stopped by {run.interrupted}; fio and its jobs were stopped first; "
-            f"the partial run is recorded in {path}",
-            _signum(run.interrupted),
-        )
-    if run.rc != 0:
-        raise IofpError(
-            f"fio exited with status {run.rc}; see {out / 'fio.stderr'} (all artifacts kept in {out})"
-        )
-    return path, res
+        raise
+    return Prepared(caps, target, plan, mapping)
+
+
+def run_step(prep: Prepared, opts: ReplayOptions) -> tuple[Path, rr.ReplayResult]:
+    """One replay of the prepared plan at `opts.time_scale` into `opts.output`, recorded there whole.
+    A stop signal during it stops fio and is recorded (`result.interrupted`), not raised; a failing
+    fio is in `result.fio["exit_code"]`. The caller decides what either means."""
+    mapping = replace(prep.mapping, time_scale=opts.time_scale)
+    out = Path(opts.output).absolute()
+    run = Run(opts, prep.plan, prep.target, out, prepare_output(out, opts.force), prep.fio, mapping)
+    try:
+        _execute(run)
+    except interrupt.Interrupted as e:
+        _stopped(run, e)
+    res = result(run)
+    return rr.write(out, res), res
 
 
 def _execute(run: Run) -> None:
@@ -172,13 +203,7 @@ def _execute(run: Run) -> None:
     if run.created and run.target.path.stat().st_size < run.conv.report.max_end:
         with open(run.target.path, "r+b") as f:
             f.truncate(run.conv.report.max_end)
-    run.jobs = [
-        JobSpec(
-            s["name"], Path(s["iolog"]), s["engine"], s["iodepth"], s["direct"], s["kept"] > CHUNKED_ABOVE
-        )
-        for s in run.conv.report.streams
-        if s["kept"] > 0
-    ]
+    run.jobs = jobs_of(run.conv.report)
     job_path = run.out / "job.fio"
     job_path.write_text(job_file(run.plan.trace, run.jobs))
     run.cmd = fiorun.command(run.fio.path, job_path)
@@ -216,7 +241,7 @@ def _judge(run: Run) -> None:
     run.measured = measure.measure(capture, "replay capture", comm="fio")
     assert run.conv is not None
     try:
-        fid = fidmod.compare(run.conv.expected, capture)
+        fid = fidmod.compare(run.conv.expected, capture, window_s=run.opts.fidelity_window_s)
         run.fidelity = {"status": "measured", "capture": run.capture} | fid.to_dict()
     except IofpError as e:
         run.fidelity = {"status": "failed", "reason": str(e), "capture": run.capture}
@@ -415,14 +440,27 @@ class JobSpec:
     chunked: bool = False
 
 
-def job_file(trace: Trace, jobs: list[JobSpec]) -> str:
-    """One job per stream, all in one fio run, all started together; group_reporting sums them."""
+def jobs_of(report: iolog.ConvertReport) -> list[JobSpec]:
+    """One fio job per stream the conversion wrote I/Os for."""
+    return [
+        JobSpec(
+            s["name"], Path(s["iolog"]), s["engine"], s["iodepth"], s["direct"], s["kept"] > CHUNKED_ABOVE
+        )
+        for s in report.streams
+        if s["kept"] > 0
+    ]
+
+
+def job_file(trace: Trace, jobs: list[JobSpec], *, per_job: bool = False) -> str:
+    """One job per stream, all in one fio run, all started together; group_reporting sums them
+    (`per_job`: fio reports each job on its own and ignores the logs' times, for the replayer's
+    ceiling, replay/headroom_ceiling.py)."""
     lines = [
         f"; written by iofp {__version__} to replay {trace.root}",
         "; the target is named inside each iolog; see results.json for the settings and why each job",
         "[global]",
         "direct=1",
-        "group_reporting=1",
+        "replay_no_stall=1" if per_job else "group_reporting=1",
     ]
     for j in jobs:
         lines += ["", f"[{j.name}]", f"ioengine={j.engine}", f"iodepth={j.iodepth}", f"read_iolog={j.iolog}"]
@@ -487,4 +525,7 @@ def default_output(target: Path) -> Path:
     return Path("results") / f"{Path(target).name}-{stamp}"
 
 
-__all__ = ["ReplayOptions", "default_output", "job_file", "prepare_output", "replay", "result"]
+__all__ = [
+    "JobSpec", "Prepared", "ReplayOptions", "default_output", "job_file", "jobs_of", "prepare",
+    "prepare_output", "replay", "result", "run_step",
+]  # fmt: skip

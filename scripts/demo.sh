@@ -4,7 +4,9 @@
 #       report and a fio iolog of the spike, and review two quarters in a catalog;
 #   (b) as root: make two scratch loop devices over /dev/shm files, drive a market-open commit
 #       workload on one while capturing it, fingerprint it, replay its spike on the other, print the
-#       fidelity verdict and the device comparison, and write the comparison's HTML report. Every scratch device is removed on exit, also
+#       fidelity verdict, the device comparison and its HTML report; then probe both candidates and
+#       sweep each for its headroom on the spike and on the commit-heavy sample, and rank them by it
+#       (steps 10-12: about 2 min of the live part). Every scratch device is removed on exit, also
 #       when interrupted.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -89,5 +91,30 @@ say "9. One report of the comparison: per candidate, achieved vs demanded, laten
    CDFs, the commit latency, against the SLO"
 run "$IOFP" report "$OUT/replay-prod" "$OUT/replay-candidate-ram" "$OUT/replay-candidate-disk" \
     --slo 'p99<=2ms,commit.p99<=2ms' -o "$OUT/comparison.html"
+
+say "10. Probe each candidate: random reads at the workload's depths and the fsync-bounded commit rate
+   (iofp probe --quick, two of its four cells: ~15 s each)"
+for pair in "candidate-ram:$CAND" "candidate-disk:$DISK"; do
+    name=${pair%%:*} dev=${pair#*:}
+    COLUMNS=80 run "$IOFP" probe "$dev" --quick --cells randread,commit --like "$OUT/live.fp.json" \
+        --label "device=$name" -o "$OUT/probe-$name"
+done
+
+say "11. Headroom: how many times today's load each candidate holds before the SLO breaks or the rate
+   is not kept (each step a whole replay, judged by iofp's capture; 3 steps, ~25 s per sweep)"
+for trace in "live:$OUT/live --regime spike" "commit-heavy:samples/traces/commit-heavy --between 5 7"; do
+    tname=${trace%%:*} sel=${trace#*:}
+    for pair in "candidate-ram:$CAND" "candidate-disk:$DISK"; do
+        name=${pair%%:*} dev=${pair#*:}
+        # shellcheck disable=SC2086  # $sel is the trace and its selection options
+        COLUMNS=80 run "$IOFP" headroom $sel --target "$dev" --slo 'p99<=2ms,commit.p99<=1ms' \
+            --scales 1,2,4 --max-scale 8 --precision 25% --budget 3 --label "device=$name" \
+            -o "$OUT/headroom-$tname-$name"
+    done
+done
+
+say "12. The candidates ranked by their headroom on the market-open spike, with their probe cells"
+COLUMNS=80 run "$IOFP" compare "$OUT/headroom-live-candidate-ram" "$OUT/headroom-live-candidate-disk" \
+    "$OUT/probe-candidate-ram" "$OUT/probe-candidate-disk" --slo 'p99<=2ms,commit.p99<=1ms' || true
 
 say "Done. Artifacts in $OUT/"

@@ -50,6 +50,26 @@ def loop_device() -> Iterator[str]:
         destroy_loop_device(dev, backing)
 
 
+THROTTLE_IOPS = 3000  # the throttled lab device of ../shared/notes/lab-devices.md
+
+
+@pytest.fixture
+def throttled(loop_device):
+    """A blkio cgroup (v1) capping reads of `loop_device` at THROTTLE_IOPS; yields (device, cgroup dir).
+    A test puts the process under test in it (its pid in the group's cgroup.procs)."""
+    base = Path("/sys/fs/cgroup/blkio")
+    if not (base / "blkio.throttle.read_iops_device").exists():
+        pytest.skip("needs the cgroup v1 blkio controller at /sys/fs/cgroup/blkio")
+    group = base / f"iofp-test-{uuid.uuid4().hex[:8]}"
+    group.mkdir()
+    majmin = Path(f"/sys/class/block/{Path(loop_device).name}/dev").read_text().strip()
+    (group / "blkio.throttle.read_iops_device").write_text(f"{majmin} {THROTTLE_IOPS}\n")
+    try:
+        yield loop_device, group
+    finally:
+        group.rmdir()  # refused while a process is still in it: the process under test has exited
+
+
 @pytest.fixture
 def shared_traces() -> Path:
     if not SHARED_TRACES.is_dir():

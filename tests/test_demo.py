@@ -72,13 +72,23 @@ def test_live_part_captures_replays_compares_and_cleans_up(tmp_path):
     assert set(verdicts) == {"baseline", "prod", "candidate-ram", "candidate-disk"}
     assert set(verdicts.values()) <= {"pass", "FAIL"}
     assert cmp["failed"] == [n for n, v in verdicts.items() if v == "FAIL" and n != "baseline"]
-    # at 80 columns the table is split in two: the SLO rows of both, in column order
-    printed = [v for line in log.splitlines() if line.startswith("SLO ") for v in line.split()[1:]]
+    # at 80 columns the table is split in two: the SLO rows of both, in column order (step 8's table)
+    step8 = log.split("== 9. ")[0]
+    printed = [v for line in step8.splitlines() if line.startswith("SLO ") for v in line.split()[1:]]
     assert printed == [verdicts[n] for n in ("baseline", "prod", "candidate-ram", "candidate-disk")]
     assert f"iofp compare exit status: {1 if cmp['failed'] else 0}" in log
     report = (out / "comparison.html").read_text()
     for name in ("prod", "candidate-ram", "candidate-disk"):
         assert f'<section class="candidate" data-name="{name}">' in report
+    # the end: each candidate's probe cells, its headroom on the spike and on the commit-heavy sample
+    # (complete sweeps, a factor or a first-step miss), and the candidates ranked by headroom
+    for name in ("candidate-ram", "candidate-disk"):
+        assert json.loads((out / f"probe-{name}" / "probe.json").read_text())["complete"]
+        for trace in ("live", "commit-heavy"):
+            h = json.loads((out / f"headroom-{trace}-{name}" / "headroom.json").read_text())
+            assert h["status"] == "complete" and h["headroom"]["bound"] != "none", h["headroom"]
+    ranked = log.split("== 12.")[1]
+    assert "\nheadroom " in ranked and "c3 x1 commits/s" in ranked, ranked
     assert _scratch_devices() == before
 
 

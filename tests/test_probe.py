@@ -8,12 +8,11 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
-from conftest import REPO, destroy_loop_device, make_loop_device, needs_fio, needs_root
+from conftest import REPO, THROTTLE_IOPS, destroy_loop_device, make_loop_device, needs_fio, needs_root
 from helpers import run_iofp
 from test_safety import make_loop, mkfs, mount
 
@@ -182,26 +181,9 @@ def test_an_interrupt_stops_fio_and_keeps_a_valid_partial_result(sig, code, loop
 
 # ---- lab devices: the throttled device, and the fsync ladder ---------------------------------
 
-THROTTLE_IOPS = 3000
 # Measured (BENCHMARKS.md, probe): 5 repeats at 2 s per run gave 0.998-1.010 x N at QD 1-64; the
 # throttle lets a slice's budget through at the start. 3% is three times the widest deviation.
 THROTTLE_TOLERANCE = 0.03
-
-
-@pytest.fixture
-def throttled(loop_device):
-    """A blkio cgroup (v1) capping reads of `loop_device` at THROTTLE_IOPS; yields (device, cgroup dir)."""
-    base = Path("/sys/fs/cgroup/blkio")
-    if not (base / "blkio.throttle.read_iops_device").exists():
-        pytest.skip("needs the cgroup v1 blkio controller at /sys/fs/cgroup/blkio")
-    group = base / f"iofp-test-{uuid.uuid4().hex[:8]}"
-    group.mkdir()
-    majmin = Path(f"/sys/class/block/{Path(loop_device).name}/dev").read_text().strip()
-    (group / "blkio.throttle.read_iops_device").write_text(f"{majmin} {THROTTLE_IOPS}\n")
-    try:
-        yield loop_device, group
-    finally:
-        group.rmdir()  # refused while a process is still in it: the probe has exited
 
 
 def test_a_throttled_device_probes_at_its_cap(throttled, tmp_path):

@@ -5,6 +5,8 @@
 -- for the first I/O of a replay here) does not shift the lateness of all the others. With one I/O in
 -- that span it is the first I/O's own match, as before.
 -- The inter-arrival error is the change of the gap between consecutive matched I/Os (demanded order).
+-- The lateness growth is the median lateness of the last tenth of the matched I/Os (demanded order)
+-- minus that of the first tenth: how far the replay fell behind over the run, robust to any one I/O.
 -- Nearest-rank quantiles (quantile_disc), as fio reports its percentiles.
 WITH m AS (
     SELECT e.ts_ns AS te, r.ts_ns AS tr
@@ -22,6 +24,9 @@ anchor AS (
 ),
 late AS (
     SELECT te, tr, (tr - tr0) - (te - te0) AS late_ns FROM m, anchor
+),
+tenths AS (
+    SELECT late_ns, ntile(10) OVER (ORDER BY te, tr) AS tenth FROM late
 ),
 iat AS (
     SELECT abs((tr - lag(tr) OVER w) - (te - lag(te) OVER w)) AS err_ns
@@ -42,5 +47,7 @@ SELECT
     arg_max(late_ns, te) AS final_drift_ns,
     count(*) FILTER (WHERE abs(late_ns) > 1000000) AS late_over_1ms,
     (SELECT quantile_disc(err_ns, 0.5) FROM iat) AS iat_err_p50_ns,
-    (SELECT quantile_disc(err_ns, 0.99) FROM iat) AS iat_err_p99_ns
+    (SELECT quantile_disc(err_ns, 0.99) FROM iat) AS iat_err_p99_ns,
+    (SELECT quantile_disc(late_ns, 0.5) FILTER (WHERE tenth = 10) - quantile_disc(late_ns, 0.5) FILTER (WHERE tenth = 1)
+     FROM tenths) AS late_growth_ns
 FROM late

@@ -1,0 +1,154 @@
+"""The headroom result contract: what `iofp headroom` found on one target, typed and versioned.
+
+A headroom result directory holds this record (headroom.json, written whole after every step, so a
+sweep that was stopped leaves a valid partial record) next to each step's own replay result
+(steps/NN-xSCALE/: a complete `iofp replay` results directory, iofp/replay_result.py) and the
+replayer's ceiling run (ceiling/: fio's raw artifacts).
+
+Every figure of a step is iofp's, from its capture of the target while the step ran (the step's
+replay result). `steps` is the curve: load (time scale, demanded vs achieved rates) against latency
+p50/p99/p99.9 per op, commits included, in the order the steps ran. `headroom.factor` is the highest
+scale that passed (the SLO held and the replay kept the demanded rate); `headroom.failed_at` the
+lowest that failed, and `headroom.bound` says why the search stopped there.
+
+Readers: `iofp compare` ranks candidates by `headroom.factor` (matched by `labels`). This module
+imports no stage.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from iofp import records
+from iofp.contract import atomic_write_bytes
+from iofp.errors import BadInput
+
+KIND = "iofp-headroom-result"
+VERSION = 1
+RECORD = "headroom.json"
+STEPS_DIR = "steps"
+CEILING_DIR = "ceiling"
+OPS = ("read", "write", "commit")
+
+# Step verdicts
+PASS, FAIL, ABOVE_CEILING, STOPPED = "pass", "fail", "above the replayer's ceiling", "stopped"
+# Why the search stopped (Headroom.bound)
+BOUNDS = ("slo", "rate", "replayer", "max-scale", "budget", "first step", "none")
+
+
+@dataclass
+class Step:
+    """One replay of the selection at `scale` x its demanded rate, and how it was judged."""
+
+    scale: float
+    phase: str  # "sweep" (the rising scales) | "confirm" (a failed sweep step run again) | "bisect"
+    dir: str | None  # the step's replay results directory, relative; None when not run
+    verdict: str  # PASS | FAIL | ABOVE_CEILING | STOPPED
+    demanded_iops: float | None = None  # data I/Os per second the step asked for
+    achieved_iops: float | None = None  # iofp's capture
+    demanded_commits_per_s: float | None = None
+    commits_per_s: float | None = None  # iofp's capture (sync calls)
+    latency_ns: dict[str, dict[str, float | None]] = field(default_factory=dict)  # op -> p50/p99/p99.9
+    fidelity: str = "not measured"  # the step's fidelity verdict, or why there is none
+    iops_mape: float | None = None
+    stretch: float | None = None
+    late_growth_us: float | None = None
+    slo_failures: list[str] = field(default_factory=list)
+    rate_failures: list[str] = field(default_factory=list)  # the demanded rate not kept: why
+    saturation: str | None = None  # "device" | "replayer" when the rate was not kept
+    wall_s: float = 0.0
+
+
+@dataclass
+class Ceiling:
+    """How fast fio can issue this plan on this machine: its iologs replayed unpaced
+    (replay_no_stall) onto a RAM file with the same engines and depths, per job and in total."""
+
+    status: str  # "measured" | "not measured"
+    how: str = ""
+    total_iops: float | None = None  # data I/Os and sync calls per second, all jobs together
+    per_job: dict[str, float] = field(default_factory=dict)  # job name -> its I/Os per second
+    demanded_per_job: dict[str, float] = field(default_factory=dict)  # at 1x, for the same jobs
+    reason: str | None = None
+
+    def scale_limit(self) -> float | None:
+        """The time scale at which some job (or all together) would demand more than fio issued."""
+        limits = [
+            c / self.demanded_per_job[j] for j, c in self.per_job.items() if self.demanded_per_job.get(j)
+        ]
+        total = sum(self.demanded_per_job.values())
+        if self.total_iops and total:
+            limits.append(self.total_iops / total)
+        return min(limits) if limits else None
+
+
+@dataclass
+class Headroom:
+    factor: float | None  # the highest scale that passed; None when none did
+    failed_at: float | None  # the lowest scale that failed (or could not be run)
+    bound: str  # one of BOUNDS
+    finding: str  # the sentence a person reads
+
+
+@dataclass
+class HeadroomResult:
+    tool_version: str
+    host: str
+    kernel: str
+    started: str  # ISO 8601
+    trace: dict[str, Any]  # path, source, host
+    target: dict[str, Any]  # path, name, kind, size
+    labels: dict[str, str]
+    slo: str
+    settings: dict[str, Any]  # scales, max_scale, precision, budget, selection, the replay options
+    selection: str  # how the selection was made (the replay's `selection.how`)
+    demand: dict[str, Any]  # at 1x: data_ios, syncs, span_s, iops, commits_per_s
+    ceiling: Ceiling
+    steps: list[Step] = field(default_factory=list)
+    headroom: Headroom | None = None
+    status: str = "complete"  # "complete" | "partial" (stopped by a signal)
+    interrupted: str | None = None
+    wall_s: float = 0.0
+    kind: str = KIND
+    version: int = VERSION
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> HeadroomResult:
+        d = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
+        d["ceiling"] = Ceiling(**d["ceiling"])
+        d["steps"] = [Step(**s) for s in d.get("steps") or []]
+        d["headroom"] = None if d.get("headroom") is None else Headroom(**d["headroom"])
+        return cls(**d)
+
+
+def write(root: Path, result: HeadroomResult) -> Path:
+    """Write the record whole (temp file and rename): a reader never sees half of one."""
+    path = Path(root) / RECORD
+    atomic_write_bytes(path, json.dumps(result.to_dict(), indent=2, default=str).encode())
+    return path
+
+
+def is_result(path: Path | str) -> bool:
+    p = Path(path)
+    return (p / RECORD).is_file() if p.is_dir() else p.name == RECORD
+
+
+def load(path: Path | str) -> tuple[Path, HeadroomResult]:
+    """The record of a headroom directory (or its headroom.json), checked; BadInput if it is not one."""
+    f, doc = records.read(path, RECORD, KIND, VERSION, "headroom")
+    try:
+        return f.parent, HeadroomResult.from_dict(doc)
+    except (TypeError, KeyError, ValueError) as e:
+        raise BadInput(f"{f}: not a complete headroom result ({e}); run the sweep again") from None
+
+
+__all__ = [
+    "ABOVE_CEILING", "BOUNDS", "FAIL", "KIND", "PASS", "RECORD", "STOPPED", "VERSION", "Ceiling",
+    "Headroom", "HeadroomResult", "Step", "is_result", "load", "write",
+]  # fmt: skip

@@ -1,0 +1,32 @@
+"""Versioned JSON records (a probe's probe.json, a sweep's headroom.json): read and checked in one
+place, so that every result contract refuses a foreign, damaged or other-version file the same way,
+in one line naming the file and the fix. Imports no stage."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from iofp.errors import BadInput
+
+
+def read(path: Path | str, record: str, kind: str, version: int, command: str) -> tuple[Path, dict[str, Any]]:
+    """The record `record` of a result directory written by `iofp COMMAND` (or the file itself),
+    with its `kind` and `version` checked: (the file, its parsed JSON object)."""
+    p = Path(path)
+    f = p / record if p.is_dir() else p
+    noun = f"{command} result"
+    try:
+        doc = json.loads(f.read_text())
+    except OSError as e:
+        raise BadInput(
+            f"{f}: cannot read it ({e.strerror}); pass a directory written by `iofp {command}`"
+        ) from None
+    except ValueError as e:
+        raise BadInput(f"{f}: not valid JSON ({e})") from None
+    if not isinstance(doc, dict) or doc.get("kind") != kind:
+        raise BadInput(f"{f}: not an iofp {noun}")
+    if doc.get("version") != version:
+        raise BadInput(f"{f}: {noun} v{doc.get('version')}; this iofp reads v{version}")
+    return f, doc

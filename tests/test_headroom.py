@@ -1,0 +1,258 @@
+"""`iofp headroom` on lab devices: a device throttled to N IOPS holds a selection demanding D for about
+N/D times, and says the device gave out; the RAM loop holds the commit-heavy sample far longer than
+the direct-io disk loop; a scale past the replayer's ceiling is reported as the replayer's limit; bad
+input is one line before any I/O; a stop signal keeps the steps done as a partial result."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from conftest import REPO, THROTTLE_IOPS, destroy_loop_device, make_loop_device, needs_fio, needs_root
+from helpers import run_iofp, write_trace
+
+from iofp import headroom_result as hr
+from replay import headroom
+
+IOFP = REPO / ".venv" / "bin" / "iofp"
+COMMIT_HEAVY = REPO / "samples" / "traces" / "commit-heavy"
+DEMAND_IOPS = 1000  # the read trace's rate: the throttle's N / D = 3
+
+
+@pytest.fixture(scope="module")
+def reads(tmp_path_factory) -> Path:
+    """2 s of 4 KiB random reads at DEMAND_IOPS from one process, one at a time (a psync QD1 job)."""
+    n = 2 * DEMAND_IOPS
+    return write_trace(
+        tmp_path_factory.mktemp("t") / "reads",
+        {
+            "ts_ns": [i * 1_000_000_000 // DEMAND_IOPS for i in range(n)],
+            "offset": [(i * 7919 % 16000) * 4096 for i in range(n)],
+            "size": [4096] * n,
+            "op": ["read"] * n,
+            "pid": [100] * n,
+            "lat_ns": [100_000] * n,
+        },
+    )
+
+
+# ---- no I/O: the options and the rules ------------------------------------------------------
+
+
+def test_the_scales_climb_then_double_to_the_max():
+    assert list(headroom.rising((1.0, 1.5, 2.0, 3.0, 4.0), 32)) == [1, 1.5, 2, 3, 4, 8, 16, 32]
+    assert list(headroom.rising((1.0, 3.0), 5)) == [1, 3, 5]
+    assert headroom.parse_scales("2, 1,1.5") == (1.0, 1.5, 2.0)
+    assert headroom.parse_precision("5%") == 0.05 and headroom.parse_precision("0.1") == 0.1
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--slo", "p99<2"], "iofp: --slo term 'p99<2': expected terms joined by ','"),
+        (["--slo", "p101<=1ms"], "iofp: --slo term 'p101<=1ms': expected terms joined by ','"),
+        (["--slo", "p99<=fast"], "iofp: --slo term 'p99<=fast': expected terms joined by ','"),
+        (["--slo", "disk.p99<=1ms"], "iofp: --slo term 'disk.p99<=1ms': expected terms joined by ','"),
+        (["--slo", "p99<=2ms", "--scales", "1,0"], "iofp: --scales 1,0: '0' is not a scale > 0;"),
+        (["--slo", "p99<=2ms", "--scales", "1,-2"], "iofp: --scales 1,-2: '-2' is not a scale > 0;"),
+        (["--slo", "p99<=2ms", "--scales", "1,x"], "iofp: --scales 1,x: 'x' is not a scale > 0;"),
+        (["--slo", "p99<=2ms", "--scales", "1,64"], "iofp: --scales 64 is above --max-scale 32;"),
+        (["--slo", "p99<=2ms", "--precision", "150%"], "iofp: --precision 150%: must be between"),
+    ],
+)
+def test_bad_options_are_one_line_before_anything(args, message, tmp_path):
+    out = tmp_path / "h"
+    code, stdout, err = run_iofp("headroom", COMMIT_HEAVY, "--target", "/dev/null", "-o", out, *args)
+    assert code == 2 and stdout == "" and len(err.splitlines()) == 1 and err.startswith(message), err
+    assert not out.exists()
+
+
+# ---- lab devices -----------------------------------------------------------------------------
+
+
+@needs_root
+@needs_fio
+def test_a_target_smaller_than_the_selection_is_refused_before_any_io(tmp_path):
+    dev, backing = make_loop_device(4)
+    out = tmp_path / "h"
+    try:
+        before = Path(f"/sys/block/{Path(dev).name}/stat").read_text()
+        code, stdout, err = run_iofp("headroom", COMMIT_HEAVY, "--between", "5", "6", "--target", dev,
+                                     "--slo", "p99<=2ms", "-o", out)  # fmt: skip
+        after = Path(f"/sys/block/{Path(dev).name}/stat").read_text()
+    finally:
+        destroy_loop_device(dev, backing)
+    assert code == 2 and stdout == "" and len(err.splitlines()) == 1 and "--fold" in err, err
+    assert before.split()[4:8] == after.split()[4:8]  # not one write reached it (reads: the safety probe)
+    assert not out.exists()
+
+
+@needs_root
+@needs_fio
+def test_a_throttled_device_holds_n_over_d(throttled, reads, tmp_path):
+    """N = 3,000 read IOPS (blkio throttle), D = 1,000: the headroom is about 3x, the device's limit."""
+    dev, group = throttled
+    out = tmp_path / "h"
+
+    def join_group() -> None:  # iofp, and the fio it starts, run under the throttle
+        (group / "cgroup.procs").write_text(str(os.getpid()))
+
+    t0 = time.monotonic()
+    proc = subprocess.run(
+        [str(IOFP), "headroom", str(reads), "--target", str(dev), "--slo", "p99<=50ms", "--budget", "8",
+         "--label", "device=throttled", "-o", str(out)],
+        cwd=REPO, capture_output=True, text=True, preexec_fn=join_group, timeout=300,
+    )  # fmt: skip
+    wall = time.monotonic() - t0
+    assert proc.returncode == 0, proc.stderr
+    _, res = hr.load(out)
+    h = res.headroom
+    print(proc.stdout, f"\nwall {wall:.0f} s")
+    expected = THROTTLE_IOPS / DEMAND_IOPS
+    assert abs(h.factor / expected - 1) <= 0.15, h
+    assert h.bound == "rate", h  # the device did not keep the rate (not the SLO, not the replayer)
+    first_fail = next(s for s in res.steps if s.scale == h.failed_at)
+    assert first_fail.saturation == "device" and first_fail.rate_failures, first_fail
+    assert (h.failed_at - h.factor) / h.factor <= 0.05 or len([s for s in res.steps if s.dir]) == 8
+    assert len([s for s in res.steps if s.dir]) <= 8  # the bisection kept to its budget
+    for s in res.steps:  # every step ran is a whole replay result, judged by iofp's capture
+        assert s.dir is None or json.loads((out / s.dir / "results.json").read_text())["status"] == "complete"
+    passed = [s for s in res.steps if s.verdict == hr.PASS]
+    assert all(s.achieved_iops >= 0.95 * s.demanded_iops for s in passed)
+    assert f"throttled holds p99<=50ms up to {h.factor:g}x today's rate" in proc.stdout
+
+
+@needs_root
+@needs_fio
+def test_a_scale_above_the_replayers_ceiling_is_the_replayers_limit(reads, tmp_path):
+    dev, backing = make_loop_device(64)
+    out = tmp_path / "h"
+    try:
+        code, stdout, err = run_iofp("headroom", reads, "--target", dev, "--slo", "p99<=50ms",
+                                     "--scales", "1,5000", "--max-scale", "5000", "--budget", "1",
+                                     "-o", out)  # fmt: skip
+    finally:
+        destroy_loop_device(dev, backing)
+    assert code == 0, err
+    _, res = hr.load(out)
+    assert res.ceiling.status == "measured" and res.ceiling.total_iops > 10 * DEMAND_IOPS
+    limit = res.ceiling.scale_limit()
+    top = next(s for s in res.steps if s.scale == 5000)
+    assert top.verdict == hr.ABOVE_CEILING and top.dir is None and top.saturation == "replayer"
+    assert [s.scale for s in res.steps if s.dir] == [1.0]  # nothing above the ceiling was run
+    assert all(s.verdict == hr.ABOVE_CEILING for s in res.steps if s.scale > limit)
+    assert res.headroom.bound == "replayer" and res.headroom.factor == 1.0
+    assert "the replayer's limit, not the device's" in stdout
+
+
+@needs_root
+@needs_fio
+def test_the_ram_loop_has_far_more_headroom_than_the_disk_loop(tmp_path):
+    """The commit-heavy sample (1,500 fdatasync'd appends/s): the fsync ladder of lab-devices.md.
+    Measured (BENCHMARKS.md, headroom): RAM loop 8.5-8.75x, disk loop ~2x."""
+    factors = {}
+    for name, where, direct in (("ram", "/dev/shm", False), ("disk", "/tmp", True)):
+        dev, backing = make_loop_device(256, direct_io=direct, where=where)
+        try:
+            code, _, err = run_iofp("headroom", COMMIT_HEAVY, "--between", "5", "6.5", "--target", dev,
+                                    "--slo", "commit.p99<=2ms", "--scales", "1,2,4,8", "--precision", "25%",
+                                    "--budget", "6", "--label", f"device={name}",
+                                    "-o", tmp_path / name)  # fmt: skip
+            assert code == 0, err
+            code, _, err = run_iofp("probe", dev, "--cells", "commit", "--runtime", "1s", "--label",
+                                    f"device={name}", "-o", tmp_path / f"probe-{name}")  # fmt: skip
+            assert code == 0, err
+        finally:
+            destroy_loop_device(dev, backing)
+        factors[name] = hr.load(tmp_path / name)[1].headroom.factor
+    print("headroom factors", factors)
+    assert factors["disk"] is not None and factors["ram"] >= 2 * factors["disk"], factors
+
+    # compare ranks them by headroom (the disk loop given first), the probe's commit cell beside
+    dirs = [tmp_path / "disk", tmp_path / "ram", tmp_path / "probe-disk", tmp_path / "probe-ram"]
+    code, out, err = run_iofp("compare", *dirs)
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0].split() == ["ram", "disk"]
+    assert lines[[x.split(" ")[0] for x in lines].index("headroom")].split()[1:] == [
+        f"{factors['ram']:g}x",
+        f"{factors['disk']:g}x",
+    ]
+    assert any(x.startswith("c3 x1 commits/s") for x in lines) and all(len(x) <= 80 for x in lines), out
+
+
+@needs_root
+@needs_fio
+def test_a_stop_signal_stops_fio_and_keeps_the_steps_done(reads, tmp_path):
+    dev, backing = make_loop_device(64)
+    out = tmp_path / "h"
+    try:
+        proc = subprocess.Popen(
+            [str(IOFP), "headroom", str(reads), "--target", dev, "--slo", "p99<=50ms", "-o", str(out)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as a terminal starts it
+        )  # fmt: skip
+        fio_cmd = out / hr.STEPS_DIR / "02-x1.5" / "fio.cmd"
+        deadline = time.monotonic() + 120
+        while not fio_cmd.exists():
+            assert time.monotonic() < deadline and proc.poll() is None, "step 2 never started"
+            time.sleep(0.02)
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        stdout, err = proc.communicate(timeout=120)
+    finally:
+        destroy_loop_device(dev, backing)
+    assert proc.returncode == 130, err
+    assert err.splitlines()[-1] == (
+        "iofp: interrupted (SIGINT) after 1 step; fio was stopped, and the steps done so far are kept "
+        "as a partial result"
+    )
+    _, res = hr.load(out)
+    assert res.status == "partial" and res.interrupted == "SIGINT"
+    assert [(s.scale, s.verdict) for s in res.steps] == [(1.0, hr.PASS), (1.5, hr.STOPPED)]
+    step2 = json.loads((out / hr.STEPS_DIR / "02-x1.5" / "results.json").read_text())
+    assert step2["status"] == "partial" and step2["interrupted"].startswith("SIGINT while fio ran")
+    assert "1x" in stdout and "PARTIAL" in stdout
+    assert not [p for p in Path("/proc").iterdir() if p.name.isdigit() and _names(p, out)]
+
+
+def _names(proc: Path, out: Path) -> bool:
+    try:
+        return str(out).encode() in (proc / "cmdline").read_bytes()
+    except OSError:
+        return False
+
+
+def _result(steps: list[hr.Step]) -> hr.HeadroomResult:
+    return hr.HeadroomResult(
+        tool_version="t", host="h", kernel="k", started="s", trace={}, target={"path": "/dev/loop9"},
+        labels={"device": "cand"}, slo="p99<=2ms", settings={"selection": {"regime": "spike"}},
+        selection="spike", demand={"iops": 1000.0, "commits_per_s": None}, ceiling=hr.Ceiling("measured"),
+        steps=steps,
+    )  # fmt: skip
+
+
+def test_the_finding_names_the_bound_and_the_load():
+    opts = headroom.HeadroomOptions(replay=None, slo=None, max_scale=8, precision=0.05, budget=12)  # type: ignore[arg-type]
+    ok = lambda x: hr.Step(x, "sweep", "d", hr.PASS)  # noqa: E731
+    slo_miss = hr.Step(2.2, "bisect", "d", hr.FAIL, slo_failures=["read p99 3.10 ms > 2.00 ms"])
+    h = headroom.conclude(_result([ok(1), ok(2), slo_miss, ok(2.1)]), opts)
+    assert (h.factor, h.failed_at, h.bound) == (2.1, 2.2, "slo")
+    assert h.finding == (
+        "cand holds p99<=2ms up to 2.1x today's spike (2,100 IOPS); at 2.2x read p99 3.10 ms > 2.00 ms"
+    )
+    h = headroom.conclude(_result([ok(1), ok(4), ok(8)]), opts)
+    assert (h.factor, h.bound) == (8, "max-scale") and "up to at least 8x" in h.finding
+    above = hr.Step(16, "sweep", None, hr.ABOVE_CEILING, saturation="replayer", rate_failures=["x"])
+    h = headroom.conclude(_result([ok(1), above]), opts)
+    assert h.bound == "replayer" and "the replayer's limit, not the device's" in h.finding
+    assert "not bisected to 5%" in h.finding
+    h = headroom.conclude(
+        _result([hr.Step(1, "sweep", "d", hr.FAIL, rate_failures=["r"], saturation="device")]), opts
+    )
+    assert (h.factor, h.bound) == (None, "first step") and h.finding.startswith("cand misses p99<=2ms at 1x")
