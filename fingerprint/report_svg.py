@@ -99,60 +99,54 @@ class Chart:
         return x0, x1, y0, y1 * (1.0 if self.log_y or self.y_range else 1.05)
 
     def svg(self) -> str:
-        x0, x1, y0, y1 = self._bounds()
-        pw, ph = self.width - self.L - self.R, self.height - self.T - self.B
-
-        def fx(x: float) -> float:
-            if self.log_x:
-                x = max(x, x0)
-                return self.L + pw * (math.log10(x) - math.log10(x0)) / (math.log10(x1) - math.log10(x0))
-            return self.L + pw * (x - x0) / (x1 - x0)
-
-        def fy(y: float) -> float:
-            if self.log_y:
-                y = max(y, y0)
-                return self.T + ph * (
-                    1 - (math.log10(y) - math.log10(y0)) / (math.log10(y1) - math.log10(y0))
-                )
-            return self.T + ph * (1 - (y - y0) / (y1 - y0))
-
+        a = _Area(self)
         out = [
             f'<svg class="{self.css}" {self.attrs} width="{self.width}" height="{self.height}" '
             f'viewBox="0 0 {self.width} {self.height}" role="img" aria-label="{html.escape(self.title)}">',
             f'<text x="{self.L}" y="16" font-size="12" font-weight="bold">{html.escape(self.title)}</text>',
         ]
-        for a, z, color, attrs in self.spans:
-            a, z = max(a, x0), min(z, x1)
-            if z > a:
+        for lo, hi, color, attrs in self.spans:
+            lo, hi = max(lo, a.x0), min(hi, a.x1)
+            if hi > lo:
                 out.append(
-                    f'<rect {attrs} x="{fx(a):.1f}" y="{self.T}" width="{max(fx(z) - fx(a), 0.8):.1f}" '
-                    f'height="{ph}" fill="{color}"/>'
+                    f'<rect {attrs} x="{a.fx(lo):.1f}" y="{a.T}" width="{max(a.fx(hi) - a.fx(lo), 0.8):.1f}" '
+                    f'height="{a.ph}" fill="{color}"/>'
                 )
-        xt = log_ticks(x0, x1) if self.log_x else nice_ticks(x0, x1)
-        yt = log_ticks(y0, y1) if self.log_y else nice_ticks(y0, y1)
-        for t in xt:
-            X = fx(t)
-            out.append(f'<line x1="{X:.1f}" y1="{self.T}" x2="{X:.1f}" y2="{self.T + ph}" stroke="#eee"/>')
+        out += self._axes(a) + self._lines(a) + self._marks(a)
+        out.append("</svg>")
+        return "\n".join(out)
+
+    def _axes(self, a: _Area) -> list[str]:
+        """Gridlines with their round-number ticks, the frame and the axis labels."""
+        out = []
+        for t in log_ticks(a.x0, a.x1) if self.log_x else nice_ticks(a.x0, a.x1):
+            X = a.fx(t)
+            out.append(f'<line x1="{X:.1f}" y1="{a.T}" x2="{X:.1f}" y2="{a.T + a.ph}" stroke="#eee"/>')
             out.append(
-                f'<text class="tick x" x="{X:.1f}" y="{self.T + ph + 14}" font-size="10" '
+                f'<text class="tick x" x="{X:.1f}" y="{a.T + a.ph + 14}" font-size="10" '
                 f'text-anchor="middle">{fmt(t)}</text>'
             )
-        for t in yt:
-            Y = fy(t)
-            out.append(f'<line x1="{self.L}" y1="{Y:.1f}" x2="{self.L + pw}" y2="{Y:.1f}" stroke="#eee"/>')
+        for t in log_ticks(a.y0, a.y1) if self.log_y else nice_ticks(a.y0, a.y1):
+            Y = a.fy(t)
+            out.append(f'<line x1="{a.L}" y1="{Y:.1f}" x2="{a.L + a.pw}" y2="{Y:.1f}" stroke="#eee"/>')
             out.append(
-                f'<text class="tick y" x="{self.L - 4}" y="{Y + 3:.1f}" font-size="10" '
+                f'<text class="tick y" x="{a.L - 4}" y="{Y + 3:.1f}" font-size="10" '
                 f'text-anchor="end">{fmt(t)}</text>'
             )
-        out.append(f'<rect x="{self.L}" y="{self.T}" width="{pw}" height="{ph}" fill="none" stroke="#888"/>')
+        out.append(f'<rect x="{a.L}" y="{a.T}" width="{a.pw}" height="{a.ph}" fill="none" stroke="#888"/>')
         out.append(
-            f'<text x="{self.L + pw / 2:.0f}" y="{self.height - 6}" font-size="11" '
+            f'<text x="{a.L + a.pw / 2:.0f}" y="{self.height - 6}" font-size="11" '
             f'text-anchor="middle">{html.escape(self.x_label)}</text>'
         )
         out.append(
-            f'<text font-size="11" text-anchor="middle" transform="translate(12,{self.T + ph / 2:.0f}) '
+            f'<text font-size="11" text-anchor="middle" transform="translate(12,{a.T + a.ph / 2:.0f}) '
             f'rotate(-90)">{html.escape(self.y_label)}</text>'
         )
+        return out
+
+    def _lines(self, a: _Area) -> list[str]:
+        """Each series as a polyline (a step CDF goes across, then up)."""
+        out = []
         for i, s in enumerate(self.series):
             color = s.color or PALETTE[i % len(PALETTE)]
             pts = []
@@ -161,44 +155,73 @@ class Chart:
                 if y is None or (self.log_x and x <= 0) or (self.log_y and y <= 0):
                     continue
                 if s.step and prev is not None:
-                    pts.append(f"{fx(x):.1f},{fy(prev):.1f}")
-                pts.append(f"{fx(x):.1f},{fy(y):.1f}")
+                    pts.append(f"{a.fx(x):.1f},{a.fy(prev):.1f}")
+                pts.append(f"{a.fx(x):.1f},{a.fy(y):.1f}")
                 prev = y
             dash = f' stroke-dasharray="{s.dash}"' if s.dash else ""
             out.append(
                 f'<polyline data-line="{html.escape(s.name)}" fill="none" stroke="{color}" '
                 f'stroke-width="{s.width}"{dash} points="{" ".join(pts)}"/>'
             )
+        return out
+
+    def _marks(self, a: _Area) -> list[str]:
+        """Reference lines (an SLO, a knee) and labelled points."""
+        out = []
         for y, label, color in self.hlines:
-            if y0 <= y <= y1:
-                Y = fy(y)
+            if a.y0 <= y <= a.y1:
+                Y = a.fy(y)
                 out.append(
-                    f'<line class="ref h" x1="{self.L}" y1="{Y:.1f}" x2="{self.L + pw}" y2="{Y:.1f}" '
+                    f'<line class="ref h" x1="{a.L}" y1="{Y:.1f}" x2="{a.L + a.pw}" y2="{Y:.1f}" '
                     f'stroke="{color}" stroke-dasharray="5 3" stroke-width="1.5"/>'
                 )
                 out.append(
-                    f'<text x="{self.L + pw - 4}" y="{Y - 4:.1f}" font-size="10" text-anchor="end" '
+                    f'<text x="{a.L + a.pw - 4}" y="{Y - 4:.1f}" font-size="10" text-anchor="end" '
                     f'fill="{color}">{html.escape(label)}</text>'
                 )
         for x, label, color in self.vlines:
-            if x0 <= x <= x1:
-                X = fx(x)
+            if a.x0 <= x <= a.x1:
+                X = a.fx(x)
                 out.append(
-                    f'<line class="ref v" x1="{X:.1f}" y1="{self.T}" x2="{X:.1f}" y2="{self.T + ph}" '
+                    f'<line class="ref v" x1="{X:.1f}" y1="{a.T}" x2="{X:.1f}" y2="{a.T + a.ph}" '
                     f'stroke="{color}" stroke-dasharray="5 3" stroke-width="1.5"/>'
                 )
                 out.append(
-                    f'<text x="{X + 4:.1f}" y="{self.T + 12}" font-size="10" fill="{color}">'
+                    f'<text x="{X + 4:.1f}" y="{a.T + 12}" font-size="10" fill="{color}">'
                     f"{html.escape(label)}</text>"
                 )
         for x, y, label, color in self.points:
-            out.append(f'<circle class="mark" cx="{fx(x):.1f}" cy="{fy(y):.1f}" r="5" fill="{color}"/>')
+            out.append(f'<circle class="mark" cx="{a.fx(x):.1f}" cy="{a.fy(y):.1f}" r="5" fill="{color}"/>')
             out.append(
-                f'<text x="{fx(x) + 7:.1f}" y="{fy(y) - 7:.1f}" font-size="11" fill="{color}">'
+                f'<text x="{a.fx(x) + 7:.1f}" y="{a.fy(y) - 7:.1f}" font-size="11" fill="{color}">'
                 f"{html.escape(label)}</text>"
             )
-        out.append("</svg>")
-        return "\n".join(out)
+        return out
+
+
+class _Area:
+    """A chart's plot area: its data bounds and the data -> pixel maps (linear or log)."""
+
+    def __init__(self, c: Chart) -> None:
+        self.x0, self.x1, self.y0, self.y1 = c._bounds()
+        self.log_x, self.log_y, self.L, self.T = c.log_x, c.log_y, c.L, c.T
+        self.pw, self.ph = c.width - c.L - c.R, c.height - c.T - c.B
+
+    def fx(self, x: float) -> float:
+        if self.log_x:
+            x = max(x, self.x0)
+            return self.L + self.pw * (math.log10(x) - math.log10(self.x0)) / (
+                math.log10(self.x1) - math.log10(self.x0)
+            )
+        return self.L + self.pw * (x - self.x0) / (self.x1 - self.x0)
+
+    def fy(self, y: float) -> float:
+        if self.log_y:
+            y = max(y, self.y0)
+            return self.T + self.ph * (
+                1 - (math.log10(y) - math.log10(self.y0)) / (math.log10(self.y1) - math.log10(self.y0))
+            )
+        return self.T + self.ph * (1 - (y - self.y0) / (self.y1 - self.y0))
 
 
 def legend(names: list[tuple[str, str]]) -> str:
