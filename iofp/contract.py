@@ -45,7 +45,7 @@ OPS = ("read", "write", "discard", "flush")
 IO_SCHEMA = pa.schema(
     [
         pa.field("ts_ns", pa.int64(), nullable=False),  # issue to driver, ns since capture start
-        pa.field("queue_ns", pa.int64()),  # entered the block layer, ns since capture start
+        pa.field("queue_ns", pa.int64()),  # entered the block layer, ns since start; null for a flush
         pa.field("lat_ns", pa.int64()),  # issue to completion
         pa.field("device", pa.dictionary(pa.int32(), pa.string()), nullable=False),
         pa.field("offset", pa.int64(), nullable=False),  # bytes
