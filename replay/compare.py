@@ -156,7 +156,15 @@ def _join(cmp: Comparison, headrooms: Headrooms, probes: list[pr.ProbeResult]) -
         else:
             row.probe = probe_cells(p)
     if headrooms:
-        cmp.rows.sort(key=lambda r: -(r.headroom or {}).get("factor", 0) if r.headroom else 1)
+        cmp.rows.sort(key=rank)
+
+
+def rank(row: Row) -> tuple[bool, float]:
+    """Most headroom first; a candidate that missed at 1x (no factor: below 1x) after every factor,
+    and one without a headroom result last."""
+    if row.headroom is None:
+        return True, 0.0
+    return False, -(row.headroom.get("factor") or 0.0)
 
 
 def probe_cells(p: pr.ProbeResult) -> list[dict[str, Any]]:

@@ -203,3 +203,15 @@ def test_without_a_capture_the_figures_are_fios_and_say_so(two_stream_results):
     assert "latency from: fio" in compare.render(
         compare.compare([two_stream_results["pid"]], slo.parse([])), "table"
     )
+
+
+def test_a_candidate_that_missed_at_1x_ranks_after_every_factor_and_before_none():
+    """A headroom sweep whose first step failed has no factor (below 1x): the demo's disk loop on
+    the market-open spike. It used to stop compare with a TypeError."""
+
+    def row(name: str, headroom: dict | None) -> compare.Row:
+        return compare.Row(name, "r", "candidate", 1.0, 1.0, None, "replay capture", headroom=headroom)
+
+    rows = [row("none", None), row("first-step", {"factor": None, "bound": "first step"}),
+            row("half", {"factor": 0.5}), row("eight", {"factor": 8.0})]  # fmt: skip
+    assert [r.name for r in sorted(rows, key=compare.rank)] == ["eight", "half", "first-step", "none"]
