@@ -57,14 +57,16 @@ def test_regime_scope_and_missing_figures() -> None:
 
 def test_cli_prints_the_check_exits_1_on_a_failure_and_2_on_a_bad_spec(tmp_path: Path) -> None:
     a = SAMPLES / "market-open.fp.json"
-    code, stdout, _ = run_iofp("diff", str(a), str(a), "--tolerances", "regime=phases")
+    # the same job's demand on another device (diff refuses a fingerprint diffed with itself)
+    q2 = SAMPLES / "market-open-q2.fp.json"
+    code, stdout, _ = run_iofp("diff", str(a), str(q2), "--tolerances", "regime=phases")
     assert code == 0 and "every demand metric within tolerance" in stdout
     code, stdout, _ = run_iofp(
-        "diff", str(a), str(SAMPLES / "commit-heavy.fp.json"), "--tolerances", "default", "--json"
+        "diff", str(a), str(SAMPLES / "commit-heavy.fp.json"), "--tolerances", "default", "--json", "-"
     )
     doc = json.loads(stdout)
     assert code == 1 and doc["tolerance"]["passed"] is False
     assert {r["key"] for r in doc["tolerance"]["rows"] if r["status"] == "FAIL"} >= {"iops", "read_share"}
     assert "verdict" in doc  # diff's own comparison is still there
-    code, _, stderr = run_iofp("diff", str(a), str(a), "--tolerances", "iops=5")
+    code, _, stderr = run_iofp("diff", str(a), str(q2), "--tolerances", "iops=5")
     assert (code, stderr.strip()) == (2, "iofp: --tolerances iops=5: give the limit in percent, e.g. 5%")
