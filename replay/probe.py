@@ -12,7 +12,6 @@ it is one.
 from __future__ import annotations
 
 import platform
-import shutil
 import socket
 import time
 from collections.abc import Callable
@@ -23,7 +22,7 @@ from iofp import __version__
 from iofp import probe_result as pr
 from iofp.contract import device_facts
 from iofp.errors import BadInput, Refused
-from replay import fiocaps, interrupt, probe_fio, probe_knee, probe_like, probe_steady, safety
+from replay import fiocaps, interrupt, probe_fio, probe_knee, probe_like, probe_steady, results, safety
 from replay.probe_capture import CommitCapture
 from replay.probe_plan import MIN_PROBED, SEQ_BS, TAIL_LOAD, ProbeOptions, RunSpec, plan, size_text
 
@@ -175,20 +174,7 @@ def _check_target(target: safety.Target, opts: ProbeOptions) -> int:
 def prepare_output(out: Path, force: bool) -> Path:
     """Make `out` ready: refused when it holds anything unless --force, which removes a previous
     probe's artifacts (and only those)."""
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        if not force or not out.is_dir():
-            raise BadInput(f"{out} already exists and is not empty; pass --force or choose another --output")
-        for name in (pr.RECORD, pr.RUNS_DIR, pr.CAPTURE_DIR):
-            p = out / name
-            if p.is_dir() and not p.is_symlink():
-                shutil.rmtree(p)
-            else:
-                p.unlink(missing_ok=True)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise BadInput(f"cannot write the probe's results to {out}: {e.strerror}") from None
-    return out
+    return results.prepare_dir(out, force, (pr.RECORD, pr.RUNS_DIR, pr.CAPTURE_DIR), "the probe's results")
 
 
 def _target_record(target: safety.Target, probed: int) -> pr.Target:
