@@ -48,6 +48,10 @@ PRODUCT = ("iofp", *STAGES, TOP)
 SQL = re.compile(r"\b(SELECT|INSERT INTO|CREATE (OR REPLACE )?(TABLE|VIEW)|COPY|DELETE)\b[\s\S]*\bFROM\b")
 
 
+def product_modules() -> list[Path]:
+    return [p for package in PRODUCT for p in sorted((REPO / package).rglob("*.py"))]
+
+
 def sql_strings(path: Path) -> list[int]:
     """Lines of `path` where a string constant holds a query."""
     tree = ast.parse(path.read_text())
@@ -56,12 +60,7 @@ def sql_strings(path: Path) -> list[int]:
 
 
 def test_no_sql_in_python_strings():
-    offenders = {
-        str(p.relative_to(REPO)): lines
-        for package in PRODUCT
-        for p in sorted((REPO / package).rglob("*.py"))
-        if (lines := sql_strings(p))
-    }
+    offenders = {str(p.relative_to(REPO)): lines for p in product_modules() if (lines := sql_strings(p))}
     assert offenders == {}
 
 
@@ -77,8 +76,7 @@ def test_duckdb_is_opened_one_way():
     module opens a connection of its own."""
     offenders = [
         f"{p.relative_to(REPO)}:{n.lineno}"
-        for package in PRODUCT
-        for p in sorted((REPO / package).rglob("*.py"))
+        for p in product_modules()
         if p != REPO / "iofp" / "duck.py"
         for n in ast.walk(ast.parse(p.read_text()))
         if isinstance(n, ast.Attribute) and n.attr in ("connect", "sql", "query", "execute")
