@@ -101,6 +101,27 @@ def parse_page(page: bytes, layout: _Layout) -> list[tuple[int, int, int, int]]:
     return out
 
 
+PREFIX = "iofp-witness-"  # then the owning capture's pid
+
+
+def remove_orphans(root: Path = TRACEFS) -> list[str]:
+    """Remove the witness instances of captures that are gone (kill -9 runs no clean-up): an
+    instance left enabled keeps recording, and costs every block completion on the machine a
+    second tracepoint handler. Returns the names removed."""
+    removed = []
+    with contextlib.suppress(OSError):
+        for inst in (root / "instances").glob(f"{PREFIX}*"):
+            pid = inst.name.removeprefix(PREFIX).split("-")[0]
+            if pid.isdigit() and Path(f"/proc/{pid}").exists():
+                continue  # a capture still running (or, harmlessly kept, a reused pid)
+            with contextlib.suppress(OSError):
+                (inst / EVENT / "enable").write_text("0")
+            with contextlib.suppress(OSError):
+                inst.rmdir()
+                removed.append(inst.name)
+    return removed
+
+
 def agent_threads() -> list[int]:
     """The thread ids of PID 1: the tasks whose context this VM's kernel hides from BPF."""
     with contextlib.suppress(OSError):
@@ -113,7 +134,8 @@ class CompletionWitness:
     in the context of `pids` (None: every task)."""
 
     def __init__(self, devs: list[int], pids: list[int] | None, root: Path = TRACEFS) -> None:
-        self.inst = root / "instances" / f"iofp-witness-{uuid.uuid4().hex[:8]}"
+        remove_orphans(root)
+        self.inst = root / "instances" / f"{PREFIX}{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self.inst.mkdir()
         self._fds: list[int] = []
         self._events = np.empty(0, EVENTS)

@@ -18,7 +18,9 @@ import pyarrow.parquet as pq
 import pytest
 from conftest import REPO, assert_tracer_lost_nothing, is_root, needs_fio, needs_root
 
+from bpf import witness
 from bpf.record import IO_DTYPE
+from bpf.witness import TRACEFS
 from iofp.contract import MANIFEST, REPLACED, TraceMeta, TraceWriter, open_trace
 
 IOFP = [sys.executable, "-m", "cli.app"]
@@ -159,6 +161,12 @@ def test_kill_9_leaves_only_valid_files(tmp_path: Path, loop_device: str) -> Non
     trace = open_trace(out)  # metadata from the newest file's footer
     assert "lost_io_ringbuf" in trace.meta.loss
     assert trace.meta.capture_start_ns is not None
+    # kill -9 ran no clean-up: its completion witness is left enabled, and the next capture's
+    # witness removes it (an orphan would keep recording and tax every completion)
+    orphan = [p.name for p in (TRACEFS / "instances").glob(f"{witness.PREFIX}{cap.pid}-*")]
+    assert len(orphan) == 1
+    assert witness.remove_orphans() == orphan
+    assert not list((TRACEFS / "instances").glob(f"{witness.PREFIX}{cap.pid}-*"))
 
 
 BUFFER = 4 << 20
