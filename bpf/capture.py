@@ -34,14 +34,18 @@ from bpf.devices import device_names, resolve_devices, stacked_devices
 from bpf.loader import KernelOptions
 from bpf.probe import check_syscall_tracepoints
 from bpf.record import InflightFixes, ReqBits
+from bpf.spool import Interval, Spool, read_segment, segments
 from iofp.contract import (
     IO_TABLE,
     PARQUET_DEFAULTS,
+    SPOOL,
     SYNC_TABLE,
     TraceMeta,
     TraceWriter,
     check_output_dir,
     device_facts,
+    iofp_alive,
+    read_meta,
 )
 from iofp.errors import BadInput, Interrupted, IofpError, OutputFailed, warn
 from iofp.signals import StopRequest, stop_on_signals
@@ -49,6 +53,9 @@ from iofp.signals import StopRequest, stop_on_signals
 FLUSH_TICK_S = 0.1
 MAX_PENDING_BYTES = 64 << 20  # default: write a file early rather than hold more than this in memory
 MIN_BUFFER_BYTES = 1 << 20
+# default: raw records held on disk until the CPU is free to encode them (bpf/spool.py): ~30 M
+# requests, minutes of a device's full rate; never more than half the output's free space
+SPOOL_BYTES = 2 << 30
 # Parquet's default dictionary-encodes every column: for timestamps and offsets that is a hash
 # insert per value before it falls back to plain, the writer's largest cost at full rate. Only the
 # columns with few distinct values get a dictionary; the sorted timestamps are delta-encoded (few
@@ -82,6 +89,7 @@ class CaptureOptions:
     force: bool = False
     syscalls: bool = True
     buffer_bytes: int = MAX_PENDING_BYTES  # records held before a file is written early
+    spool_bytes: int = SPOOL_BYTES  # raw records held on disk while the writer is busy; 0: none
 
 
 @dataclass
@@ -171,6 +179,8 @@ def validate(opts: CaptureOptions) -> dict[str, int]:
         raise BadInput(f"--duration must be positive, got {opts.duration_s:g}s")
     if opts.rotate_s <= 0:
         raise BadInput(f"--rotate must be positive, got {opts.rotate_s:g}s")
+    if opts.spool_bytes < 0:
+        raise BadInput(f"--spool must be 0 (no spool) or a size, got {opts.spool_bytes} bytes")
     if opts.buffer_bytes < MIN_BUFFER_BYTES:
         raise BadInput(f"--buffer must be at least 1MiB, got {opts.buffer_bytes} bytes")
     if opts.buffer_bytes > (most := max_buffer_bytes()):
@@ -192,10 +202,12 @@ class _Writer(threading.Thread):
     """Converts and writes in the background so that polling never waits for Parquet.
 
     Off the peak: the thread runs at SCHED_IDLE, on CPU time nothing else wants, so that a burst's
-    records are encoded after the burst rather than during it, at ~0.6 µs of CPU each. The capture
-    loop hurries it (back to normal priority until its queue is empty) when what it holds back
-    would break a promise: a file per --rotate interval at most one interval late, and memory
-    bounded by --buffer (the next buffer half full while one still waits)."""
+    records are encoded after the burst rather than during it, at ~0.6 µs of CPU each; intervals
+    that end while it is busy wait in the spool (bpf/spool.py), on disk. The capture loop hurries
+    it (back to normal priority until its queue is empty) when what it holds back would break a
+    promise: the spool within --spool, and memory within --buffer (an interval kept in memory
+    because the spool could not take it, and the next buffer half full). Without a spool
+    (--spool 0), also a file per --rotate interval at most one interval late."""
 
     def __init__(
         self,
@@ -204,6 +216,9 @@ class _Writer(threading.Thread):
         bits: ReqBits,
         names: dict[int, str],
         release: Callable[[np.ndarray, np.ndarray], None] = lambda io, sync: None,
+        spool: Spool | None = None,
+        *,
+        off_peak: bool = True,
     ) -> None:
         super().__init__(name="iofp-writer", daemon=True)
         self.writer = writer
@@ -211,9 +226,12 @@ class _Writer(threading.Thread):
         self.bits = bits
         self.names = names
         self.release = release  # hands the record buffers back once converted
-        # records, (loss, other) counters, and what the kernel's in-flight counts could not know
-        self.q: queue.Queue[tuple[np.ndarray, np.ndarray, tuple[dict, dict], InflightFixes] | None]
-        self.q = queue.Queue(maxsize=4)
+        self.spool = spool
+        self.off_peak = off_peak  # at SCHED_IDLE until hurried
+        # an interval in memory (records, (loss, other) counters, what the kernel's in-flight counts
+        # could not know), or one in the spool; None: the end
+        self.q: queue.Queue[Interval | Path | None] = queue.Queue()
+        self.working = False  # converting an interval now
         self.io_rows = 0
         self.sync_rows = 0
         self.files = 0
@@ -222,10 +240,16 @@ class _Writer(threading.Thread):
         self.error: BaseException | None = None
         self.tid = 0
         self.waiting: collections.deque[float] = collections.deque()  # when each queued item came
+        self.in_memory = 0  # queued intervals held in memory (not spooled)
 
-    def put(self, item: tuple[np.ndarray, np.ndarray, tuple[dict, dict], InflightFixes] | None) -> None:
+    def put(self, item: Interval | Path | None) -> None:
         self.waiting.append(time.monotonic())
+        if isinstance(item, tuple):
+            self.in_memory += 1
         self.q.put(item)
+
+    def idle(self) -> bool:
+        return not self.working and self.q.empty()
 
     def hurry(self) -> None:
         """Normal priority until the queue is empty (called from the capture loop)."""
@@ -238,6 +262,8 @@ class _Writer(threading.Thread):
         return time.monotonic() - self.waiting[0] if self.waiting else 0.0
 
     def _idle(self) -> None:
+        if not self.off_peak:
+            return
         with contextlib.suppress(OSError):
             os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))  # 0: this thread
 
@@ -247,9 +273,13 @@ class _Writer(threading.Thread):
         self.tid = threading.get_native_id()
         self._idle()
         while (item := self.q.get()) is not None:
+            self.working = True
             self.waiting.popleft()
-            io, sync, (loss, counts), fixes = item
+            seg = item if isinstance(item, Path) else None
             try:
+                if seg is None:
+                    self.in_memory -= 1
+                io, sync, (loss, counts), fixes = item if seg is None else read_segment(seg)
                 self._note_devices(io)
                 if len(io):
                     tbl, skipped = io_table(io, self.t0, self.bits, self.names, fixes)
@@ -266,9 +296,12 @@ class _Writer(threading.Thread):
                 if len(sync):
                     self._write(SYNC_TABLE, stbl)
                     self.sync_rows += stbl.num_rows
+                if seg is not None and self.spool is not None:
+                    self.spool.taken(seg)
             except BaseException as e:  # surfaced by the capture loop
                 self.error = e
                 return
+            self.working = False
             if self.q.empty():
                 self._idle()
 
@@ -367,6 +400,7 @@ def _record(
     request.check(_not_started(opts))
     writer = TraceWriter(opts.output, meta, force=opts.force)
     out: _Writer | None = None
+    spool = _spool(opts)
     try:
         t0, wall0 = kc.start()
         if request.is_set():  # before "recording" was announced: as if it never started
@@ -374,7 +408,10 @@ def _record(
             raise request.interrupted(_not_started(opts))
         meta.capture_start_ns = wall0
         meta.extra["witness"] = kc.witness_error or kc.opts.witness  # bpf/witness.py
-        out = _Writer(writer, t0, bits, device_names(), kc.release)
+        names = device_names()
+        if spool is not None:
+            spool.start(t0, bits, names, meta)
+        out = _Writer(writer, t0, bits, names, kc.release, spool)
         out.start()
         if ready is not None:
             ready.set()
@@ -398,6 +435,8 @@ def _record(
             out.q.put(None)
             out.join()
     _settle(writer, meta, out)
+    if spool is not None:
+        spool.remove()
     return CaptureSummary(
         output=Path(opts.output),
         io_events=out.io_rows,
@@ -410,6 +449,18 @@ def _record(
         loss=dict(meta.loss),
         counts=dict(meta.counts),
     )
+
+
+def _spool(opts: CaptureOptions) -> Spool | None:
+    """The capture's spool, its size limited to half the output's free space; None without one."""
+    if not opts.spool_bytes:
+        return None
+    try:
+        st = os.statvfs(opts.output)
+        free = st.f_bavail * st.f_frsize
+    except OSError:
+        return None
+    return Spool(Path(opts.output), min(opts.spool_bytes, free // 2))
 
 
 def _meta(opts: CaptureOptions, devs: dict[str, int], kc: Any, no_syscalls_why: str | None) -> TraceMeta:
@@ -438,6 +489,8 @@ def _settle(writer: TraceWriter, meta: TraceMeta, out: _Writer) -> None:
         with contextlib.suppress(IofpError):
             writer.write_manifest()
         kept = f"; the trace it replaces is kept in {writer.replaced}" if writer.replaced else ""
+        if left := segments(writer.root):
+            kept += f"; {len(left)} intervals are spooled, not encoded: `iofp recover {writer.root}`"
         raise OutputFailed(
             f"capture stopped: {out.error}; the {out.files} files written before are complete{kept}"
         ) from None
@@ -474,11 +527,30 @@ def _accounting(kc: Any) -> tuple[dict[str, int], dict[str, int]]:
 
 
 def _hand_over(kc: Any, out: _Writer, *, last: bool = False) -> None:
+    """The interval just ended to the writer: in memory if it is idle (or this is the last),
+    else through the spool, so that encoding waits for a free CPU rather than for memory."""
     io, sync, unseen = kc.hand_over()
-    fixes = InflightFixes(kc.early_completions(), tuple(unseen))
-    out.put((io, sync, _accounting(kc), fixes))
+    item = (io, sync, _accounting(kc), InflightFixes(kc.early_completions(), tuple(unseen)))
+    if out.spool is not None and not last and not out.idle() and not out.spool.full:
+        try:
+            seg = out.spool.put(item)
+        except OSError:  # a full disk, mostly: held in memory instead, and --buffer still bounds it
+            pass
+        else:
+            kc.release(io, sync)
+            out.put(seg)
+            return
+    out.put(item)
     if last:
         out.hurry()
+
+
+def _must_hurry(out: _Writer, kc: Any, opts: CaptureOptions) -> bool:
+    """Whether the writer must run now rather than on idle CPU (see _Writer)."""
+    memory = out.in_memory > 0 and kc.pending_bytes >= opts.buffer_bytes // 2
+    if out.spool is None:
+        return memory or out.waited() >= opts.rotate_s
+    return memory or (out.spool.full and not out.idle())
 
 
 def _loop(
@@ -500,7 +572,7 @@ def _loop(
         if now >= next_rotate or kc.pending_bytes >= opts.buffer_bytes:
             _hand_over(kc, out)
             next_rotate = now + opts.rotate_s
-        if out.waited() >= opts.rotate_s or (out.waiting and kc.pending_bytes >= opts.buffer_bytes // 2):
+        if _must_hurry(out, kc, opts):
             out.hurry()  # see _Writer
         if progress is not None and now - last_report >= 1.0:
             c = kc.counters()
@@ -519,6 +591,53 @@ def _loop(
                 }
             )
             last_report, last_events, last_bytes = now, events, total_bytes
+
+
+def recover(root: Path) -> CaptureSummary:
+    """Encode into the trace at `root` the intervals its capture spooled and, killed, never encoded.
+
+    The trace stays without trace.json: the interval the capture held in memory when it was killed
+    is lost, so readers keep saying it may be incomplete; the newest file's footer carries the loss
+    counters up to the last interval recovered."""
+    from bpf.spool import read_capture
+
+    root = Path(root)
+    segs = segments(root)
+    if not segs:
+        raise BadInput(f"{root}: nothing to recover (no spooled records in {root / SPOOL})")
+    try:
+        cap = read_capture(root)
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        why = e.strerror if isinstance(e, OSError) else f"{type(e).__name__}: {e}"
+        raise BadInput(f"{root / SPOOL}: capture.json is unreadable ({why}); cannot encode it") from None
+    if iofp_alive(cap["pid"]):
+        raise BadInput(f"{root} is being captured (pid {cap['pid']}); it encodes its spool when it ends")
+    files = [p for t in (IO_TABLE, SYNC_TABLE) for p in (root / t).glob("part-*.parquet")]
+    # the newest footer carries the counters up to the last file written
+    meta = read_meta(max(files, key=lambda p: p.name)) if files else cap["meta"]
+    spool = Spool(root, 0)
+    out = _Writer(TraceWriter(root, meta, resume=True), cap["t0_ns"], cap["bits"], cap["names"],
+                  spool=spool, off_peak=False)  # fmt: skip
+    out.skipped_ops = int(meta.counts.get("skipped_ops", 0))
+    for seg in segs:
+        out.put(seg)
+    out.put(None)
+    out.run()
+    if out.error is not None:
+        raise out.error
+    spool.remove()
+    return CaptureSummary(
+        output=root,
+        io_events=out.io_rows,
+        sync_events=out.sync_rows,
+        lost_events=meta.lost_events,
+        unmatched=int(meta.counts.get("unmatched_completions", 0)),
+        duration_s=0.0,
+        bytes=0,
+        files=out.files,
+        loss=dict(meta.loss),
+        counts=dict(meta.counts),
+    )
 
 
 class BackgroundCapture:
@@ -610,5 +729,6 @@ __all__ = [
     "CaptureOptions",
     "CaptureSummary",
     "capture",
+    "recover",
     "start_capture",
 ]

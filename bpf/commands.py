@@ -39,6 +39,12 @@ def capture_cmd(
     buffer: str = typer.Option(
         "64MiB", "--buffer", help="Write a file early past this many bytes of records (bounds memory)."
     ),
+    spool: str = typer.Option(
+        "2GiB",
+        "--spool",
+        help="Keep up to this many bytes of raw records on disk (in the trace) while the CPU is busy, "
+        "and encode them when it is free; 0: encode every interval as it ends.",
+    ),
     json_out: str | None = typer.Option(None, "--json", help=JSON_HELP),
     force: bool = typer.Option(
         False, "--force", help="Overwrite an existing, non-empty output directory (and --json file)."
@@ -66,6 +72,7 @@ def capture_cmd(
         pid=pid,
         rotate_s=parse_duration_ns(rotate, "--rotate") / 1e9,
         buffer_bytes=parse_size_bytes(buffer, "--buffer"),
+        spool_bytes=0 if spool.strip() == "0" else parse_size_bytes(spool, "--spool", "2GiB, 500MiB or 0"),
         force=force,
         syscalls=not no_syscalls,
     )
@@ -116,6 +123,32 @@ def _announce(ready: threading.Event, opts: CaptureOptions) -> None:
     typer.echo(f"iofp: recording {what} into {opts.output} (Ctrl-C to stop)", err=True)
 
 
+def recover_cmd(
+    trace: Path = typer.Argument(..., help="The trace directory of a capture that was killed."),
+    json_out: str | None = typer.Option(None, "--json", help=JSON_HELP),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing --json file."),
+) -> None:
+    """Add to a killed capture's trace the records it had spooled and not yet encoded.
+
+    A capture encodes its spool itself when it ends (Ctrl-C, SIGTERM, --duration); only kill -9
+    or a crash leaves one behind. The trace stays marked incomplete: the interval the capture held
+    in memory is lost.
+
+    Example: iofp recover orders-peak
+    """
+    from bpf.capture import recover
+
+    json_target(json_out, force=force)
+    summary = recover(trace)
+    echo(
+        f"Recovered {summary.io_events} block requests and {summary.sync_events} sync calls into "
+        f"{summary.files} files of {trace}.",
+        json_out,
+    )
+    if (path := emit_json(json_out, summary.to_dict(), force=force)) is not None:
+        echo(f"Wrote {path}.", json_out)
+
+
 def doctor_cmd(
     json_out: str | None = typer.Option(None, "--json", help=JSON_HELP),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing --json file."),
@@ -145,4 +178,5 @@ def doctor_cmd(
 
 def register(app: typer.Typer) -> None:
     app.command("capture")(capture_cmd)
+    app.command("recover")(recover_cmd)
     app.command("doctor")(doctor_cmd)

@@ -5,9 +5,11 @@ A *trace* is a directory holding two tables, each a set of zstd Parquet files:
     TRACE/io/part-NNNNNN.parquet      one row per completed block request (IO_SCHEMA)
     TRACE/sync/part-NNNNNN.parquet    one row per fsync-family syscall (SYNC_SCHEMA); optional
     TRACE/trace.json                  the trace's metadata (also in every Parquet file's footer)
+    TRACE/spool/                      while a capture runs: raw records not yet encoded (bpf/spool.py)
 
 Files are written whole and renamed into place, so every file present is valid; a capture killed
-with SIGKILL loses at most the file it had not yet written. Columns a source does not have are
+with SIGKILL loses at most the interval it had not yet written (what it spooled, `iofp recover`
+adds). Columns a source does not have are
 null, never invented. Every stage imports this module; this module imports no stage.
 """
 
@@ -300,6 +302,9 @@ PARQUET_DEFAULTS: dict[str, Any] = {"compression": "zstd", "row_group_size": 1 <
 
 # inside a trace being overwritten: the previous trace, kept until the new one is whole
 REPLACED = ".iofp-replaced"
+# Raw records a capture has not encoded yet (bpf/spool.py); left behind only by a capture killed
+# with -9 (or one still running), and then `iofp recover` encodes them into the trace
+SPOOL = "spool"
 # in REPLACED: who set it aside (pid, time), so that no later run mistakes it for its own
 OWNER = ".iofp-owner"
 
@@ -343,7 +348,7 @@ def _left_aside(root: Path) -> str:
         owner = json.loads((aside / OWNER).read_text())
     pid = owner.get("pid") if isinstance(owner, dict) else None
     by = f" by iofp (pid {pid}, {owner.get('started', 'start unknown')})" if pid else ""
-    if isinstance(pid, int) and _alive(pid):
+    if isinstance(pid, int) and iofp_alive(pid):
         return f"{root} is being written{by}; wait for it to finish, or stop it, then run again"
     return (
         f"{aside} holds the trace an unfinished run{by} was replacing; keep it (rm -r {root}/io "
@@ -351,7 +356,7 @@ def _left_aside(root: Path) -> str:
     )
 
 
-def _alive(pid: int) -> bool:
+def iofp_alive(pid: int) -> bool:
     """Whether `pid` is a running iofp (not this one): a pid reused since by another program is not."""
     if pid == os.getpid():
         return False  # not another run: this process set nothing aside yet
@@ -371,12 +376,24 @@ class TraceWriter:
     `with` block by an exception) puts it back, and only `close()` deletes it.
     """
 
-    def __init__(self, root: Path | str, meta: TraceMeta, *, force: bool = False) -> None:
+    def __init__(
+        self, root: Path | str, meta: TraceMeta, *, force: bool = False, resume: bool = False
+    ) -> None:
+        """`resume`: add files to the unfinished trace at `root` (a killed capture's, with `iofp
+        recover`), numbered after those there."""
         self.root = Path(root)
         self.meta = meta
         self._written: list[Path] = []
         self._made: list[Path] = []
         self._aside: Path | None = None
+        self._seq = {t: 0 for t in SCHEMAS}
+        self.rows = {t: 0 for t in SCHEMAS}
+        if resume:
+            for t in SCHEMAS:
+                (self.root / t).mkdir(exist_ok=True)
+                parts = [p.name for p in (self.root / t).glob("part-*.parquet")]
+                self._seq[t] = max((int(n[5:11]) for n in parts if n[5:11].isdigit()), default=0)
+            return
         check_output_dir(self.root, force=force)
         try:
             if self.root.exists() and any(p.name != REPLACED for p in self.root.iterdir()):
@@ -388,8 +405,6 @@ class TraceWriter:
         except OSError as e:
             self.abort()
             raise BadInput(f"cannot write the trace to {self.root}: {e.strerror}") from None
-        self._seq = {t: 0 for t in SCHEMAS}
-        self.rows = {t: 0 for t in SCHEMAS}
 
     def _set_aside(self) -> None:
         aside = self.root / REPLACED
@@ -402,7 +417,7 @@ class TraceWriter:
         self._aside = aside
         stamp = {"pid": os.getpid(), "started": time.strftime("%Y-%m-%d %H:%M:%S")}
         (aside / OWNER).write_text(json.dumps(stamp))
-        for name in (*SCHEMAS, MANIFEST):
+        for name in (*SCHEMAS, MANIFEST, SPOOL):
             if (self.root / name).exists():
                 os.replace(self.root / name, aside / name)
 
@@ -554,6 +569,8 @@ def open_trace(path: Path | str) -> Trace:
     files = {t: sorted((root / t).glob("part-*.parquet")) for t in SCHEMAS}
     manifest = root / MANIFEST
     if not any(files.values()) and not manifest.exists():
+        if (root / SPOOL).is_dir():
+            raise BadInput(f"{root}: {_spooled(root)}")
         raise BadInput(f"{root}: not an iofp trace (no {IO_TABLE}/*.parquet, no {MANIFEST})")
     _check_files(files)
     if manifest.exists():
@@ -582,8 +599,17 @@ def _incomplete(root: Path) -> str:
     )
     if (root / REPLACED).exists():
         why += f" (the trace it was replacing is kept in {root / REPLACED})"
+    if (root / SPOOL).is_dir():
+        why += f"; {_spooled(root)}"
     warn(why)
     return why
+
+
+def _spooled(root: Path) -> str:
+    return (
+        f"its capture spooled records it had not encoded yet ({root / SPOOL}); if that capture was "
+        f"killed, `iofp recover {root}` adds them to the trace"
+    )
 
 
 def _check_files(files: dict[str, list[Path]]) -> None:

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import gzip
 import math
+import os
 import struct
+import subprocess
 import sys
 import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +22,18 @@ from typer.testing import CliRunner
 
 from cli.app import main
 from iofp.contract import TraceMeta, TraceWriter
+
+
+@contextmanager
+def cpu_hogs() -> Iterator[None]:
+    """A busy loop on every CPU (both CPUs busy, as on a loaded machine)."""
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 1)]
+    try:
+        yield
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
 
 
 def run_iofp(*args: str) -> tuple[int, str, str]:

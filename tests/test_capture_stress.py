@@ -15,12 +15,10 @@ witness's own path is also driven on purpose, with a program told to ignore some
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import statistics
 import subprocess
-import sys
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -31,6 +29,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from conftest import destroy_loop_device, is_root, make_loop_device
+from helpers import cpu_hogs
 
 from iofp.contract import open_trace
 
@@ -78,18 +77,6 @@ def tracefs_oracle(dev: str) -> Iterator[list[tuple[Key, int]]]:
     finally:
         ev.joinpath("enable").write_text("0")
         inst.rmdir()
-
-
-@contextmanager
-def cpu_hogs() -> Iterator[None]:
-    """A busy loop on every CPU (both CPUs busy, as on a loaded machine)."""
-    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 1)]
-    try:
-        yield
-    finally:
-        for h in hogs:
-            h.kill()
-            h.wait()
 
 
 def rows(out: Path, columns: list[str]) -> pa.Table:

@@ -1,0 +1,153 @@
+"""The capture's spool (bpf/spool.py): intervals that end while the writer is busy wait on disk, raw,
+and are encoded when the CPU is free; every request still lands in the trace exactly once, and what
+a capture killed with -9 had spooled, `iofp recover` adds.
+
+The writer runs at SCHED_IDLE, so a busy loop on every CPU starves it: with fio at full rate beside
+them, every interval after the first (which the idle writer takes in memory) must go to the spool."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from conftest import REPO, assert_tracer_lost_nothing, needs_fio, needs_root
+from helpers import cpu_hogs, run_iofp
+
+from bpf import witness
+from bpf.spool import CAPTURE, segments
+from iofp.contract import MANIFEST, SPOOL, open_trace
+
+IOFP = [sys.executable, "-m", "cli.app"]
+
+
+def reads_done(dev: str) -> int:
+    return int(Path(f"/sys/block/{dev.removeprefix('/dev/')}/stat").read_text().split()[0])
+
+
+def full_rate_reads(dev: str, seconds: int) -> subprocess.Popen[str]:
+    args = ["fio", "--name=peak", f"--filename={dev}", "--direct=1", "--rw=randread", "--bs=4k",
+            "--ioengine=libaio", "--iodepth=32", "--time_based", f"--runtime={seconds}",
+            "--norandommap", "--randrepeat=0", "--output=/dev/null"]  # fmt: skip
+    return subprocess.Popen(args, text=True)
+
+
+def start_capture(dev: str, out: Path, *extra: str) -> subprocess.Popen[str]:
+    cap = subprocess.Popen(
+        [*IOFP, "capture", "--device", dev.removeprefix("/dev/"), "-o", str(out), "--rotate", "0.5s",
+         "--json", "-", *extra],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
+    )  # fmt: skip
+    assert cap.stderr is not None
+    line = cap.stderr.readline()  # "iofp: recording ..." once the probes are attached
+    assert line.startswith("iofp: recording"), line
+    return cap
+
+
+def watch_spool(out: Path, seconds: float) -> int:
+    """The most segments seen in the spool at once over `seconds`."""
+    most, end = 0, time.monotonic() + seconds
+    while time.monotonic() < end:
+        most = max(most, len(segments(out)))
+        time.sleep(0.05)
+    return most
+
+
+def file_rows(out: Path) -> int:
+    return sum(pq.read_metadata(p).num_rows for p in (out / "io").glob("part-*.parquet"))
+
+
+@needs_root
+@needs_fio
+def test_a_starved_writer_spools_and_every_request_lands_once(tmp_path: Path, loop_device: str) -> None:
+    out = tmp_path / "t"
+    with cpu_hogs():
+        cap = start_capture(loop_device, out, "--duration", "6s")
+        before = reads_done(loop_device)
+        fio = full_rate_reads(loop_device, 3)
+        most = watch_spool(out, 3.5)
+        fio.wait()
+        done = reads_done(loop_device) - before
+        stdout, stderr = cap.communicate(timeout=120)
+    assert cap.returncode == 0, stderr
+    summary = json.loads(stdout)
+    assert most >= 2, f"the writer was starved, yet at most {most} intervals were spooled"
+    # every request fio completed, once; the spool encoded and removed when the capture ended
+    assert summary["io_events"] == file_rows(out) == done > 0
+    assert not (out / SPOOL).exists()
+    assert (out / MANIFEST).exists()
+    assert_tracer_lost_nothing(open_trace(out).meta.loss, summary["io_events"])
+
+
+@needs_root
+@needs_fio
+def test_recover_adds_what_a_killed_capture_had_spooled(tmp_path: Path, loop_device: str) -> None:
+    out = tmp_path / "t"
+    with cpu_hogs():
+        cap = start_capture(loop_device, out)
+        fio = full_rate_reads(loop_device, 30)
+        try:
+            deadline = time.monotonic() + 30
+            while len(segments(out)) < 3 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            cap.send_signal(signal.SIGKILL)
+            cap.wait()
+        finally:
+            fio.kill()
+            fio.wait()
+    witness.remove_orphans()  # kill -9 left the capture's witness behind (see test_capture_cli)
+    spooled = segments(out)
+    assert len(spooled) >= 3
+    records = sum((s / "io.bin").stat().st_size for s in spooled) // 72  # bpf/record.py IO_DTYPE
+    rows_before = file_rows(out)
+
+    code, stdout, stderr = run_iofp("recover", str(out), "--json", "-")
+    assert code == 0, stderr
+    summary = json.loads(stdout)
+    assert summary["io_events"] == records > 0
+    assert file_rows(out) == rows_before + records
+    assert not (out / SPOOL).exists()
+    assert not (out / MANIFEST).exists()  # the interval the capture held in memory is lost: incomplete
+    trace = open_trace(out)
+    assert "did not finish" in trace.meta.extra["incomplete"]
+    assert trace.num_rows("io") == rows_before + records
+    # a second recover finds nothing left: one line, exit 2
+    code, _, stderr = run_iofp("recover", str(out))
+    assert code == 2
+    assert stderr.strip() == f"iofp: {out}: nothing to recover (no spooled records in {out / SPOOL})"
+
+
+def test_recover_refuses_a_damaged_spool_and_a_running_capture_in_one_line(tmp_path: Path) -> None:
+    out = tmp_path / "t"
+    seg = out / SPOOL / "000001"
+    seg.mkdir(parents=True)
+    (seg / "io.bin").write_bytes(b"")
+    code, _, stderr = run_iofp("recover", str(out))
+    assert code == 2
+    why = "capture.json is unreadable (No such file or directory); cannot encode it"
+    assert stderr == f"iofp: {out / SPOOL}: {why}\n"
+    assert "Traceback" not in stderr
+    # spooled by a capture that is still running (an iofp process): it encodes its own spool
+    running = subprocess.Popen(["bash", "-c", "exec -a iofp-capture sleep 30"])
+    try:
+        doc = {"pid": running.pid, "t0_ns": 0, "bits": {}, "names": {}, "meta": {}}
+        (out / SPOOL / CAPTURE).write_text(json.dumps(doc))
+        code, _, stderr = run_iofp("recover", str(out))
+    finally:
+        running.kill()
+        running.wait()
+    assert code == 2
+    why = f"{out} is being captured (pid {running.pid}); it encodes its spool when it ends"
+    assert stderr.strip() == f"iofp: {why}"
+
+
+@pytest.mark.parametrize("value", ["-1", "lots", "0.5x"])
+def test_a_bad_spool_size_is_one_line(tmp_path: Path, value: str) -> None:
+    code, _, stderr = run_iofp("capture", "-o", str(tmp_path / "t"), "--spool", value)
+    assert code == 2
+    assert stderr.strip() == f"iofp: --spool {value!r} is not a size; use e.g. 2GiB, 500MiB or 0"
