@@ -11,7 +11,11 @@ reads the clock at issue and at completion (no map): what the two timestamps cos
 and blktrace are tried once and their failure recorded (kprobes and debugfs are refused here).
 
 Per run: fio IOPS, fio's I/O count, the /sys/block stat delta, the events the tracer recorded, the
-losses it reports, and its CPU (utime+stime after it was ready, from /proc and wait4) per event.
+losses it reports, and its CPU (utime+stime after it was ready, from /proc and wait4) per event;
+every CPU's busy time (/proc/stat) and fio's own CPU, per I/O, over fio's run. `iofp_nospool` (not
+by default) is `iofp capture --spool 0`, which encodes each interval as it ends, during the peak.
+`--rate N` runs fio at N IOPS instead of flat out: the workload then does the same work in every
+mode, and the busy CPU per I/O is the cost (less noisy than IOPS on a shared VM).
 `--workload psync-randwrite` runs 4k random writes with one pwrite64 each instead, which also pays
 for the syscall programs that look at every write for O_DSYNC. `--backing disk` puts the loop
 device's file on the VM's disk with direct I/O: a device whose requests cost what real ones do.
@@ -58,6 +62,8 @@ class Run:
     events: int | None = None  # requests the tracer recorded (iofp: rows; perf/bpftrace: complete events)
     lost: int | None = None
     tracer_cpu_s: float | None = None
+    busy_ns_per_io: float | None = None  # every CPU's busy time (/proc/stat) over fio's run, per I/O
+    fio_cpu_ns_per_io: float | None = None  # fio's own CPU (usr + sys) per I/O
     note: str = ""
     extra: dict = field(default_factory=dict)
 
@@ -132,10 +138,17 @@ def wait_cpu_s(p: subprocess.Popen, timeout: float = 120) -> float:
     return ru.ru_utime + ru.ru_stime
 
 
-def fio(dev: str, seconds: int, out: Path, wl: Workload) -> dict:
+def busy_ticks() -> int:
+    """Busy ticks of all CPUs so far (/proc/stat: user, nice, system, irq, softirq; not idle, iowait
+    or steal): whatever runs, the workload, the kernel's tracing programs, the tracer's process."""
+    u, n, s, _idle, _iow, irq, sirq = (int(x) for x in Path("/proc/stat").read_text().split()[1:8])
+    return u + n + s + irq + sirq
+
+
+def fio(dev: str, seconds: int, out: Path, wl: Workload, rate: int = 0) -> dict:
     args = ["fio", "--name=load", f"--filename={dev}", "--bs=4k", *wl.fio_args, "--direct=1",
             "--time_based", f"--runtime={seconds}", "--norandommap", "--randrepeat=0",
-            "--output-format=json"]  # fmt: skip
+            "--output-format=json", *([f"--rate_iops={rate}"] if rate else [])]  # fmt: skip
     r = subprocess.run(args, capture_output=True, text=True)
     (out / "fio.cmdline").write_text(" ".join(args) + "\n")
     (out / "fio.stdout").write_text(r.stdout)
@@ -143,8 +156,15 @@ def fio(dev: str, seconds: int, out: Path, wl: Workload) -> dict:
     (out / "fio.exit_code").write_text(f"{r.returncode}\n")
     if r.returncode != 0:
         raise RuntimeError(f"fio failed: {r.stderr.strip()}")
-    job = json.loads(r.stdout[r.stdout.index("{") :])["jobs"][0][wl.direction]
-    return {"iops": float(job["iops"]), "ios": int(job["total_ios"])}
+    j = json.loads(r.stdout[r.stdout.index("{") :])["jobs"][0]
+    job = j[wl.direction]
+    # fio's own thread: where the submit-side programs and the syscall tracepoints' slow path run
+    cpu_ns = (j["usr_cpu"] + j["sys_cpu"]) / 100 * j["job_runtime"] * 1e6
+    return {
+        "iops": float(job["iops"]),
+        "ios": int(job["total_ios"]),
+        "fio_cpu_ns_per_io": cpu_ns / max(1, int(job["total_ios"])),
+    }
 
 
 # ---- tracers -----------------------------------------------------------------------------------
@@ -193,6 +213,14 @@ class IofpTracer(Tracer):
         run.events, run.lost = summary["io_events"], summary["lost_events"]
         run.extra |= {"unmatched": summary["unmatched"], "files": summary["files"], "stderr": stderr.strip()}
         shutil.rmtree(self.out, ignore_errors=True)
+
+
+class IofpNoSpoolTracer(IofpTracer):
+    """iofp encoding every interval as it ends (--spool 0, the capture before the spool): what
+    encoding during the peak costs."""
+
+    name = "iofp_nospool"
+    extra_args = ("--spool", "0")
 
 
 class IofpNoSyscallsTracer(IofpTracer):
@@ -455,6 +483,7 @@ TRACERS: dict[str, type[Tracer]] = {
     "none": Tracer,
     "iofp": IofpTracer,
     "iofp_nosys": IofpNoSyscallsTracer,
+    "iofp_nospool": IofpNoSpoolTracer,
     "perf": PerfTracer,
     "bpftrace": BpftraceTracer,
     "empty": EmptyProgramsTracer,
@@ -463,7 +492,7 @@ TRACERS: dict[str, type[Tracer]] = {
 }
 
 
-def one_run(mode: str, rnd: int, dev: str, seconds: int, wl: Workload) -> Run:
+def one_run(mode: str, rnd: int, dev: str, seconds: int, wl: Workload, rate: int = 0) -> Run:
     name = dev.removeprefix("/dev/")
     out = OUT / f"r{rnd}-{mode}"
     shutil.rmtree(out, ignore_errors=True)
@@ -472,7 +501,10 @@ def one_run(mode: str, rnd: int, dev: str, seconds: int, wl: Workload) -> Run:
     run = Run(mode, rnd)
     before = completed(name, wl.direction)
     tracer.start(dev, out)
-    f = fio(dev, seconds, out, wl)
+    busy0 = busy_ticks()
+    f = fio(dev, seconds, out, wl, rate)
+    run.busy_ns_per_io = (busy_ticks() - busy0) / CLK_TCK * 1e9 / max(1, f["ios"])
+    run.fio_cpu_ns_per_io = f["fio_cpu_ns_per_io"]
     tracer.stop(run)
     run.stat_ios = completed(name, wl.direction) - before
     run.iops, run.fio_ios = f["iops"], f["ios"]
@@ -482,11 +514,14 @@ def one_run(mode: str, rnd: int, dev: str, seconds: int, wl: Workload) -> Run:
 
 def summarise(runs: list[Run], modes: list[str]) -> dict:
     base = {r.round: r.iops for r in runs if r.mode == "none"}
+    busy = {r.round: r.busy_ns_per_io for r in runs if r.mode == "none"}
     out = {}
     for m in modes:
         rs = [r for r in runs if r.mode == m]
         ratios = [r.iops / base[r.round] for r in rs if r.round in base]
         cpu = [r.cpu_us_per_event for r in rs if r.cpu_us_per_event is not None]
+        # the CPU each I/O took, against the same round's untraced run (what --rate measures)
+        busy_ratios = [r.busy_ns_per_io / busy[r.round] for r in rs if busy.get(r.round) and r.busy_ns_per_io]
         # --prog-stats: the kernel's time in the tracer's programs per I/O the workload did (each run
         # includes the statistics' own clock reads, ~70 ns: compare modes, not absolute values)
         kns = [
@@ -499,6 +534,12 @@ def summarise(runs: list[Run], modes: list[str]) -> dict:
             "iops_ratio_median": statistics.median(ratios) if ratios else None,
             "overhead_pct_median": (1 - statistics.median(ratios)) * 100 if ratios else None,
             "overhead_pct_range": [(1 - max(ratios)) * 100, (1 - min(ratios)) * 100] if ratios else None,
+            "busy_ns_per_io_median": statistics.median(r.busy_ns_per_io for r in rs if r.busy_ns_per_io),
+            "fio_cpu_ns_per_io_median": statistics.median(r.fio_cpu_ns_per_io or 0 for r in rs),
+            "cpu_overhead_pct_median": (statistics.median(busy_ratios) - 1) * 100 if busy_ratios else None,
+            "cpu_overhead_pct_range": [(min(busy_ratios) - 1) * 100, (max(busy_ratios) - 1) * 100]
+            if busy_ratios
+            else None,
             "events_vs_stat": [(r.events, r.stat_ios, r.fio_ios) for r in rs],
             "lost_total": sum(r.lost or 0 for r in rs),
             "missing_vs_stat_total": sum(r.stat_ios - r.events for r in rs if r.events is not None),
@@ -516,6 +557,13 @@ def main() -> None:
     ap.add_argument("--workload", choices=sorted(WORKLOADS), default="randread")
     ap.add_argument(
         "--backing", choices=sorted(BACKINGS), default="shm", help="the loop device's file: RAM or disk"
+    )
+    ap.add_argument(
+        "--rate",
+        type=int,
+        default=0,
+        help="fio at this many IOPS instead of flat out: compare the busy CPU per I/O (less noisy "
+        "than IOPS on a shared VM); 0: flat out",
     )
     ap.add_argument(
         "--prog-stats",
@@ -538,12 +586,13 @@ def main() -> None:
         for rnd in range(args.rounds):
             order = modes[rnd % len(modes) :] + modes[: rnd % len(modes)]  # rotate: no mode always first
             for mode in order:
-                r = one_run(mode, rnd, dev, args.seconds, wl)
+                r = one_run(mode, rnd, dev, args.seconds, wl, args.rate)
                 runs.append(r)
                 cpu = r.cpu_us_per_event
                 print(
                     f"round {rnd} {mode:9s} {r.iops:10.0f} IOPS  fio {r.fio_ios}  stat {r.stat_ios}  "
-                    f"events {r.events}  lost {r.lost}  cpu/event {'-' if cpu is None else f'{cpu:.2f} us'}",
+                    f"events {r.events}  lost {r.lost}  cpu/event {'-' if cpu is None else f'{cpu:.2f} us'}  "
+                    f"busy/io {r.busy_ns_per_io:.0f} ns  fio/io {r.fio_cpu_ns_per_io:.0f} ns",
                     flush=True,
                 )
                 if stats := r.extra.get("prog_ns_per_run"):
@@ -560,7 +609,7 @@ def main() -> None:
         "cpus": os.cpu_count(),
         "device": f"loop over a 1 GiB file in {BACKINGS[args.backing]}"
         + (" (--direct-io=on)" if args.backing == "disk" else ""),
-        "workload": f"{wl.what}, {args.seconds}s per run",
+        "workload": f"{wl.what}, {args.seconds}s per run" + (f", at {args.rate} IOPS" if args.rate else ""),
         "unrunnable": unrunnable,
         "summary": summarise(runs, modes),
         "runs": [asdict(r) | {"cpu_us_per_event": r.cpu_us_per_event} for r in runs],
