@@ -56,6 +56,9 @@ MIN_BUFFER_BYTES = 1 << 20
 # default: raw records held on disk until the CPU is free to encode them (bpf/spool.py): ~30 M
 # requests, minutes of a device's full rate; never more than half the output's free space
 SPOOL_BYTES = 2 << 30
+# whose block completions the tracefs witness records, for those the kernel runs no BPF program for
+# (bpf/witness.py): the VM agent's threads (PID 1), every task, or none
+WITNESS_MODES = ("agent", "all", "off")
 # Parquet's default dictionary-encodes every column: for timestamps and offsets that is a hash
 # insert per value before it falls back to plain, the writer's largest cost at full rate. Only the
 # columns with few distinct values get a dictionary; the sorted timestamps are delta-encoded (few
@@ -90,6 +93,7 @@ class CaptureOptions:
     syscalls: bool = True
     buffer_bytes: int = MAX_PENDING_BYTES  # records held before a file is written early
     spool_bytes: int = SPOOL_BYTES  # raw records held on disk while the writer is busy; 0: none
+    witness: str = "agent"  # whose completions the tracefs witness records (bpf/witness.py)
 
 
 @dataclass
@@ -179,6 +183,8 @@ def validate(opts: CaptureOptions) -> dict[str, int]:
         raise BadInput(f"--duration must be positive, got {opts.duration_s:g}s")
     if opts.rotate_s <= 0:
         raise BadInput(f"--rotate must be positive, got {opts.rotate_s:g}s")
+    if opts.witness not in WITNESS_MODES:
+        raise BadInput(f"--witness {opts.witness!r}: use one of {', '.join(WITNESS_MODES)}")
     if opts.spool_bytes < 0:
         raise BadInput(f"--spool must be 0 (no spool) or a size, got {opts.spool_bytes} bytes")
     if opts.buffer_bytes < MIN_BUFFER_BYTES:
@@ -376,6 +382,7 @@ def _load(opts: CaptureOptions, devs: dict[str, int], kernel: KernelOptions | No
             comm=opts.comm,
             syscalls=syscalls,
             sink_bytes=opts.buffer_bytes + (8 << 20),
+            witness=opts.witness if kernel is None else kernel.witness,  # tests choose theirs there
         )
     )
     return kc, no_syscalls_why

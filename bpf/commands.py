@@ -35,7 +35,9 @@ def capture_cmd(
     pid: int | None = typer.Option(
         None, "--pid", help="Only requests/syscalls submitted by this process id."
     ),
-    rotate: str = typer.Option("5s", "--rotate", help="Write a complete Parquet file this often."),
+    rotate: str = typer.Option(
+        "5s", "--rotate", help="One complete Parquet file per interval this long (see --spool for when)."
+    ),
     buffer: str = typer.Option(
         "64MiB", "--buffer", help="Write a file early past this many bytes of records (bounds memory)."
     ),
@@ -44,6 +46,13 @@ def capture_cmd(
         "--spool",
         help="Keep up to this many bytes of raw records on disk (in the trace) while the CPU is busy, "
         "and encode them when it is free; 0: encode every interval as it ends.",
+    ),
+    witness: str = typer.Option(
+        "agent",
+        "--witness",
+        help="Whose block completions a tracefs instance also records, for those the kernel runs no "
+        "BPF program for: agent (PID 1's threads, as on the lab VM), all (any task; costs ~0.4 µs "
+        "per completion), off.",
     ),
     json_out: str | None = typer.Option(None, "--json", help=JSON_HELP),
     force: bool = typer.Option(
@@ -75,6 +84,7 @@ def capture_cmd(
         spool_bytes=0 if spool.strip() == "0" else parse_size_bytes(spool, "--spool", "2GiB, 500MiB or 0"),
         force=force,
         syscalls=not no_syscalls,
+        witness=witness,
     )
     json_target(json_out, force=force)
     with stop_on_signals() as stop:  # held until the summary is printed: a late Ctrl-C cannot cut it

@@ -130,8 +130,8 @@ _register()
 METAVARS = {
     "--output": "PATH", "--json": "FILE|-", "--window": "DURATION", "--device": "NAME",
     "--between": "T1 T2", "--label": "KEY=VALUE", "--duration": "DURATION", "--rotate": "DURATION",
-    "--buffer": "SIZE", "--spool": "SIZE", "--comm": "NAME", "--pid": "PID", "--at": "HH:MM[:SS]",
-    "--time-unit": "UNIT",
+    "--buffer": "SIZE", "--spool": "SIZE", "--witness": "MODE", "--comm": "NAME", "--pid": "PID",
+    "--at": "HH:MM[:SS]", "--time-unit": "UNIT",
     "--regime": "NAME", "--target": "PATH", "--engine": "NAME", "--streams": "MODE", "--pace": "MODE",
     "--iodepth": "N", "--align": "SIZE", "--target-size": "SIZE", "--format": "FORMAT",
     "--baseline": "TRACE", "--service": "NAME", "--catalog": "PATH", "--cells": "LIST", "--qd": "LIST",

@@ -151,3 +151,10 @@ def test_a_bad_spool_size_is_one_line(tmp_path: Path, value: str) -> None:
     code, _, stderr = run_iofp("capture", "-o", str(tmp_path / "t"), "--spool", value)
     assert code == 2
     assert stderr.strip() == f"iofp: --spool {value!r} is not a size; use e.g. 2GiB, 500MiB or 0"
+
+
+def test_a_bad_witness_mode_is_one_line(tmp_path: Path) -> None:
+    code, _, stderr = run_iofp("capture", "-o", str(tmp_path / "t"), "--witness", "some")
+    assert code == 2
+    assert stderr.strip() == "iofp: --witness 'some': use one of agent, all, off"
+    assert not (tmp_path / "t").exists()
