@@ -18,7 +18,7 @@ demo: setup
 	bash scripts/demo.sh
 
 # The benchmarks behind BENCHMARKS.md (root; ~30 min). Each takes --help for its options.
-BENCHES := capture_overhead fingerprint_scale import_scale iolog_convert replay_fidelity commit_fidelity
+BENCHES := capture_overhead request_stamps fingerprint_scale import_scale iolog_convert replay_fidelity commit_fidelity
 bench: setup
 	for b in $(BENCHES); do flock /tmp/iofp-heavy.lock $(PY) -m bench.$$b || exit 1; done
 

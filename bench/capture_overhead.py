@@ -63,6 +63,7 @@ class Run:
     lost: int | None = None
     tracer_cpu_s: float | None = None
     busy_ns_per_io: float | None = None  # every CPU's busy time (/proc/stat) over fio's run, per I/O
+    tracer_ns_per_io_in_run: float | None = None  # the tracer process's CPU while fio ran, per I/O
     fio_cpu_ns_per_io: float | None = None  # fio's own CPU (usr + sys) per I/O
     note: str = ""
     extra: dict = field(default_factory=dict)
@@ -205,6 +206,7 @@ class IofpTracer(Tracer):
     def stop(self, run: Run) -> None:
         if self.prog_stats:
             run.extra["prog_ns_per_run"] = prog_stats(self.p.pid)
+        run.extra["cpu_in_run_s"] = proc_cpu_s(self.p.pid) - self.cpu0  # before the last interval
         self.p.send_signal(signal.SIGINT)
         run.tracer_cpu_s = wait_cpu_s(self.p) - self.cpu0  # after readiness: excludes the compile
         stdout = self.p.stdout.read() if self.p.stdout else ""
@@ -221,6 +223,14 @@ class IofpNoSpoolTracer(IofpTracer):
 
     name = "iofp_nospool"
     extra_args = ("--spool", "0")
+
+
+class IofpNoWitnessTracer(IofpTracer):
+    """iofp without the tracefs witness (--witness off): what a second handler on block_rq_complete
+    costs (completions the kernel hides from BPF then stay without latency, counted)."""
+
+    name = "iofp_nowitness"
+    extra_args = ("--witness", "off")
 
 
 class IofpNoSyscallsTracer(IofpTracer):
@@ -484,6 +494,7 @@ TRACERS: dict[str, type[Tracer]] = {
     "iofp": IofpTracer,
     "iofp_nosys": IofpNoSyscallsTracer,
     "iofp_nospool": IofpNoSpoolTracer,
+    "iofp_nowitness": IofpNoWitnessTracer,
     "perf": PerfTracer,
     "bpftrace": BpftraceTracer,
     "empty": EmptyProgramsTracer,
@@ -506,6 +517,8 @@ def one_run(mode: str, rnd: int, dev: str, seconds: int, wl: Workload, rate: int
     run.busy_ns_per_io = (busy_ticks() - busy0) / CLK_TCK * 1e9 / max(1, f["ios"])
     run.fio_cpu_ns_per_io = f["fio_cpu_ns_per_io"]
     tracer.stop(run)
+    if "cpu_in_run_s" in run.extra:
+        run.tracer_ns_per_io_in_run = run.extra["cpu_in_run_s"] * 1e9 / max(1, f["ios"])
     run.stat_ios = completed(name, wl.direction) - before
     run.iops, run.fio_ios = f["iops"], f["ios"]
     (out / "run.json").write_text(json.dumps(asdict(run), indent=2))
@@ -536,6 +549,7 @@ def summarise(runs: list[Run], modes: list[str]) -> dict:
             "overhead_pct_range": [(1 - max(ratios)) * 100, (1 - min(ratios)) * 100] if ratios else None,
             "busy_ns_per_io_median": statistics.median(r.busy_ns_per_io for r in rs if r.busy_ns_per_io),
             "fio_cpu_ns_per_io_median": statistics.median(r.fio_cpu_ns_per_io or 0 for r in rs),
+            "tracer_ns_per_io_in_run_median": statistics.median(r.tracer_ns_per_io_in_run or 0 for r in rs),
             "cpu_overhead_pct_median": (statistics.median(busy_ratios) - 1) * 100 if busy_ratios else None,
             "cpu_overhead_pct_range": [(min(busy_ratios) - 1) * 100, (max(busy_ratios) - 1) * 100]
             if busy_ratios
@@ -592,7 +606,8 @@ def main() -> None:
                 print(
                     f"round {rnd} {mode:9s} {r.iops:10.0f} IOPS  fio {r.fio_ios}  stat {r.stat_ios}  "
                     f"events {r.events}  lost {r.lost}  cpu/event {'-' if cpu is None else f'{cpu:.2f} us'}  "
-                    f"busy/io {r.busy_ns_per_io:.0f} ns  fio/io {r.fio_cpu_ns_per_io:.0f} ns",
+                    f"busy/io {r.busy_ns_per_io:.0f} ns  fio/io {r.fio_cpu_ns_per_io:.0f} ns  "
+                    f"tracer/io in run {r.tracer_ns_per_io_in_run or 0:.0f} ns",
                     flush=True,
                 )
                 if stats := r.extra.get("prog_ns_per_run"):
