@@ -143,9 +143,31 @@ def load(path: Path | str) -> tuple[Path, HeadroomResult]:
     """The record of a headroom directory (or its headroom.json), checked; BadInput if it is not one."""
     f, doc = records.read(path, RECORD, KIND, VERSION, "headroom")
     try:
-        return f.parent, HeadroomResult.from_dict(doc)
-    except (TypeError, KeyError, ValueError) as e:
+        return f.parent, _checked(HeadroomResult.from_dict(doc))
+    except (TypeError, KeyError, ValueError, AttributeError) as e:
         raise BadInput(f"{f}: not a complete headroom result ({e}); run the sweep again") from None
+
+
+def _checked(res: HeadroomResult) -> HeadroomResult:
+    """The figures readers draw and rank by are numbers (or null): a record that parses can still
+    hold a string where a rate goes (damaged, or edited by hand), and a reader must not crash on it."""
+    for s in res.steps:
+        rates = (s.demanded_iops, s.achieved_iops, s.demanded_commits_per_s, s.commits_per_s)
+        lat = [v for pcts in s.latency_ns.values() for v in pcts.values()]
+        if not _number(s.scale) or s.scale <= 0 or s.verdict not in (PASS, FAIL, ABOVE_CEILING, STOPPED):
+            raise ValueError(f"a step with scale {s.scale!r} and verdict {s.verdict!r}")
+        if not all(v is None or _number(v) for v in (*rates, *lat)):
+            raise ValueError(f"a step at {s.scale:g}x holds a figure that is not a number")
+    h = res.headroom
+    if h is not None and (
+        h.bound not in BOUNDS or not all(v is None or _number(v) for v in (h.factor, h.failed_at))
+    ):
+        raise ValueError(f"headroom {h.factor!r}, failed at {h.failed_at!r}, bound {h.bound!r}")
+    return res
+
+
+def _number(v: object) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
 __all__ = [

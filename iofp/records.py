@@ -24,9 +24,11 @@ def read(path: Path | str, record: str, kind: str, version: int, command: str) -
             f"{f}: cannot read it ({e.strerror}); pass a directory written by `iofp {command}`"
         ) from None
     except ValueError as e:
-        raise BadInput(f"{f}: not valid JSON ({e})") from None
+        raise BadInput(
+            f"{f}: not valid JSON ({e}); the record is damaged: run `iofp {command}` again"
+        ) from None
     if not isinstance(doc, dict) or doc.get("kind") != kind:
-        raise BadInput(f"{f}: not an iofp {noun}")
+        raise BadInput(f"{f}: not an iofp {noun}; pass a directory written by `iofp {command}`")
     if doc.get("version") != version:
         raise BadInput(f"{f}: {noun} v{doc.get('version')}; this iofp reads v{version}")
     return f, doc
