@@ -58,6 +58,7 @@ class Series:
     step: bool = False  # a CDF: horizontal then vertical
     width: float = 1.4
     dash: str | None = None
+    dots: bool = False  # a dot at each point: a curve of a few measured steps, each one a run
 
 
 @dataclass
@@ -76,6 +77,7 @@ class Chart:
     vlines: list[tuple[float, str, str]] = field(default_factory=list)  # (x, label, color)
     spans: list[tuple[float, float, str, str]] = field(default_factory=list)  # (x0, x1, color, attrs)
     points: list[tuple[float, float, str, str]] = field(default_factory=list)  # (x, y, label, color)
+    x_ticks: list[tuple[float, str]] | None = None  # (x, label): ticks the data calls for (2x steps)
     css: str = "chart"
     attrs: str = ""
 
@@ -119,12 +121,13 @@ class Chart:
     def _axes(self, a: _Area) -> list[str]:
         """Gridlines with their round-number ticks, the frame and the axis labels."""
         out = []
-        for t in log_ticks(a.x0, a.x1) if self.log_x else nice_ticks(a.x0, a.x1):
+        ticks = log_ticks(a.x0, a.x1) if self.log_x else nice_ticks(a.x0, a.x1)
+        for t, label in self.x_ticks or [(t, fmt(t)) for t in ticks]:
             X = a.fx(t)
             out.append(f'<line x1="{X:.1f}" y1="{a.T}" x2="{X:.1f}" y2="{a.T + a.ph}" stroke="#eee"/>')
             out.append(
                 f'<text class="tick x" x="{X:.1f}" y="{a.T + a.ph + 14}" font-size="10" '
-                f'text-anchor="middle">{fmt(t)}</text>'
+                f'text-anchor="middle">{html.escape(label)}</text>'
             )
         for t in log_ticks(a.y0, a.y1) if self.log_y else nice_ticks(a.y0, a.y1):
             Y = a.fy(t)
@@ -163,6 +166,9 @@ class Chart:
                 f'<polyline data-line="{html.escape(s.name)}" fill="none" stroke="{color}" '
                 f'stroke-width="{s.width}"{dash} points="{" ".join(pts)}"/>'
             )
+            if s.dots:
+                cxy = [xy.split(",") for xy in pts]
+                out += [f'<circle cx="{x}" cy="{y}" r="{1.5 + s.width:.1f}" fill="{color}"/>' for x, y in cxy]
         return out
 
     def _marks(self, a: _Area) -> list[str]:
@@ -179,6 +185,7 @@ class Chart:
                     f'<text x="{a.L + a.pw - 4}" y="{Y - 4:.1f}" font-size="10" text-anchor="end" '
                     f'fill="{color}">{html.escape(label)}</text>'
                 )
+        labelled = 0
         for x, label, color in self.vlines:
             if a.x0 <= x <= a.x1:
                 X = a.fx(x)
@@ -186,10 +193,17 @@ class Chart:
                     f'<line class="ref v" x1="{X:.1f}" y1="{a.T}" x2="{X:.1f}" y2="{a.T + a.ph}" '
                     f'stroke="{color}" stroke-dasharray="5 3" stroke-width="1.5"/>'
                 )
+                if not label:
+                    continue
+                # Labels of nearby lines would print over each other: each one a line lower; one
+                # in the right third of the plot reads leftwards, so it stays inside the chart.
+                right = a.L + 0.66 * a.pw < X
+                tx, anchor = (X - 4, "end") if right else (X + 4, "start")
                 out.append(
-                    f'<text x="{X + 4:.1f}" y="{a.T + 12}" font-size="10" fill="{color}">'
-                    f"{html.escape(label)}</text>"
+                    f'<text x="{tx:.1f}" y="{a.T + 12 + 12 * labelled}" font-size="10" '
+                    f'text-anchor="{anchor}" fill="{color}">{html.escape(label)}</text>'
                 )
+                labelled += 1
         for x, y, label, color in self.points:
             out.append(f'<circle class="mark" cx="{a.fx(x):.1f}" cy="{a.fy(y):.1f}" r="5" fill="{color}"/>')
             out.append(
