@@ -19,13 +19,14 @@ from string import Template
 
 import pyarrow as pa
 
+from fingerprint.report_slo import slo_lines
 from fingerprint.report_svg import PALETTE, Chart, Series, legend
 from iofp import duck
 from iofp import probe_result as pr
 from iofp import replay_result as rr
 from iofp.contract import IO_TABLE, SYNC_TABLE, open_trace
 from iofp.errors import BadInput
-from iofp.slo import LatencyTerm, Slo, format_ns
+from iofp.slo import Slo, format_ns
 from iofp.sqlfiles import load_sql
 
 SQL = "fingerprint.sql"
@@ -84,23 +85,6 @@ def curves(capture: Path) -> Curves | None:
         return out
     finally:
         con.close()
-
-
-def _slo_lines(slo: Slo | None, kind: str) -> list[tuple[float, str, str]]:
-    """The SLO's latency limits that apply to `kind` (µs), as reference lines."""
-    out = []
-    for t in slo.terms if slo else ():
-        if not isinstance(t, LatencyTerm):
-            continue
-        applies = (
-            (t.op is None and kind in ("read", "write"))
-            or t.op == kind
-            or (t.op in ("fsync", "commit") and kind == "sync calls")
-            or (t.op == "all" and kind in ("read", "write"))
-        )
-        if applies:
-            out.append((t.limit_ns / 1e3, f"SLO {t.text}", "#e67e22"))
-    return out
 
 
 class _Figures:
@@ -192,7 +176,7 @@ def _latency_charts(c: Candidate, slo: Slo | None) -> str:
         if kind in cv.cdf:
             qs, _ = cv.cdf[kind]
             cdf.series.append(Series(kind, qs, list(PROBS), COLORS[kind], step=True))
-        for y, label, color in _slo_lines(slo, kind):
+        for y, label, color in slo_lines(slo, kind):
             if (y, label, color) not in time_chart.hlines:
                 time_chart.hlines.append((y, label, color))
                 cdf.vlines.append((y, label, color))
@@ -225,7 +209,7 @@ def _commit_overlay(cands: list[Candidate], slo: Slo | None) -> str:
             color = PALETTE[i % len(PALETTE)]
             chart.series.append(Series(c.name, c.curves.cdf["sync calls"][0], list(PROBS), color, step=True))
             names.append((c.name, color))
-    chart.vlines += _slo_lines(slo, "sync calls")
+    chart.vlines += slo_lines(slo, "sync calls")
     return legend(names) + chart.svg() if names else ""
 
 
