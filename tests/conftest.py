@@ -13,6 +13,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED_TRACES = REPO.parent / "shared" / "traces"
+COMMIT_HEAVY = REPO / "samples" / "traces" / "commit-heavy"
 
 
 def is_root() -> bool:
@@ -103,3 +104,47 @@ def tpcc_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from helpers import shared_trace
 
     return shared_trace("tpcc", tmp_path_factory)
+
+
+DEMAND_IOPS = 1000  # the read trace's rate: the throttle's N / D = 3
+
+
+@pytest.fixture(scope="session")
+def reads_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """2 s of 4 KiB random reads at DEMAND_IOPS from one process, one at a time (a psync QD1 job)."""
+    from helpers import write_trace
+
+    n = 2 * DEMAND_IOPS
+    return write_trace(
+        tmp_path_factory.mktemp("t") / "reads",
+        {
+            "ts_ns": [i * 1_000_000_000 // DEMAND_IOPS for i in range(n)],
+            "offset": [(i * 7919 % 16000) * 4096 for i in range(n)],
+            "size": [4096] * n,
+            "op": ["read"] * n,
+            "pid": [100] * n,
+            "lat_ns": [100_000] * n,
+        },
+    )
+
+
+@pytest.fixture(scope="session")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A comparison directory: a real replay of 2 s of the commit-heavy sample onto a RAM loop and a
+    short real probe of the same device (reads only: cell 1 and a two-depth sweep)."""
+    from helpers import run_iofp
+
+    if shutil.which("fio") is None:
+        pytest.skip("needs fio (apt install fio)")
+    base = tmp_path_factory.mktemp("lab") / "cmp"
+    dev, backing = make_loop_device(256)
+    try:
+        code, _, err = run_iofp("replay", str(COMMIT_HEAVY), "--between", "2", "4", "--target", dev,
+                                "--label", "device=ram-loop", "-o", str(base / "ram"))  # fmt: skip
+        assert code == 0, err
+        probe = ["--cells", "randread,sweep", "--qd", "1,4", "--runtime", "1s", "--reads-only", "--label"]
+        code, _, err = run_iofp("probe", dev, *probe, "device=ram-loop", "-o", str(base / "probe-ram"))
+        assert code == 0, err
+    finally:
+        destroy_loop_device(dev, backing)
+    return base

@@ -6,21 +6,26 @@ from __future__ import annotations
 import gzip
 import math
 import os
+import shutil
+import signal
 import struct
 import subprocess
 import sys
+import time
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pytest
-from conftest import SHARED_TRACES
+from conftest import REPO, SHARED_TRACES
 from typer.testing import CliRunner
 
 from cli.app import main
+from iofp import headroom_result as hr
 from iofp.contract import TraceMeta, TraceWriter
 
 
@@ -185,3 +190,69 @@ def png_pixels(path: Path) -> np.ndarray:
         out[y] = line
         prev = line
     return out.reshape(h, w, bpp)
+
+
+def chromium() -> str:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        if path := shutil.which(name):
+            return path
+    pytest.skip("needs chromium (apt install chromium) to render the report")
+
+
+def run_chromium(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def screenshot(tmp_path: Path, page: Path, size: str = "1280,1400") -> np.ndarray:
+    """Chromium's rendering of `page` (its PNG kept beside it in tmp_path): the pixels."""
+    png = tmp_path / f"{page.stem}.png"
+    shot = run_chromium(f"--screenshot={png}", f"--window-size={size}", page.as_uri())
+    assert shot.returncode == 0, shot.stderr[-2000:]
+    return png_pixels(png)
+
+
+def assert_drawn(tmp_path: Path, page: Path, size: str = "1280,1400") -> np.ndarray:
+    """Chromium renders the page and the screenshot shows a drawing: a blank page is one colour
+    (standard deviation 0); text and charts on white spread the grey levels and cover some of it."""
+    pixels = screenshot(tmp_path, page, size)
+    grey = pixels[..., :3].mean(axis=2)
+    assert grey.std() > 10, grey.std()
+    assert 0.01 < (grey < 200).mean() < 0.6, (grey < 200).mean()  # inked (2-6% here), not a solid block
+    return pixels
+
+
+def interrupted_headroom(trace: Path, dev: str, out: Path, *args: str) -> tuple[int, str, str]:
+    """`iofp headroom` (this checkout's, in a process of its own) sent SIGINT half a second into its
+    second step (1.5x), as a user at a terminal would: (exit status, stdout, stderr)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cli.app", "headroom", str(trace), "--target", dev, "--slo", "p99<=50ms",
+         "-o", str(out), *args],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as a terminal starts it
+    )  # fmt: skip
+    fio_cmd = out / "steps" / "02-x1.5" / "fio.cmd"
+    deadline = time.monotonic() + 120
+    while not fio_cmd.exists():
+        assert time.monotonic() < deadline and proc.poll() is None, "step 2 never started"
+        time.sleep(0.02)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    stdout, err = proc.communicate(timeout=120)
+    return proc.returncode, stdout, err
+
+
+def headroom_record(steps: list[hr.Step], **fields: Any) -> hr.HeadroomResult:
+    """A headroom record of `steps` (iofp/headroom_result.py) for the rules that read one: a candidate
+    at 1,000 IOPS judged against p99<=2ms, its ceiling measured (no limit)."""
+    base = dict(
+        tool_version="t", host="h", kernel="k", started="s", trace={}, target={"path": "/dev/loop9"},
+        labels={"device": "cand"}, slo="p99<=2ms", settings={"selection": {"regime": "spike"}},
+        selection="spike", demand={"iops": 1000.0, "commits_per_s": None}, ceiling=hr.Ceiling("measured"),
+        steps=steps,
+    )  # fmt: skip
+    return hr.HeadroomResult(**(base | fields))

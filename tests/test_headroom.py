@@ -7,38 +7,27 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, THROTTLE_IOPS, destroy_loop_device, make_loop_device, needs_fio, needs_root
-from helpers import run_iofp, write_trace
+from conftest import (
+    COMMIT_HEAVY,
+    DEMAND_IOPS,
+    REPO,
+    THROTTLE_IOPS,
+    destroy_loop_device,
+    make_loop_device,
+    needs_fio,
+    needs_root,
+)
+from helpers import headroom_record, interrupted_headroom, run_iofp
 
 from iofp import headroom_result as hr
 from replay import headroom
 
 IOFP = REPO / ".venv" / "bin" / "iofp"
-COMMIT_HEAVY = REPO / "samples" / "traces" / "commit-heavy"
-DEMAND_IOPS = 1000  # the read trace's rate: the throttle's N / D = 3
-
-
-@pytest.fixture(scope="module")
-def reads(tmp_path_factory) -> Path:
-    """2 s of 4 KiB random reads at DEMAND_IOPS from one process, one at a time (a psync QD1 job)."""
-    n = 2 * DEMAND_IOPS
-    return write_trace(
-        tmp_path_factory.mktemp("t") / "reads",
-        {
-            "ts_ns": [i * 1_000_000_000 // DEMAND_IOPS for i in range(n)],
-            "offset": [(i * 7919 % 16000) * 4096 for i in range(n)],
-            "size": [4096] * n,
-            "op": ["read"] * n,
-            "pid": [100] * n,
-            "lat_ns": [100_000] * n,
-        },
-    )
 
 
 # ---- no I/O: the options and the rules ------------------------------------------------------
@@ -94,7 +83,7 @@ def test_a_target_smaller_than_the_selection_is_refused_before_any_io(tmp_path):
 
 @needs_root
 @needs_fio
-def test_a_throttled_device_holds_n_over_d(throttled, reads, tmp_path):
+def test_a_throttled_device_holds_n_over_d(throttled, reads_trace, tmp_path):
     """N = 3,000 read IOPS (blkio throttle), D = 1,000: the headroom is about 3x, the device's limit."""
     dev, group = throttled
     out = tmp_path / "h"
@@ -104,7 +93,7 @@ def test_a_throttled_device_holds_n_over_d(throttled, reads, tmp_path):
 
     t0 = time.monotonic()
     proc = subprocess.run(
-        [str(IOFP), "headroom", str(reads), "--target", str(dev), "--slo", "p99<=50ms", "--budget", "8",
+        [str(IOFP), "headroom", str(reads_trace), "--target", str(dev), "--slo", "p99<=50ms", "--budget", "8",
          "--label", "device=throttled", "-o", str(out)],
         cwd=REPO, capture_output=True, text=True, preexec_fn=join_group, timeout=300,
     )  # fmt: skip
@@ -129,11 +118,11 @@ def test_a_throttled_device_holds_n_over_d(throttled, reads, tmp_path):
 
 @needs_root
 @needs_fio
-def test_a_scale_above_the_replayers_ceiling_is_the_replayers_limit(reads, tmp_path):
+def test_a_scale_above_the_replayers_ceiling_is_the_replayers_limit(reads_trace, tmp_path):
     dev, backing = make_loop_device(64)
     out = tmp_path / "h"
     try:
-        code, stdout, err = run_iofp("headroom", reads, "--target", dev, "--slo", "p99<=50ms",
+        code, stdout, err = run_iofp("headroom", reads_trace, "--target", dev, "--slo", "p99<=50ms",
                                      "--scales", "1,5000", "--max-scale", "5000", "--budget", "1",
                                      "-o", out)  # fmt: skip
     finally:
@@ -188,26 +177,14 @@ def test_the_ram_loop_has_far_more_headroom_than_the_disk_loop(tmp_path):
 
 @needs_root
 @needs_fio
-def test_a_stop_signal_stops_fio_and_keeps_the_steps_done(reads, tmp_path):
+def test_a_stop_signal_stops_fio_and_keeps_the_steps_done(reads_trace, tmp_path):
     dev, backing = make_loop_device(64)
     out = tmp_path / "h"
     try:
-        proc = subprocess.Popen(
-            [str(IOFP), "headroom", str(reads), "--target", dev, "--slo", "p99<=50ms", "-o", str(out)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as a terminal starts it
-        )  # fmt: skip
-        fio_cmd = out / hr.STEPS_DIR / "02-x1.5" / "fio.cmd"
-        deadline = time.monotonic() + 120
-        while not fio_cmd.exists():
-            assert time.monotonic() < deadline and proc.poll() is None, "step 2 never started"
-            time.sleep(0.02)
-        time.sleep(0.5)
-        proc.send_signal(signal.SIGINT)
-        stdout, err = proc.communicate(timeout=120)
+        code, stdout, err = interrupted_headroom(reads_trace, dev, out)
     finally:
         destroy_loop_device(dev, backing)
-    assert proc.returncode == 130, err
+    assert code == 130, err
     assert err.splitlines()[-1] == (
         "iofp: interrupted (SIGINT) after 1 step; fio was stopped, and the steps done so far are kept "
         "as a partial result"
@@ -228,31 +205,22 @@ def _names(proc: Path, out: Path) -> bool:
         return False
 
 
-def _result(steps: list[hr.Step]) -> hr.HeadroomResult:
-    return hr.HeadroomResult(
-        tool_version="t", host="h", kernel="k", started="s", trace={}, target={"path": "/dev/loop9"},
-        labels={"device": "cand"}, slo="p99<=2ms", settings={"selection": {"regime": "spike"}},
-        selection="spike", demand={"iops": 1000.0, "commits_per_s": None}, ceiling=hr.Ceiling("measured"),
-        steps=steps,
-    )  # fmt: skip
-
-
 def test_the_finding_names_the_bound_and_the_load():
     opts = headroom.HeadroomOptions(replay=None, slo=None, max_scale=8, precision=0.05, budget=12)  # type: ignore[arg-type]
     ok = lambda x: hr.Step(x, "sweep", "d", hr.PASS)  # noqa: E731
     slo_miss = hr.Step(2.2, "bisect", "d", hr.FAIL, slo_failures=["read p99 3.10 ms > 2.00 ms"])
-    h = headroom.conclude(_result([ok(1), ok(2), slo_miss, ok(2.1)]), opts)
+    h = headroom.conclude(headroom_record([ok(1), ok(2), slo_miss, ok(2.1)]), opts)
     assert (h.factor, h.failed_at, h.bound) == (2.1, 2.2, "slo")
     assert h.finding == (
         "cand holds p99<=2ms up to 2.1x today's spike (2,100 IOPS); at 2.2x read p99 3.10 ms > 2.00 ms"
     )
-    h = headroom.conclude(_result([ok(1), ok(4), ok(8)]), opts)
+    h = headroom.conclude(headroom_record([ok(1), ok(4), ok(8)]), opts)
     assert (h.factor, h.bound) == (8, "max-scale") and "up to at least 8x" in h.finding
     above = hr.Step(16, "sweep", None, hr.ABOVE_CEILING, saturation="replayer", rate_failures=["x"])
-    h = headroom.conclude(_result([ok(1), above]), opts)
+    h = headroom.conclude(headroom_record([ok(1), above]), opts)
     assert h.bound == "replayer" and "the replayer's limit, not the device's" in h.finding
     assert "not bisected to 5%" in h.finding
     h = headroom.conclude(
-        _result([hr.Step(1, "sweep", "d", hr.FAIL, rate_failures=["r"], saturation="device")]), opts
+        headroom_record([hr.Step(1, "sweep", "d", hr.FAIL, rate_failures=["r"], saturation="device")]), opts
     )
     assert (h.factor, h.bound) == (None, "first step") and h.finding.startswith("cand misses p99<=2ms at 1x")

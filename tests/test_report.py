@@ -3,41 +3,11 @@
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 
-import pytest
-from conftest import REPO, destroy_loop_device, make_loop_device, needs_fio, needs_root
-from helpers import png_pixels, run_iofp, synthetic_steady_with_spike
+from conftest import REPO, needs_fio, needs_root
+from helpers import assert_drawn, run_chromium, run_iofp, synthetic_steady_with_spike
 
 from fingerprint.importing import import_trace
-
-
-def chromium() -> str:
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        if path := shutil.which(name):
-            return path
-    pytest.skip("needs chromium (apt install chromium) to render the report")
-
-
-def run_chromium(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
-def assert_drawn(tmp_path, page, size="1280,1400"):
-    """Chromium renders the page and the screenshot shows a drawing: a blank page is one colour
-    (standard deviation 0); text and charts on white spread the grey levels and cover some of it."""
-    png = tmp_path / f"{page.stem}.png"
-    shot = run_chromium(f"--screenshot={png}", f"--window-size={size}", page.as_uri())
-    assert shot.returncode == 0, shot.stderr[-2000:]
-    grey = png_pixels(png)[..., :3].mean(axis=2)
-    assert grey.std() > 10, grey.std()
-    assert 0.01 < (grey < 200).mean() < 0.6, (grey < 200).mean()  # inked (2-6% here), not a solid block
 
 
 def test_report_renders_with_steady_and_spike_regions(tmp_path):
@@ -94,29 +64,6 @@ def test_a_directory_that_is_neither_trace_nor_results_is_one_line(tmp_path):
                               "(iofp capture, iofp import), results (iofp replay, iofp probe) or a directory "
                               "holding results\n")  # fmt: skip
     assert not out.exists()
-
-
-COMMIT_HEAVY = REPO / "samples" / "traces" / "commit-heavy"
-
-
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    """A comparison directory: a real replay of 2 s of the commit-heavy sample onto a RAM loop and a
-    short real probe of the same device (reads only: cell 1 and a two-depth sweep)."""
-    if shutil.which("fio") is None:
-        pytest.skip("needs fio (apt install fio)")
-    base = tmp_path_factory.mktemp("lab") / "cmp"
-    dev, backing = make_loop_device(256)
-    try:
-        code, _, err = run_iofp("replay", str(COMMIT_HEAVY), "--between", "2", "4", "--target", dev,
-                                "--label", "device=ram-loop", "-o", str(base / "ram"))  # fmt: skip
-        assert code == 0, err
-        probe = ["--cells", "randread,sweep", "--qd", "1,4", "--runtime", "1s", "--reads-only", "--label"]
-        code, _, err = run_iofp("probe", dev, *probe, "device=ram-loop", "-o", str(base / "probe-ram"))
-        assert code == 0, err
-    finally:
-        destroy_loop_device(dev, backing)
-    return base
 
 
 @needs_root
