@@ -76,7 +76,8 @@ def read_json(path: Path) -> doc.Fingerprint:
 def report_paths(
     paths: list[Path], slo: Slo | None, window_ns: int | None, device: str | None
 ) -> tuple[str, str]:
-    """The HTML report of `paths` (one trace, or replay and probe results) and what it reports."""
+    """The HTML report of `paths` (one trace, or replay, probe and headroom results) and what it
+    reports."""
     from fingerprint.report import render_html
     from fingerprint.report_results import gather, is_trace, render_results
 
@@ -85,6 +86,5 @@ def report_paths(
         return render_html(fp, tl), "a trace"
     if traces := [p for p in paths if is_trace(p)]:
         raise BadInput(f"{traces[0]}: a trace; report it alone (iofp report {traces[0]} -o OUT.html)")
-    cands, probes = gather(paths)
-    what = f"{len(cands)} replay result(s), {len(probes)} probe result(s)"
-    return render_results(cands, probes, slo), what
+    found = gather(paths)
+    return render_results(found, slo), found.what()

@@ -1,12 +1,13 @@
-"""`iofp report` of results: replay results (one, or a comparison of several candidates) and probe
-results, as one self-contained HTML page (inline SVG, no script, no network).
+"""`iofp report` of results: replay results (one, or a comparison of several candidates), probe and
+headroom results, as one self-contained HTML page (inline SVG, no script, no network).
 
 Per replay candidate: the SLO verdict, the demanded and achieved rates, iofp's measured latency
 percentiles (from its capture of the run, as `iofp compare` shows them), the achieved against the
 demanded IOPS per window (the fidelity measurement's series), the latency p50 and p99 over time and
 the latency CDF of each kind of request (reads, writes, flushes and the sync calls, i.e. the
 commits), drawn from the run's capture with the SLO's limits marked. Per probe: the four-cell table
-beside the queue-depth sweep (IOPS and p99 against depth, the knee marked).
+beside the queue-depth sweep (IOPS and p99 against depth, the knee marked). Per headroom sweep: its
+curve (fingerprint/report_headroom.py).
 """
 
 from __future__ import annotations
@@ -19,9 +20,11 @@ from string import Template
 
 import pyarrow as pa
 
+from fingerprint import report_headroom as rh
 from fingerprint.report_slo import slo_lines
 from fingerprint.report_svg import PALETTE, Chart, Series, legend
 from iofp import duck
+from iofp import headroom_result as hr
 from iofp import probe_result as pr
 from iofp import replay_result as rr
 from iofp.contract import IO_TABLE, SYNC_TABLE, open_trace
@@ -263,14 +266,30 @@ def probe_section(path: Path, res: pr.ProbeResult) -> str:
     ])  # fmt: skip
 
 
-def render_results(cands: list[Candidate], probes: list[tuple[Path, pr.ProbeResult]], slo: Slo | None) -> str:
+@dataclass
+class Gathered:
+    """The results a report draws, by what wrote them."""
+
+    cands: list[Candidate] = field(default_factory=list)  # iofp replay
+    probes: list[tuple[Path, pr.ProbeResult]] = field(default_factory=list)  # iofp probe
+    sweeps: list[rh.Sweep] = field(default_factory=list)  # iofp headroom
+
+    def what(self) -> str:
+        kinds = f"{len(self.cands)} replay result(s), {len(self.probes)} probe result(s)"
+        return kinds + (f", {len(self.sweeps)} headroom result(s)" if self.sweeps else "")
+
+
+def render_results(g: Gathered, slo: Slo | None) -> str:
+    cands, probes = g.cands, g.probes
     names = [c.name for c in cands] + [p.labels.get("device") or Path(p.target.path).name for _, p in probes]
+    names += [f"headroom of {sw.name}" for sw in g.sweeps]
     head = ("comparison: " if len(names) > 1 else "") + ", ".join(names)
     parts = [f"<h1>{html.escape(head)}</h1>"]
     if slo:
         parts.append(f"<p>SLO <code>{html.escape(slo.text)}</code> (iofp/slo.py's grammar).</p>")
     if len(cands) > 1:
         parts.append(_commit_overlay(cands, slo))
+    parts += [rh.headroom_section(sw, slo) for sw in g.sweeps]
     parts += [candidate_section(c, slo) for c in cands]
     parts += [probe_section(p, r) for p, r in probes]
     tpl = Template(resources.files("fingerprint").joinpath("report.html").read_text())
@@ -279,7 +298,7 @@ def render_results(cands: list[Candidate], probes: list[tuple[Path, pr.ProbeResu
 
 NEITHER = (
     "neither a trace nor results; pass a trace directory (iofp capture, iofp import), results "
-    "(iofp replay, iofp probe) or a directory holding results"
+    "(iofp replay, iofp probe, iofp headroom) or a directory holding results"
 )
 
 
@@ -289,27 +308,28 @@ def is_trace(path: Path) -> bool:
     return (path / "trace.json").exists() or (path / "io").is_dir()
 
 
-def gather(paths: list[Path]) -> tuple[list[Candidate], list[tuple[Path, pr.ProbeResult]]]:
-    """The replay and probe results named by `paths` (each a results directory, or a directory
-    holding them: a comparison), read through their contracts; BadInput for anything else."""
-    cands: list[Candidate] = []
-    probes: list[tuple[Path, pr.ProbeResult]] = []
+def gather(paths: list[Path]) -> Gathered:
+    """The replay, probe and headroom results named by `paths` (each a results directory, or a
+    directory holding them: a comparison), read through their contracts; BadInput for anything else."""
+    g = Gathered()
     for path in paths:
         found = [path] if _is_result(path) else sorted(p for p in _children(path) if _is_result(p))
         if not found:
             raise BadInput(f"{path}: {NEITHER}")
         for d in found:
-            if (d / pr.RECORD).is_file():
-                probes.append(pr.load(d))
+            if hr.is_result(d):
+                g.sweeps.append(rh.load(d))
+            elif (d / pr.RECORD).is_file():
+                g.probes.append(pr.load(d))
             else:
                 root, res = rr.load(d)
                 name = res.labels.get("device") or root.name
-                cands.append(Candidate(name, root, res, curves(root / "capture")))
-    return cands, probes
+                g.cands.append(Candidate(name, root, res, curves(root / "capture")))
+    return g
 
 
 def _is_result(p: Path) -> bool:
-    return (p / rr.RECORD).is_file() or (p / pr.RECORD).is_file()
+    return (p / rr.RECORD).is_file() or (p / pr.RECORD).is_file() or (p / hr.RECORD).is_file()
 
 
 def _children(p: Path) -> list[Path]:

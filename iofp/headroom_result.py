@@ -11,8 +11,8 @@ p50/p99/p99.9 per op, commits included, in the order the steps ran. `headroom.fa
 scale that passed (the SLO held and the replay kept the demanded rate); `headroom.failed_at` the
 lowest that failed, and `headroom.bound` says why the search stopped there.
 
-Readers: `iofp compare` ranks candidates by `headroom.factor` (matched by `labels`). This module
-imports no stage.
+Readers: `iofp compare` ranks candidates by `headroom.factor` (matched by `labels`); `iofp report`
+draws `steps` as the curve (fingerprint/report_headroom.py). This module imports no stage.
 """
 
 from __future__ import annotations

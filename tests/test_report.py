@@ -61,8 +61,8 @@ def test_a_directory_that_is_neither_trace_nor_results_is_one_line(tmp_path):
     out = tmp_path / "r.html"
     code, _, err = run_iofp("report", str(tmp_path / "x"), "-o", str(out))
     assert (code, err) == (2, f"iofp: {tmp_path / 'x'}: neither a trace nor results; pass a trace directory "
-                              "(iofp capture, iofp import), results (iofp replay, iofp probe) or a directory "
-                              "holding results\n")  # fmt: skip
+                              "(iofp capture, iofp import), results (iofp replay, iofp probe, iofp headroom) "
+                              "or a directory holding results\n")  # fmt: skip
     assert not out.exists()
 
 
