@@ -132,11 +132,13 @@ def report_cmd(
     paths: list[Path] = typer.Argument(
         ...,
         metavar="PATH...",
-        help="A trace directory; or replay and probe results directories (several, or a directory "
-        "holding them, make a comparison).",
+        help="A trace directory; or replay, probe and headroom results directories (several, or a "
+        "directory holding them, make a comparison).",
     ),
     out: Path = typer.Option(..., "-o", "--output", help="The HTML file to write."),
-    slo: list[str] = typer.Option([], "--slo", metavar="TERMS", help=slomod.HELP + " Results only."),
+    slo: list[str] = typer.Option(
+        [], "--slo", metavar="TERMS", help=slomod.HELP + " Results only; without it a headroom sweep's own."
+    ),
     window: str | None = typer.Option(
         None, "--window", help=WINDOW_HELP + " Traces only.", show_default=False
     ),
@@ -147,6 +149,9 @@ def report_cmd(
     with steady and spike regions shaded, histograms, fingerprint tables. Of replay results (a
     comparison when several): per candidate, achieved vs demanded IOPS, latency over time and CDFs
     per op, the commit latency, against the SLO. Of a probe: the four cells and the queue-depth sweep.
+    Of a headroom sweep: the verdict, latency p50/p99 per op and demanded vs achieved rates against
+    the load scale, with the SLO (--slo, else the sweep's own), and every step; steps not run (above
+    the replayer's ceiling) or stopped are marked, not drawn. Results of all kinds mix on one page.
 
     Example: iofp report samples/traces/market-open -o market-open.html
     """
