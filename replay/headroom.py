@@ -41,6 +41,7 @@ from iofp.replay_result import PCTS, ReplayResult
 from iofp.slo import Slo
 from replay import fidelity as fidmod
 from replay import headroom_ceiling, interrupt, results, runner
+from replay.headroom_render import scale_text
 
 Note = Callable[[str], None]
 DEFAULT_SCALES = (1.0, 1.5, 2.0, 3.0, 4.0)
@@ -220,7 +221,7 @@ def _step(sw: _Sweep, scale: float, phase: str) -> hr.Step:
         step.demanded_iops = res.demand["iops"] * scale if res.demand.get("iops") else None
         step.rate_failures = [
             f"it demands {scale / limit:.1f}x what fio could issue of this plan here "
-            f"(its ceiling: {limit:,.3g}x today's rate)"
+            f"(its ceiling: {scale_text(limit)} today's rate)"
         ]
     else:
         sw.note(f"[{name}] replaying at {scale:g}x")
