@@ -24,7 +24,8 @@ from iofp.slo import Slo, format_ns
 OP_COLORS = {"read": "#3a6ea5", "write": "#c0392b", "commit": "#8e44ad"}
 RATE_COLORS = {"IOPS": "#16a085", "commits/s": "#8e44ad"}  # commits: the commit latency's colour
 SLO_KIND = {"read": "read", "write": "write", "commit": "sync calls"}  # report_results' names
-PASS_COLOR, FAIL_COLOR, MARK_COLOR, MARK_FILL = "#27ae60", "#c0392b", "#7f8c8d", "#e8e8e8"
+# MARK_FILL: the shade of what is not the device's (a step not run or stopped), as report.html's tr.marked
+PASS_COLOR, FAIL_COLOR, MARK_COLOR, MARK_FILL = "#27ae60", "#c0392b", "#7f8c8d", "#e6e2d8"
 CHART_W, CHART_H = 600, 280
 NOT_RUN = "not run: above the replayer's ceiling"
 
@@ -67,7 +68,13 @@ def marked(res: hr.HeadroomResult) -> list[hr.Step]:
 
 
 def scale_text(x: float) -> str:
+    """A step's scale, as it was asked (1.5x, 8.75x, 5000x)."""
     return f"{x:g}x"
+
+
+def measured_scale(x: float) -> str:
+    """A measured scale (the ceiling's): three figures, never an exponent (2,041x, 90.9x)."""
+    return f"{x:,.0f}x" if x >= 100 else f"{x:.3g}x"
 
 
 def verdict_line(res: hr.HeadroomResult) -> str:
@@ -137,7 +144,7 @@ def _ceiling(c: hr.Ceiling) -> str:
         return f"replayer's ceiling not measured ({c.reason})"
     limit = c.scale_limit()
     return f"replayer's ceiling {c.total_iops:,.0f} I/Os and sync calls/s" + (
-        f" ({limit:,.3g}x today's)" if limit else ""
+        f" ({measured_scale(limit)} today's)" if limit else ""
     )
 
 
@@ -159,7 +166,7 @@ def _charts(res: hr.HeadroomResult, slo: Slo | None) -> str:
     scales = [s.scale for s in res.steps]
     if not scales:
         return "<p>No step ran: nothing to draw.</p>"
-    x_range = (min(scales), max(scales))
+    x_range = (min(scales), max(max(scales), 2 * min(scales)))  # one step: still an axis to read
     ops = [op for op in hr.OPS if any(_lat(s, op, "p99") is not None for s in steps)]
     lat = legend([(f"{op} latency", OP_COLORS[op]) for op in ops]) + latency_chart(res, steps, slo, x_range)
     rates = [("IOPS", RATE_COLORS["IOPS"])] + [("commits/s", RATE_COLORS["commits/s"])] * any(
@@ -186,12 +193,18 @@ def _axis(title: str, y_label: str, x_range: tuple[float, float]) -> Chart:
     return c
 
 
-def latency_chart(res: hr.HeadroomResult, steps: list[hr.Step], slo: Slo | None, x_range) -> str:
+def latency_chart(
+    res: hr.HeadroomResult, steps: list[hr.Step], slo: Slo | None, x_range: tuple[float, float]
+) -> str:
     c = _axis(
         "latency per op vs load: p50 (thin) and p99, iofp's capture", "latency (µs, log scale)", x_range
     )
     c.log_y = True
     xs = [s.scale for s in steps]
+    ys = [v for s in steps for op in hr.OPS for p in ("p50", "p99") if (v := _lat(s, op, p))]
+    ys += [y for op in hr.OPS for y, _, _ in slo_lines(slo, SLO_KIND[op])]
+    if ys:  # a margin, so the lowest p50 and an SLO line at the top do not lie on the frame
+        c.y_range = (min(ys) / 1.5, max(ys) * 1.5)
     for op in hr.OPS:
         p99 = [_lat(s, op, "p99") for s in steps]
         if any(v is not None for v in p99):
@@ -204,7 +217,7 @@ def latency_chart(res: hr.HeadroomResult, steps: list[hr.Step], slo: Slo | None,
     return c.svg()
 
 
-def rate_chart(res: hr.HeadroomResult, steps: list[hr.Step], x_range) -> str:
+def rate_chart(res: hr.HeadroomResult, steps: list[hr.Step], x_range: tuple[float, float]) -> str:
     c = _axis("demanded (dashed) vs achieved per step, iofp's capture", "per second", x_range)
     xs = [s.scale for s in steps]
     pairs = (
@@ -237,7 +250,7 @@ def _mark(c: Chart, res: hr.HeadroomResult) -> None:
     if above and limit is not None:
         lo = min(limit, *above)
         c.spans.append((lo, c.x_range[1] if c.x_range else max(above), MARK_FILL, 'class="marked ceiling"'))
-        c.vlines.append((lo, f"replayer's ceiling {limit:,.3g}x: steps above not run", MARK_COLOR))
+        c.vlines.append((lo, f"replayer's ceiling {measured_scale(limit)}: steps above not run", MARK_COLOR))
     for s in res.steps:
         if s.verdict == hr.STOPPED:
             c.vlines.append(

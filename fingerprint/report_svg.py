@@ -181,8 +181,11 @@ class Chart:
                     f'<line class="ref h" x1="{a.L}" y1="{Y:.1f}" x2="{a.L + a.pw}" y2="{Y:.1f}" '
                     f'stroke="{color}" stroke-dasharray="5 3" stroke-width="1.5"/>'
                 )
+                # At the left, under the line: the top of the plot holds the vertical lines' labels
+                # (a knee, the headroom and its first failure), and a limit is often the top value.
+                below = a.T + a.ph > Y + 14
                 out.append(
-                    f'<text x="{a.L + a.pw - 4}" y="{Y - 4:.1f}" font-size="10" text-anchor="end" '
+                    f'<text x="{a.L + 4}" y="{Y + 12 if below else Y - 4:.1f}" font-size="10" '
                     f'fill="{color}">{html.escape(label)}</text>'
                 )
         labelled = 0

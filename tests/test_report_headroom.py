@@ -17,7 +17,7 @@ from fingerprint import report_headroom as rh
 from iofp import headroom_result as hr
 from iofp.slo import format_ns
 
-TOP = 2000  # a scale far above what fio can issue of the read trace here: not run
+TOP = 5000  # a scale above what fio can issue of the read trace here (~2,000x): not run
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +54,8 @@ def line_points(page: str, name: str) -> list[tuple[float, float]]:
 
 
 def colour_share(pixels: np.ndarray, rgb: tuple[int, int, int]) -> float:
-    return float((np.abs(pixels[..., :3].astype(int) - rgb).max(axis=2) <= 6).mean())
+    """The share of the screenshot in that colour (within 2 per channel: Chromium's colour management)."""
+    return float((np.abs(pixels[..., :3].astype(int) - rgb).max(axis=2) <= 2).mean())
 
 
 @needs_root
@@ -92,14 +93,12 @@ def test_the_curve_is_the_records_and_the_step_above_the_ceiling_is_marked(sweep
     assert page.count('class="marked ceiling"') == 2 and "steps above not run" in page
     assert "read.p99" not in page and page.count("SLO p99&lt;=50ms") == 1  # the record's SLO, once
     assert "SLO lines: p99&lt;=50ms, the sweep&#x27;s own" in page
-    assert re.search(r'class="tick x"[^>]*>1x</text>', page) and re.search(
-        r'class="tick x"[^>]*>1024x</text>', page
-    )
+    ticks = re.findall(r'class="tick x"[^>]*>([^<]*)</text>', page)  # log2: a tick every other power
+    assert ticks[:7] == ["1x", "4x", "16x", "64x", "256x", "1024x", "4096x"], ticks
     pixels = assert_drawn(tmp_path, out, "1280,1000")
-    assert colour_share(pixels, (0xE8, 0xE8, 0xE8)) > 0.002  # the not-run span, shaded
+    assert colour_share(pixels, (0xE6, 0xE2, 0xD8)) > 0.004  # the not-run span and row, shaded alike
     assert colour_share(pixels, (0x27, 0xAE, 0x60)) > 0.0002  # the headroom line, green
-    assert colour_share(pixels, (0x3A, 0x6E, 0xA5)) > 0.0005  # the read latency curve
-    assert colour_share(pixels, (0xEE, 0xEE, 0xEE)) > 0.002  # the marked row, greyed
+    assert colour_share(pixels, (0x3A, 0x6E, 0xA5)) > 0.0001  # the read latency curve (1x-2x)
 
 
 @needs_root
@@ -126,7 +125,8 @@ def test_a_stopped_step_is_marked_and_not_drawn(sweeps, tmp_path):
     assert row(page, 1.5)[-1] == "stopped by a signal: partial figures, not the device's"
     assert len(line_points(page, "read p99")) == 1  # 1x alone: the stopped step is no device result
     assert "1.5x stopped (SIGINT): not drawn" in page
-    assert_drawn(tmp_path, out, "1280,900")
+    pixels = assert_drawn(tmp_path, out, "1280,900")
+    assert colour_share(pixels, (0xE6, 0xE2, 0xD8)) > 0.001  # the stopped step's row, shaded
 
 
 @needs_root
