@@ -336,6 +336,8 @@ def conclude(res: hr.HeadroomResult, opts: HeadroomOptions) -> hr.Headroom:
             return hr.Headroom(None, None, "none", f"{name}: no step ran")
         bound = "max-scale" if factor >= opts.max_scale else "budget"
         limit = "the most asked (--max-scale)" if bound == "max-scale" else "where the step budget ran out"
+        if bound == "budget" and res.interrupted:  # the budget was not what stopped it
+            limit = f"where the sweep was stopped ({res.interrupted})"
         return hr.Headroom(factor, None, bound, f"{name} holds {res.slo} up to at least {factor:g}x "
                            f"{what}{_load(res, factor)}, {limit}")  # fmt: skip
     bound = (

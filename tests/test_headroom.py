@@ -216,6 +216,8 @@ def test_the_finding_names_the_bound_and_the_load():
     )
     h = headroom.conclude(headroom_record([ok(1), ok(4), ok(8)]), opts)
     assert (h.factor, h.bound) == (8, "max-scale") and "up to at least 8x" in h.finding
+    h = headroom.conclude(headroom_record([ok(1)], status="partial", interrupted="SIGINT"), opts)
+    assert h.bound == "budget" and h.finding.endswith("(1,000 IOPS), where the sweep was stopped (SIGINT)")
     above = hr.Step(16, "sweep", None, hr.ABOVE_CEILING, saturation="replayer", rate_failures=["x"])
     h = headroom.conclude(headroom_record([ok(1), above]), opts)
     assert h.bound == "replayer" and "the replayer's limit, not the device's" in h.finding
