@@ -86,6 +86,8 @@ def verdict_line(res: hr.HeadroomResult) -> str:
     if h.bound == "max-scale":
         top = scale_text(res.settings.get("max_scale") or h.factor)
         return f"headroom at least {f}: every scale asked passed, up to --max-scale {top}"
+    if h.bound == "budget" and res.status != "complete":  # the search stopped, but by a signal
+        return f"headroom at least {f}: the sweep was stopped ({res.interrupted}) before a step failed"
     if h.bound == "budget":
         return f"headroom at least {f}: the step budget ran out before a step failed"
     why = _why(res, h.failed_at)
@@ -203,13 +205,15 @@ def latency_chart(
     xs = [s.scale for s in steps]
     ys = [v for s in steps for op in hr.OPS for p in ("p50", "p99") if (v := _lat(s, op, p))]
     ys += [y for op in hr.OPS for y, _, _ in slo_lines(slo, SLO_KIND[op])]
-    if ys:  # a margin, so the lowest p50 and an SLO line at the top do not lie on the frame
-        c.y_range = (min(ys) / 1.5, max(ys) * 1.5)
+    if ys:  # margins: the lowest p50 off the frame, an SLO line on top below the vertical lines' labels
+        c.y_range = (min(ys) / 1.5, max(ys) * 3)
     for op in hr.OPS:
         p99 = [_lat(s, op, "p99") for s in steps]
         if any(v is not None for v in p99):
             c.series.append(
-                Series(f"{op} p50", xs, [_lat(s, op, "p50") for s in steps], OP_COLORS[op], width=0.9)
+                Series(
+                    f"{op} p50", xs, [_lat(s, op, "p50") for s in steps], OP_COLORS[op], width=0.9, dots=True
+                )
             )
             c.series.append(Series(f"{op} p99", xs, p99, OP_COLORS[op], width=2.0, dots=True))
             c.hlines += [ln for ln in slo_lines(slo, SLO_KIND[op]) if ln not in c.hlines]

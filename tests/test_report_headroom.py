@@ -63,7 +63,9 @@ def colour_share(pixels: np.ndarray, rgb: tuple[int, int, int]) -> float:
 def test_the_curve_is_the_records_and_the_step_above_the_ceiling_is_marked(sweeps, tmp_path):
     _, res = hr.load(sweeps / "ceiling")
     ran = [s for s in res.steps if s.dir]
-    assert [s.scale for s in ran] == [1, 2] and res.headroom.bound == "replayer", res.headroom
+    h, not_run = res.headroom, [s for s in res.steps if s.verdict == hr.ABOVE_CEILING]
+    assert [s.scale for s in ran] == [1, 2] and h.bound == "replayer", h
+    assert TOP in [s.scale for s in not_run] and h.failed_at == min(s.scale for s in not_run), res.steps
     out = tmp_path / "h.html"
     code, stdout, err = run_iofp("report", sweeps / "ceiling", "-o", out)
     assert (
@@ -75,8 +77,8 @@ def test_the_curve_is_the_records_and_the_step_above_the_ceiling_is_marked(sweep
     assert f"<h2>headroom: ram-loop ({res.target['path']})</h2>" in page
     verdict = re.search(r'<p class="verdict headroom-verdict">(.*?)</p>', page).group(1)
     assert html.unescape(verdict).startswith(
-        f"headroom 2x (failed at {TOP}x: the replayer's ceiling: fio could not issue that load on this "
-        "machine, so it is not the device's limit (it demands"
+        f"headroom 2x (failed at {h.failed_at:g}x: the replayer's ceiling: fio could not issue that load on "
+        "this machine, so it is not the device's limit (it demands"
     ), verdict
     for s in ran:  # every number shown is the record's
         lat = s.latency_ns["read"]
@@ -84,9 +86,10 @@ def test_the_curve_is_the_records_and_the_step_above_the_ceiling_is_marked(sweep
             f"{s.scale:g}x", f"{s.demanded_iops:,.0f}", f"{s.achieved_iops:,.0f}", "-", "-",
             format_ns(lat["p50"]), format_ns(lat["p99"]), format_ns(lat["p99.9"]), "pass",
         ]  # fmt: skip
-    top = row(page, TOP)
-    assert f'<tr class="step marked" data-scale="{TOP}"' in page and top[2:8] == ["-"] * 6
-    assert top[1] == f"{res.steps[-1].demanded_iops:,.0f}" and top[-1].startswith(rh.NOT_RUN)
+    for s in not_run:  # 5000x, and the bisection's midpoints above the ceiling: marked, no figures
+        cells = row(page, s.scale)
+        assert f'<tr class="step marked" data-scale="{s.scale:g}"' in page and cells[2:8] == ["-"] * 6
+        assert cells[1] == f"{s.demanded_iops:,.0f}" and cells[-1].startswith(rh.NOT_RUN)
     # the curve: the two steps run, in both charts; the one not run is the shaded span, not a point
     for name in ("read p50", "read p99", "demanded IOPS", "achieved IOPS"):
         assert len(line_points(page, name)) == 2, name
@@ -121,6 +124,8 @@ def test_a_stopped_step_is_marked_and_not_drawn(sweeps, tmp_path):
     assert run_iofp("report", sweeps / "stopped", "-o", out)[0] == 0
     page = out.read_text()
     assert "PARTIAL: stopped by SIGINT" in page
+    assert "headroom at least 1x: the sweep was stopped (SIGINT) before a step failed" in page
+    assert "up to at least 1x today&#x27;s rate (1,001 IOPS), where the sweep was stopped (SIGINT)" in page
     assert '<tr class="step marked" data-scale="1.5"' in page
     assert row(page, 1.5)[-1] == "stopped by a signal: partial figures, not the device's"
     assert len(line_points(page, "read p99")) == 1  # 1x alone: the stopped step is no device result
