@@ -61,12 +61,6 @@ def drawn(res: hr.HeadroomResult) -> list[hr.Step]:
     return [by_scale[x] for x in sorted(by_scale)]
 
 
-def marked(res: hr.HeadroomResult) -> list[hr.Step]:
-    return sorted(
-        (s for s in res.steps if s.verdict in (hr.ABOVE_CEILING, hr.STOPPED)), key=lambda s: s.scale
-    )
-
-
 def scale_text(x: float) -> str:
     """A step's scale, as it was asked (1.5x, 8.75x, 5000x)."""
     return f"{x:g}x"
@@ -285,7 +279,7 @@ def _step_row(s: hr.Step, ops: list[str]) -> str:
     kind = {hr.PASS: "pass", hr.FAIL: "fail"}.get(s.verdict, "marked")
     tds = "".join(f"<td>{html.escape(c)}</td>" for c in cells)
     return (
-        f'<tr class="step {kind}" data-scale="{s.scale:g}" data-phase="{s.phase}">{tds}'
+        f'<tr class="step {kind}" data-scale="{s.scale:g}" data-phase="{html.escape(s.phase)}">{tds}'
         f'<td class="why">{html.escape(step_verdict(s))}</td></tr>'
     )
 
@@ -297,6 +291,6 @@ def step_verdict(s: hr.Step) -> str:
         return "stopped by a signal: partial figures, not the device's"
     if s.verdict == hr.PASS:
         return "pass"
-    who = f"the {s.saturation}'s rate: " if s.saturation else ""
+    who = f"the {s.saturation}'s saturation: " if s.saturation else ""  # as the terminal says it
     why = [who + "; ".join(s.rate_failures)] * bool(s.rate_failures) + s.slo_failures
     return "FAIL: " + "; ".join(why)

@@ -207,3 +207,17 @@ def step(scale: float, verdict: str = hr.PASS, **kw) -> hr.Step:
 )  # fmt: skip
 def test_the_verdict_says_whose_limit_in_plain_words(steps, headroom, line):
     assert rh.verdict_line(headroom_record(steps, headroom=headroom)) == line
+
+
+def test_a_scale_run_twice_is_drawn_once_by_the_run_whose_verdict_stands():
+    slow = {"read": {"p50": 20_000, "p99": 90_000, "p99.9": 300_000}}
+    fast = {"read": {"p50": 10_000, "p99": 50_000, "p99.9": 100_000}}
+    mape = ["IOPS MAPE 28.2% > 5%"]
+    first = step(8, hr.FAIL, saturation="device", rate_failures=mape, achieved_iops=7000.0, latency_ns=slow)
+    again = hr.Step(8, "confirm", "d2", hr.PASS, achieved_iops=8000.0, latency_ns=fast)
+    res = headroom_record([step(1, achieved_iops=1000.0), first, again])
+    assert rh.drawn(res) == [res.steps[0], again]
+    table = rh.steps_table(res)
+    assert row(table, 8) == ["8x", "-", "7,000", "-", "-", "20 µs", "90 µs", "300 µs",
+                             "FAIL: the device's saturation: IOPS MAPE 28.2% > 5%"]  # fmt: skip
+    assert '<tr class="step pass" data-scale="8" data-phase="confirm"><td>8x (again)</td>' in table
