@@ -59,6 +59,7 @@ SPOOL_BYTES = 2 << 30
 # whose block completions the tracefs witness records, for those the kernel runs no BPF program for
 # (bpf/witness.py): the VM agent's threads (PID 1), every task, or none
 WITNESS_MODES = ("agent", "all", "off")
+MEMORY_INTERVALS = 4  # intervals queued in memory for the writer (see _Writer.put)
 # Parquet's default dictionary-encodes every column: for timestamps and offsets that is a hash
 # insert per value before it falls back to plain, the writer's largest cost at full rate. Only the
 # columns with few distinct values get a dictionary; the sorted timestamps are delta-encoded (few
@@ -247,11 +248,17 @@ class _Writer(threading.Thread):
         self.tid = 0
         self.waiting: collections.deque[float] = collections.deque()  # when each queued item came
         self.in_memory = 0  # queued intervals held in memory (not spooled)
+        # at most this many in memory: past it the capture loop waits (and the kernel's ring buffer
+        # fills, then drops, counted) rather than memory grow without bound
+        self._memory_slots = threading.Semaphore(MEMORY_INTERVALS)
 
     def put(self, item: Interval | Path | None) -> None:
-        self.waiting.append(time.monotonic())
         if isinstance(item, tuple):
+            while not self._memory_slots.acquire(timeout=0.5):
+                if self.error is not None or not self.is_alive():
+                    break  # nobody will take it: waiting would hang the capture's end
             self.in_memory += 1
+        self.waiting.append(time.monotonic())
         self.q.put(item)
 
     def idle(self) -> bool:
@@ -285,6 +292,7 @@ class _Writer(threading.Thread):
             try:
                 if seg is None:
                     self.in_memory -= 1
+                    self._memory_slots.release()
                 io, sync, (loss, counts), fixes = item if seg is None else read_segment(seg)
                 self._note_devices(io)
                 if len(io):
@@ -431,6 +439,8 @@ def _record(
         meta.extra["inflight_at_end"] = kc.inflight_left()
     except BaseException as e:
         if out is None:
+            if spool is not None:
+                spool.remove()
             writer.abort()  # nothing was recorded: leave no half-made trace, any replaced one intact
             if isinstance(e, Interrupted):
                 raise request.interrupted(_not_started(opts)) from None
