@@ -293,7 +293,7 @@ class _Writer(threading.Thread):
                 if seg is None:
                     self.in_memory -= 1
                     self._memory_slots.release()
-                io, sync, (loss, counts), fixes = item if seg is None else read_segment(seg)
+                io, sync, (loss, counts), fixes = item if seg is None else self._read(seg)
                 self._note_devices(io)
                 if len(io):
                     tbl, skipped = io_table(io, self.t0, self.bits, self.names, fixes)
@@ -318,6 +318,9 @@ class _Writer(threading.Thread):
             self.working = False
             if self.q.empty():
                 self._idle()
+
+    def _read(self, seg: Path) -> Interval:
+        return self.spool.read(seg) if self.spool is not None else read_segment(seg)
 
     def _write(self, table: str, tbl: Any) -> None:
         path = self.writer.write(table, tbl, parquet_options=PARQUET_OPTIONS[table])

@@ -45,6 +45,10 @@ class Spool:
         self.limit = limit_bytes
         self.bytes = 0  # held now: written and not yet encoded
         self._seq = 0
+        # the io records of the segment being encoded are read into this one buffer, grown to the
+        # largest segment: a fresh array per segment grew the capture's heap (glibc keeps what is
+        # freed, see bpf/capture.py) past what --buffer promises
+        self._rbuf = np.empty(0, np.uint8)
 
     def start(self, t0: int, bits: ReqBits, names: dict[int, str], meta: TraceMeta) -> None:
         """Write what encoding a segment needs besides the records (see the module's docstring)."""
@@ -86,6 +90,18 @@ class Spool:
         self.bytes += io.nbytes + sync.nbytes
         return seg
 
+    def read(self, seg: Path) -> Interval:
+        """One interval back; its io records valid until the next read (the writer converts each
+        segment before it reads the next)."""
+        path = seg / "io.bin"
+        n = path.stat().st_size
+        if len(self._rbuf) < n:
+            self._rbuf = np.empty(n, np.uint8)
+        with open(path, "rb") as f:
+            got = f.readinto(memoryview(self._rbuf)[:n])
+        io = self._rbuf[: got - got % IO_DTYPE.itemsize].view(IO_DTYPE)
+        return read_segment(seg, io)
+
     def taken(self, seg: Path) -> None:
         """`seg` is encoded into the trace: its space is free again."""
         self.bytes -= segment_bytes(seg)
@@ -108,14 +124,16 @@ def segment_bytes(seg: Path) -> int:
     return sum(f.stat().st_size for f in (seg / "io.bin", seg / "sync.bin") if f.exists())
 
 
-def read_segment(seg: Path) -> Interval:
-    """One interval back (the records read into memory: the segment can be removed right after)."""
+def read_segment(seg: Path, io: np.ndarray | None = None) -> Interval:
+    """One interval back (the records read into memory: the segment can be removed right after);
+    `io`: its io records, already read (Spool.read)."""
     doc = json.loads((seg / SEGMENT).read_text())
     fixes = InflightFixes(
         {int(d): np.array(t, np.int64) for d, t in doc["early"].items()},
         tuple(tuple(u) for u in doc["unseen"]),
     )
-    io = np.fromfile(seg / "io.bin", IO_DTYPE)
+    if io is None:
+        io = np.fromfile(seg / "io.bin", IO_DTYPE)
     sync = np.fromfile(seg / "sync.bin", SYNC_DTYPE)
     return io, sync, (doc["loss"], doc["counts"]), fixes
 
