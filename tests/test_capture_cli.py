@@ -234,7 +234,10 @@ def test_memory_stays_bounded_however_long_the_capture_runs_at_full_rate(
           f"{files} files)")  # fmt: skip
     assert raw > 16 * BUFFER  # far more records than the buffer holds
     assert files >= raw // BUFFER // 2  # written early, though rotation is hourly
-    assert l_peak - l_at < raw / 4
+    # what the design holds at most, in --buffer units: 4 intervals queued for the writer, 2 in the
+    # poller, 1 read back from the spool, and the columns of the one being converted (~40 MB seen
+    # beside a CPU hog; without the early write it grew by 363 MB)
+    assert l_peak - l_at < 12 * BUFFER
     assert l_peak - l_at < (s_peak - s_at) + 8 * BUFFER
     assert_tracer_lost_nothing(long["loss"], long["io_events"])
 
