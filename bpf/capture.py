@@ -34,7 +34,7 @@ from bpf.devices import device_names, resolve_devices, stacked_devices
 from bpf.loader import KernelOptions
 from bpf.probe import check_syscall_tracepoints
 from bpf.record import InflightFixes, ReqBits
-from bpf.spool import Interval, Spool, read_segment, segments
+from bpf.spool import Interval, Spool, segments
 from iofp.contract import (
     IO_TABLE,
     PARQUET_DEFAULTS,
@@ -293,7 +293,7 @@ class _Writer(threading.Thread):
                 if seg is None:
                     self.in_memory -= 1
                     self._memory_slots.release()
-                io, sync, (loss, counts), fixes = item if seg is None else self._read(seg)
+                io, sync, (loss, counts), fixes = item if seg is None else self.spool.read(seg)
                 self._note_devices(io)
                 if len(io):
                     tbl, skipped = io_table(io, self.t0, self.bits, self.names, fixes)
@@ -310,7 +310,7 @@ class _Writer(threading.Thread):
                 if len(sync):
                     self._write(SYNC_TABLE, stbl)
                     self.sync_rows += stbl.num_rows
-                if seg is not None and self.spool is not None:
+                if seg is not None:
                     self.spool.taken(seg)
             except BaseException as e:  # surfaced by the capture loop
                 self.error = e
@@ -318,9 +318,6 @@ class _Writer(threading.Thread):
             self.working = False
             if self.q.empty():
                 self._idle()
-
-    def _read(self, seg: Path) -> Interval:
-        return self.spool.read(seg) if self.spool is not None else read_segment(seg)
 
     def _write(self, table: str, tbl: Any) -> None:
         path = self.writer.write(table, tbl, parquet_options=PARQUET_OPTIONS[table])
@@ -619,19 +616,20 @@ def recover(root: Path) -> CaptureSummary:
     The trace stays without trace.json: the interval the capture held in memory when it was killed
     is lost, so readers keep saying it may be incomplete; the newest file's footer carries the loss
     counters up to the last interval recovered."""
-    from bpf.spool import read_capture
+    from bpf.spool import owner, read_capture
 
     root = Path(root)
     segs = segments(root)
     if not segs:
         raise BadInput(f"{root}: nothing to recover (no spooled records in {root / SPOOL})")
     try:
+        pid = owner(root)
+        if iofp_alive(pid):  # its capture.json may still be incomplete, and it encodes its own spool
+            raise BadInput(f"{root} is being captured (pid {pid}); it encodes its spool when it ends")
         cap = read_capture(root)
     except (OSError, ValueError, KeyError, TypeError) as e:
         why = e.strerror if isinstance(e, OSError) else f"{type(e).__name__}: {e}"
         raise BadInput(f"{root / SPOOL}: capture.json is unreadable ({why}); cannot encode it") from None
-    if iofp_alive(cap["pid"]):
-        raise BadInput(f"{root} is being captured (pid {cap['pid']}); it encodes its spool when it ends")
     files = [p for t in (IO_TABLE, SYNC_TABLE) for p in (root / t).glob("part-*.parquet")]
     # the newest footer carries the counters up to the last file written
     meta = read_meta(max(files, key=lambda p: p.name)) if files else cap["meta"]

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from bpf.record import IO_DTYPE, SYNC_DTYPE, InflightFixes, ReqBits
-from iofp.contract import SPOOL, TraceMeta, atomic_write_bytes, iofp_alive
+from iofp.contract import SPOOL, TraceMeta, atomic_write_bytes
 
 CAPTURE = "capture.json"
 SEGMENT = "segment.json"
@@ -100,7 +100,13 @@ class Spool:
         with open(path, "rb") as f:
             got = f.readinto(memoryview(self._rbuf)[:n])
         io = self._rbuf[: got - got % IO_DTYPE.itemsize].view(IO_DTYPE)
-        return read_segment(seg, io)
+        doc = json.loads((seg / SEGMENT).read_text())
+        fixes = InflightFixes(
+            {int(d): np.array(t, np.int64) for d, t in doc["early"].items()},
+            tuple(tuple(u) for u in doc["unseen"]),
+        )
+        sync = np.fromfile(seg / "sync.bin", SYNC_DTYPE)
+        return io, sync, (doc["loss"], doc["counts"]), fixes
 
     def taken(self, seg: Path) -> None:
         """`seg` is encoded into the trace: its space is free again."""
@@ -124,29 +130,17 @@ def segment_bytes(seg: Path) -> int:
     return sum(f.stat().st_size for f in (seg / "io.bin", seg / "sync.bin") if f.exists())
 
 
-def read_segment(seg: Path, io: np.ndarray | None = None) -> Interval:
-    """One interval back (the records read into memory: the segment can be removed right after);
-    `io`: its io records, already read (Spool.read)."""
-    doc = json.loads((seg / SEGMENT).read_text())
-    fixes = InflightFixes(
-        {int(d): np.array(t, np.int64) for d, t in doc["early"].items()},
-        tuple(tuple(u) for u in doc["unseen"]),
-    )
-    if io is None:
-        io = np.fromfile(seg / "io.bin", IO_DTYPE)
-    sync = np.fromfile(seg / "sync.bin", SYNC_DTYPE)
-    return io, sync, (doc["loss"], doc["counts"]), fixes
+def owner(root: Path) -> int:
+    """The pid of the capture that wrote the spool at `root` (OSError / ValueError / KeyError if
+    capture.json is missing or damaged)."""
+    return int(json.loads((Path(root) / SPOOL / CAPTURE).read_text())["pid"])
 
 
 def read_capture(root: Path) -> dict[str, Any]:
     """capture.json of the spool at `root`: t0_ns, bits (ReqBits), names ({dev_t: name}), meta
-    (TraceMeta), pid. OSError / ValueError if it is missing or damaged."""
+    (TraceMeta). OSError / ValueError / KeyError if it is missing or damaged."""
     doc = json.loads((Path(root) / SPOOL / CAPTURE).read_text())
-    pid = int(doc["pid"])
-    if iofp_alive(pid):  # still writing it: the rest need not be complete, nor read
-        return {"pid": pid}
     return {
-        "pid": pid,
         "t0_ns": int(doc["t0_ns"]),
         "bits": _bits_from(doc["bits"]),
         "names": {int(k): v for k, v in doc["names"].items()},

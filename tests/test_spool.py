@@ -20,6 +20,7 @@ from conftest import REPO, assert_tracer_lost_nothing, needs_fio, needs_root
 from helpers import cpu_hogs, run_iofp
 
 from bpf import witness
+from bpf.record import IO_DTYPE
 from bpf.spool import CAPTURE, segments
 from iofp.contract import MANIFEST, SPOOL, open_trace
 
@@ -103,7 +104,7 @@ def test_recover_adds_what_a_killed_capture_had_spooled(tmp_path: Path, loop_dev
     witness.remove_orphans()  # kill -9 left the capture's witness behind (see test_capture_cli)
     spooled = segments(out)
     assert len(spooled) >= 3
-    records = sum((s / "io.bin").stat().st_size for s in spooled) // 72  # bpf/record.py IO_DTYPE
+    records = sum((s / "io.bin").stat().st_size for s in spooled) // IO_DTYPE.itemsize
     rows_before = file_rows(out)
 
     code, stdout, stderr = run_iofp("recover", str(out), "--json", "-")
