@@ -34,6 +34,7 @@ def iofp(*args: str, user: str | None = None) -> subprocess.CompletedProcess[str
 def start_fio(dev: str, seconds: int = 30, rate_iops: int = 2000) -> subprocess.Popen[str]:
     args = [
         "fio", "--name=bg", f"--filename={dev}", "--direct=1", "--rw=randrw", "--bs=4k", "--size=64m",
+        "--thread",  # the job in fio's own process: kill() stops it (a forked job outlived it)
         "--ioengine=libaio", "--iodepth=4", "--time_based", f"--runtime={seconds}",
         f"--rate_iops={rate_iops}",
         "--fsync=50", "--output=/dev/null",
