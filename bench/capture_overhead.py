@@ -468,6 +468,59 @@ class ClockTracer(MinimalTracer):
     program = _CLOCK_PROGRAM
 
 
+# `join`: bench/join_records.bpf.c, a record per event into per-CPU batches and nothing shared (the
+# kernel side of issue records joined offline); user space copies the batches out every 100 ms, as
+# iofp's poller does, and counts the records (a third of them, as the events: start, issue, done).
+_JOIN = """
+import ctypes, signal, sys, threading
+from bcc import BPF
+b = BPF(src_file=sys.argv[1].encode(), cflags=sys.argv[2:])
+sink = bytearray(64 << 20)
+state = {"used": 0, "records": 0}
+def on_batch(_ctx, data, size):
+    n = ctypes.c_uint32.from_address(data).value
+    used = state["used"]
+    if used + size > len(sink):
+        used = 0
+    ctypes.memmove((ctypes.c_char * size).from_buffer(sink, used), data, size)
+    state["used"] = used + size
+    state["records"] += n
+b["events"].open_ring_buffer(on_batch)
+stop = threading.Event()
+signal.signal(signal.SIGINT, lambda *_: stop.set())
+print("ready", flush=True)
+while not stop.wait(0.1):
+    b.ring_buffer_consume()
+b.ring_buffer_consume()
+print(0, state["records"] // 3, flush=True)
+"""
+
+
+class JoinTracer(MinimalTracer):
+    """`join`: bench/join_records.bpf.c with a copying consumer; a third of its records as events
+    (approximate: the last partial batch of each CPU is not sent, and a flush has no start)."""
+
+    name = "join"
+
+    def start(self, dev: str, out: Path) -> None:
+        from bpf.loader import KernelOptions, cflags
+
+        src = REPO / "bench" / "join_records.bpf.c"
+        flags = [f for f in cflags(KernelOptions(syscalls=False)) if f.startswith("-DIOFP_")]
+        flags += ["-DJOIN_BATCH=64", f"-DJOIN_RINGBUF_PAGES={(32 << 20) // os.sysconf('SC_PAGE_SIZE')}"]
+        args = [sys.executable, "-c", _JOIN, str(src), *flags]
+        self.p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert self.p.stdout is not None
+        if self.p.stdout.readline().strip() != "ready":
+            err = self.p.stderr.read() if self.p.stderr else ""
+            raise RuntimeError(f"{self.name} program did not load: {err}")
+        self.cpu0 = proc_cpu_s(self.p.pid)
+
+    def stop(self, run: Run) -> None:
+        run.extra["cpu_in_run_s"] = proc_cpu_s(self.p.pid) - self.cpu0
+        super().stop(run)
+
+
 def try_unrunnable(dev: str) -> dict[str, str]:
     """biosnoop-bpfcc and blktrace: run each briefly and keep why they fail here."""
     out = {}
@@ -498,6 +551,7 @@ TRACERS: dict[str, type[Tracer]] = {
     "perf": PerfTracer,
     "bpftrace": BpftraceTracer,
     "empty": EmptyProgramsTracer,
+    "join": JoinTracer,
     "minimal": MinimalTracer,
     "clock": ClockTracer,
 }
