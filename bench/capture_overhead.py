@@ -7,7 +7,9 @@ block tracepoints, and a bpftrace one-line-per-event script; `empty` (not by def
 programs that return at once to iofp's tracepoints: the floor of attaching at all; `minimal` (not by
 default) only times each request in the kernel (a hash of issue times keyed by request pointer, the
 latencies summed), the floor of any tracer that records latency; `clock` (not by default) only
-reads the clock at issue and at completion (no map): what the two timestamps cost. biosnoop-bpfcc
+reads the clock at issue and at completion (no map): what the two timestamps cost; `join` (not by
+default) appends a record per event to per-CPU batches and shares nothing between CPUs (the kernel
+side of issue records joined offline, bench/join_records.bpf.c). biosnoop-bpfcc
 and blktrace are tried once and their failure recorded (kprobes and debugfs are refused here).
 
 Per run: fio IOPS, fio's I/O count, the /sys/block stat delta, the events the tracer recorded, the
