@@ -25,7 +25,7 @@ from conftest import (
 from helpers import headroom_record, interrupted_headroom, run_iofp
 
 from iofp import headroom_result as hr
-from replay import headroom
+from replay import headroom, headroom_ceiling
 
 IOFP = REPO / ".venv" / "bin" / "iofp"
 
@@ -137,6 +137,13 @@ def test_a_scale_above_the_replayers_ceiling_is_the_replayers_limit(reads_trace,
     assert all(s.verdict == hr.ABOVE_CEILING for s in res.steps if s.scale > limit)
     assert res.headroom.bound == "replayer" and res.headroom.factor == 1.0
     assert "the replayer's limit, not the device's" in stdout
+    # The 2,000-I/O plan is done in a few ms, which fio times in whole ms (its ceiling once read
+    # 2,000,000 I/Os/s, 2,000 / 1 ms): repeated until fio's clock can time it, every line replayed
+    job = json.loads((out / "ceiling" / "fio.stdout").read_text())["jobs"][0]
+    times = int(res.ceiling.how.split("repeated ")[1].split("x")[0])
+    assert job["job_runtime"] >= headroom_ceiling.MIN_RUN_MS / 2, job["job_runtime"]
+    assert job["read"]["total_ios"] == times * 2 * DEMAND_IOPS
+    assert res.ceiling.total_iops == pytest.approx(times * 2 * DEMAND_IOPS / (job["job_runtime"] / 1e3))
 
 
 @needs_root
