@@ -33,7 +33,6 @@ RAM_DIR = Path("/dev/shm")
 CEILING_FILE_BYTES = 64 << 20
 MIN_RUN_MS = 100  # fio's 1 ms clock is then within 1% of the run
 MAX_REPEATED_LINES = 250_000  # what a repeated plan may hold, all streams together (~15 MB of iolog)
-IOLOG_HEAD_LINES = 3  # version line, `add`, `open` (replay/iolog.py's header)
 HOW = (
     "the plan's iologs, same jobs, engines and depths, replayed with fio's replay_no_stall=1 onto a "
     "RAM file (/dev/shm): fio's own issue rate, next to no device time"
@@ -94,18 +93,17 @@ def repeat_iolog(path: Path, times: int) -> None:
     """Rewrite a v3 iolog with its I/O lines `times` times over, each pass's timestamps after the
     last one's (fio's replay_no_stall ignores the gaps, not the order)."""
     lines = path.read_bytes().splitlines(keepends=True)
-    head, body = lines[:IOLOG_HEAD_LINES], lines[IOLOG_HEAD_LINES:]
+    head, body = lines[: iolog.HEADER_LINES], lines[iolog.HEADER_LINES :]
     if not body:
         return
-    stamps = [int(line.split(b" ", 1)[0]) for line in body]
-    rests = [line.split(b" ", 1)[1] for line in body]
-    step = stamps[-1] - stamps[0] + 1
+    parsed = [(int(stamp), rest) for stamp, rest in (line.split(b" ", 1) for line in body)]
+    step = parsed[-1][0] - parsed[0][0] + 1
     tmp = path.with_name(f".{path.name}.tmp")
     with open(tmp, "wb", buffering=1 << 22) as f:
         f.writelines(head)
         for r in range(times):
             shift = r * step
-            f.writelines(b"%d %s" % (t + shift, rest) for t, rest in zip(stamps, rests, strict=True))
+            f.writelines(b"%d %s" % (t + shift, rest) for t, rest in parsed)
     os.replace(tmp, path)
 
 

@@ -279,6 +279,9 @@ def _attempt(
     return Conversion(report, expected)
 
 
+HEADER_LINES = 3  # what _header writes before the first I/O line: the version, `add`, `open`
+
+
 def _header(target: str, version: int) -> bytes:
     if version == 2:
         return f"{HEADER_V2}{target} add\n{target} open\n".encode()
