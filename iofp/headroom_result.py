@@ -37,6 +37,8 @@ OPS = ("read", "write", "commit")
 PASS, FAIL, ABOVE_CEILING, STOPPED = "pass", "fail", "above the replayer's ceiling", "stopped"
 # Why the search stopped (Headroom.bound)
 BOUNDS = ("slo", "rate", "replayer", "max-scale", "budget", "first step", "none")
+# bounds that leave the factor a lower bound: higher scales were not run, or could not be
+OPEN_BOUNDS = ("replayer", "max-scale", "budget")
 
 
 @dataclass

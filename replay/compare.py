@@ -309,7 +309,7 @@ def _headroom(h: dict[str, Any] | None) -> str:
         return "-"
     if h.get("factor") is None:
         return f"<{h['failed_at']:g}x" if h.get("failed_at") else "-"
-    at_least = ">=" if h.get("bound") in ("replayer", "max-scale", "budget") else ""
+    at_least = ">=" if h.get("bound") in hr.OPEN_BOUNDS else ""
     return f"{at_least}{h['factor']:g}x"
 
 

@@ -151,7 +151,7 @@ def test_a_scale_above_the_replayers_ceiling_is_the_replayers_limit(reads_trace,
 def test_the_ram_loop_has_far_more_headroom_than_the_disk_loop(tmp_path):
     """The commit-heavy sample (1,500 fdatasync'd appends/s): the fsync ladder of lab-devices.md.
     Measured (BENCHMARKS.md, headroom): RAM loop 8.5-8.75x, disk loop ~2x."""
-    factors = {}
+    factors, bounds = {}, {}
     for name, where, direct in (("ram", "/dev/shm", False), ("disk", "/tmp", True)):
         dev, backing = make_loop_device(256, direct_io=direct, where=where)
         try:
@@ -165,7 +165,8 @@ def test_the_ram_loop_has_far_more_headroom_than_the_disk_loop(tmp_path):
             assert code == 0, err
         finally:
             destroy_loop_device(dev, backing)
-        factors[name] = hr.load(tmp_path / name)[1].headroom.factor
+        h = hr.load(tmp_path / name)[1].headroom
+        factors[name], bounds[name] = h.factor, h.bound
     print("headroom factors", factors)
     assert factors["disk"] is not None and factors["ram"] >= 2 * factors["disk"], factors
 
@@ -175,9 +176,10 @@ def test_the_ram_loop_has_far_more_headroom_than_the_disk_loop(tmp_path):
     assert code == 0, err
     lines = out.splitlines()
     assert lines[0].split() == ["ram", "disk"]
+    # a factor the sweep did not get past (the budget ran out, as when two steps needed confirming
+    # runs) is a lower bound, and compare says so
     assert lines[[x.split(" ")[0] for x in lines].index("headroom")].split()[1:] == [
-        f"{factors['ram']:g}x",
-        f"{factors['disk']:g}x",
+        f"{'>=' if bounds[n] in hr.OPEN_BOUNDS else ''}{factors[n]:g}x" for n in ("ram", "disk")
     ]
     assert any(x.startswith("c3 x1 commits/s") for x in lines) and all(len(x) <= 80 for x in lines), out
 
