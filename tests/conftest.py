@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -54,21 +55,33 @@ def loop_device() -> Iterator[str]:
 THROTTLE_IOPS = 3000  # the throttled lab device of ../shared/notes/lab-devices.md
 
 
-@pytest.fixture
-def throttled(loop_device):
-    """A blkio cgroup (v1) capping reads of `loop_device` at THROTTLE_IOPS; yields (device, cgroup dir).
-    A test puts the process under test in it (its pid in the group's cgroup.procs)."""
+@contextmanager
+def blkio_throttle(
+    dev: str, *, read_iops: int | None = None, write_iops: int | None = None
+) -> Iterator[Path]:
+    """A blkio cgroup (v1) capping `dev`'s reads and/or writes (a flush is an empty write: it counts);
+    yields the group's directory. A test puts the process under test in it (its pid in the group's
+    cgroup.procs); the fio it starts inherits the group."""
     base = Path("/sys/fs/cgroup/blkio")
     if not (base / "blkio.throttle.read_iops_device").exists():
         pytest.skip("needs the cgroup v1 blkio controller at /sys/fs/cgroup/blkio")
     group = base / f"iofp-test-{uuid.uuid4().hex[:8]}"
     group.mkdir()
-    majmin = Path(f"/sys/class/block/{Path(loop_device).name}/dev").read_text().strip()
-    (group / "blkio.throttle.read_iops_device").write_text(f"{majmin} {THROTTLE_IOPS}\n")
+    majmin = Path(f"/sys/class/block/{Path(dev).name}/dev").read_text().strip()
+    for kind, iops in (("read", read_iops), ("write", write_iops)):
+        if iops is not None:
+            (group / f"blkio.throttle.{kind}_iops_device").write_text(f"{majmin} {iops}\n")
     try:
-        yield loop_device, group
+        yield group
     finally:
         group.rmdir()  # refused while a process is still in it: the process under test has exited
+
+
+@pytest.fixture
+def throttled(loop_device):
+    """`loop_device` with its reads capped at THROTTLE_IOPS; yields (device, cgroup dir)."""
+    with blkio_throttle(loop_device, read_iops=THROTTLE_IOPS) as group:
+        yield loop_device, group
 
 
 @pytest.fixture

@@ -19,6 +19,7 @@ pytestmark = [needs_root, needs_fio]
 
 SAMPLE = REPO / "samples" / "traces" / "commit-heavy"
 BETWEEN = ("2", "8")  # 6 s: 1,500 fdatasync'd WAL appends/s and 300 checkpoint writes/s
+LADDER_STEP_NS = 50_000  # the disk loop's commit p50 above the RAM loop's, at least
 
 
 @pytest.fixture(scope="module")
@@ -61,8 +62,11 @@ def test_commit_figures_are_each_replay_captures_own_and_show_the_ladder(results
         ) == want
         assert row.measured.syncs["fdatasync"].count == 9000  # every fdatasync of the 6 s, replayed as one
         assert row.demanded_iops == pytest.approx(10800 / 6, rel=0.01)
-    # The fsync ladder: the direct-io disk loop's commits take several times the RAM loop's.
-    assert disk.latency("commit", "p50") >= 3 * ram.latency("commit", "p50")
+    # The fsync ladder: each of the direct-io disk loop's commits also waits for the VM disk's flush.
+    # p50 RAM vs disk loop: 47 vs 264 us here (5.6x); 18 vs 2,049-2,500 beside two CPU hogs; 178 vs 315
+    # (1.8x) in one CI run, where a sync's wakeups were slow and added to both: a ratio does not hold
+    # there, the difference (the flush, >= 137 us in every run) does, with room.
+    assert disk.latency("commit", "p50") - ram.latency("commit", "p50") >= LADDER_STEP_NS
 
 
 def test_the_synchronous_wal_writer_stays_one_and_fdatasync_stays_datasync(results):

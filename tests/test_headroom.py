@@ -1,7 +1,7 @@
 """`iofp headroom` on lab devices: a device throttled to N IOPS holds a selection demanding D for about
-N/D times, and says the device gave out; the RAM loop holds the commit-heavy sample far longer than
-the direct-io disk loop; a scale past the replayer's ceiling is reported as the replayer's limit; bad
-input is one line before any I/O; a stop signal keeps the steps done as a partial result."""
+N/D times, and says the device gave out; a device capped below the commit-heavy sample's writes misses
+at 1x and ranks below the RAM loop; a scale past the replayer's ceiling is reported as the replayer's
+limit; bad input is one line before any I/O; a stop signal keeps the steps done as a partial result."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from conftest import (
     DEMAND_IOPS,
     REPO,
     THROTTLE_IOPS,
+    blkio_throttle,
     destroy_loop_device,
     make_loop_device,
     needs_fio,
@@ -146,41 +148,70 @@ def test_a_scale_above_the_replayers_ceiling_is_the_replayers_limit(reads_trace,
     assert res.ceiling.total_iops == pytest.approx(times * 2 * DEMAND_IOPS / (job["job_runtime"] / 1e3))
 
 
+CAPPED_WRITE_IOPS = 1000  # below the commit-heavy sample's 1,800 writes/s at 1x, before its flushes
+
+
+def iofp_in(group: Path | None, *args: object) -> subprocess.CompletedProcess[str]:
+    """The real `iofp`, in the blkio group `group` if given (the fio it starts inherits it), at nice -10:
+    the test measures the devices, and a busy CI machine's other work must not take the replayer's CPU.
+    The RAM loop's 1x step kept its rate beside one nice-0 CPU hog 8 times in 8 (nice 0 and -10); with
+    both cores hogged, 0 in 5 at nice 0 and 2 in 5 at nice -10: no replay keeps a rate there."""
+
+    def join_group() -> None:
+        os.nice(-10)
+        if group is not None:
+            (group / "cgroup.procs").write_text(str(os.getpid()))
+
+    return subprocess.run([str(IOFP), *map(str, args)], cwd=REPO, capture_output=True, text=True,
+                          preexec_fn=join_group, timeout=600)  # fmt: skip
+
+
 @needs_root
 @needs_fio
-def test_the_ram_loop_has_far_more_headroom_than_the_disk_loop(tmp_path):
-    """The commit-heavy sample (1,500 fdatasync'd appends/s): the fsync ladder of lab-devices.md.
-    Measured (BENCHMARKS.md, headroom): RAM loop 8.5-8.75x, disk loop ~2x."""
-    factors, bounds = {}, {}
-    for name, where, direct in (("ram", "/dev/shm", False), ("disk", "/tmp", True)):
-        dev, backing = make_loop_device(256, direct_io=direct, where=where)
+def test_a_device_capped_below_todays_writes_misses_at_1x_and_ranks_last(tmp_path):
+    """The commit-heavy sample (1,500 fdatasync'd appends/s, 300 checkpoint writes/s) on two RAM loops,
+    one capped at 1,000 writes/s: the capped one cannot keep today's rate, the other holds it or more.
+
+    The RAM loop's factor is the 2-core machine's, not the device's: 3x to 8.75x quiet, 1x to 2x beside
+    two CPU hogs (BENCHMARKS.md, headroom). A RAM loop against the direct-io disk loop (2x quiet) was
+    the test before; in one CI run the RAM loop missed commit.p99<=2ms at 1x twice, its commits 10x
+    slower than here. A cap is a limit no load moves; what holds beside it under load is asserted."""
+    factors, heads = {}, {}
+    for name, cap in (("ram", None), ("capped", CAPPED_WRITE_IOPS)):
+        dev, backing = make_loop_device(256)
         try:
-            code, _, err = run_iofp("headroom", COMMIT_HEAVY, "--between", "5", "6.5", "--target", dev,
-                                    "--slo", "commit.p99<=2ms", "--scales", "1,2,4,8", "--precision", "25%",
-                                    "--budget", "6", "--label", f"device={name}",
-                                    "-o", tmp_path / name)  # fmt: skip
-            assert code == 0, err
-            code, _, err = run_iofp("probe", dev, "--cells", "commit", "--runtime", "1s", "--label",
-                                    f"device={name}", "-o", tmp_path / f"probe-{name}")  # fmt: skip
-            assert code == 0, err
+            with blkio_throttle(dev, write_iops=cap) if cap else nullcontext() as group:
+                for args in (
+                    ["headroom", COMMIT_HEAVY, "--between", "5", "6.5", "--target", dev, "--scales",
+                     "1,2,4,8", "--slo", "commit.p99<=20ms", "--precision", "25%", "--budget", "6",
+                     "-o", tmp_path / name],
+                    ["probe", dev, "--cells", "commit", "--runtime", "1s", "-o", tmp_path / f"probe-{name}"],
+                ):  # fmt: skip
+                    proc = iofp_in(group, *args, "--label", f"device={name}")
+                    assert proc.returncode == 0, proc.stderr
         finally:
             destroy_loop_device(dev, backing)
-        h = hr.load(tmp_path / name)[1].headroom
-        factors[name], bounds[name] = h.factor, h.bound
+        heads[name] = hr.load(tmp_path / name)[1]
+        factors[name] = heads[name].headroom.factor
     print("headroom factors", factors)
-    assert factors["disk"] is not None and factors["ram"] >= 2 * factors["disk"], factors
+    assert factors["ram"] is not None and factors["ram"] >= 1, heads["ram"].headroom
+    capped = heads["capped"].headroom
+    assert (capped.factor, capped.failed_at, capped.bound) == (None, 1.0, "first step"), capped
+    first = heads["capped"].steps[0]
+    assert first.saturation == "device" and first.rate_failures, first  # the rate, not the SLO or fio
+    assert first.achieved_iops < 0.8 * first.demanded_iops, first
 
-    # compare ranks them by headroom (the disk loop given first), the probe's commit cell beside
-    dirs = [tmp_path / "disk", tmp_path / "ram", tmp_path / "probe-disk", tmp_path / "probe-ram"]
+    # compare ranks them by headroom (the capped one given first), the probe's commit cell beside
+    dirs = [tmp_path / "capped", tmp_path / "ram", tmp_path / "probe-capped", tmp_path / "probe-ram"]
     code, out, err = run_iofp("compare", *dirs)
     assert code == 0, err
     lines = out.splitlines()
-    assert lines[0].split() == ["ram", "disk"]
+    assert lines[0].split() == ["ram", "capped"]
     # a factor the sweep did not get past (the budget ran out, as when two steps needed confirming
-    # runs) is a lower bound, and compare says so
-    assert lines[[x.split(" ")[0] for x in lines].index("headroom")].split()[1:] == [
-        f"{'>=' if bounds[n] in hr.OPEN_BOUNDS else ''}{factors[n]:g}x" for n in ("ram", "disk")
-    ]
+    # runs) is a lower bound, and compare says so; a miss at 1x is below 1x
+    bound = ">=" if heads["ram"].headroom.bound in hr.OPEN_BOUNDS else ""
+    row = lines[[x.split(" ")[0] for x in lines].index("headroom")].split()[1:]
+    assert row == [f"{bound}{factors['ram']:g}x", "<1x"], out
     assert any(x.startswith("c3 x1 commits/s") for x in lines) and all(len(x) <= 80 for x in lines), out
 
 
