@@ -136,6 +136,12 @@ def test_recover_refuses_a_damaged_spool_and_a_running_capture_in_one_line(tmp_p
     # spooled by a capture that is still running (an iofp process): it encodes its own spool
     running = subprocess.Popen(["bash", "-c", "exec -a iofp-capture sleep 30"])
     try:
+        # Popen returns once bash runs; its exec of sleep may still be under way (the cmdline empty),
+        # which a busy CI machine once caught: recover took the pid for gone
+        cmdline = Path(f"/proc/{running.pid}/cmdline")
+        deadline = time.monotonic() + 10
+        while not cmdline.read_bytes().startswith(b"iofp-capture") and time.monotonic() < deadline:
+            time.sleep(0.01)
         doc = {"pid": running.pid, "t0_ns": 0, "bits": {}, "names": {}, "meta": {}}
         (out / SPOOL / CAPTURE).write_text(json.dumps(doc))
         code, _, stderr = run_iofp("recover", str(out))
