@@ -11,14 +11,16 @@ metrics of the trace-replay literature: Thesios, hfplayer, Buttress):
   fsync, fdatasync), not counted by block flushes, which the kernel merges when calls overlap (a
   capture without a sync table falls back to them, and the record says so); the block flushes the
   target saw are reported (`flushes`); `missing` = expected - matched, `extra` = replayed - matched;
-- rate: per-window IOPS of both sides aligned at the first I/O; MAPE over windows with demand, the
-  largest single-window error, and WAPE (sum |e - r| / sum e, robust at low rates). Windows are 1 s;
-  a selection shorter than 10 s gets windows shrunk by tens while it has fewer than 10 and a window
-  still averages >= 100 I/Os (0.01 s for TPC-C's 7,000 I/Os in 0.14 s), so a short burst is not
-  judged on one window, nor a slow one on windows of a few I/Os where one late I/O is a 10% error;
+- rate: per-window IOPS of both sides aligned at the timing's anchors (below); MAPE over windows with
+  demand, the largest single-window error, and WAPE (sum |e - r| / sum e, robust at low rates).
+  Windows are 1 s; a selection shorter than 10 s gets windows shrunk by tens while it has fewer than
+  10 and a window still averages >= 100 I/Os (0.01 s for TPC-C's 7,000 I/Os in 0.14 s), so a short
+  burst is not judged on one window, nor a slow one on windows of a few I/Os where one late I/O is a
+  10% error;
 - timing: per-I/O lateness (n-th I/O of a key paired with the n-th replayed one, both clocks aligned at
-  the start: the first demanded I/O, and on the replay side the median offset of the I/Os demanded in
-  the first ANCHOR_NS = 10 ms, so every I/O's lateness does not hinge on one I/O's wake-up): median,
+  the start: the first demanded I/O, and on the replay side the lower of the median offsets of the
+  I/Os demanded in the first ANCHOR_NS = 10 ms and of the first tenth of the I/Os, so every I/O's
+  lateness hinges neither on one I/O's wake-up nor on a stall at fio's start): median,
   p99, max, the final drift, the share later than 1 ms; the median and p99 of |lateness| (early
   counts as much as late); the lateness growth (median lateness of the last tenth of the I/Os minus
   that of the first: how far the replay fell behind over the run, robust to any one I/O's wake-up);
@@ -67,7 +69,7 @@ PRECISE_LATE_P99_NS = 1_000_000
 PRECISE_STRETCH = 0.01
 PRECISE_MAPE = 0.02
 ON_SCHEDULE_LATE_P99_NS = 2_000_000
-ANCHOR_NS = 10_000_000  # the replay clock's zero: median offset of the I/Os demanded in the first 10 ms
+ANCHOR_NS = 10_000_000  # the replay clock's zero: the I/Os of the first 10 ms (or the first tenth)
 
 
 @dataclass
