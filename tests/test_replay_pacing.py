@@ -46,8 +46,10 @@ def test_absolute_pacing_replays_on_schedule(loop_device, tmp_path):
     assert abs(fid["final_drift_us"]) < 3000, fid["final_drift_us"]
     assert abs(fid["stretch"]) < 0.002, fid["stretch"]
     assert fid["iops_mape"] < 0.02, fid["iops_mape"]
-    # Every I/O within a few ms of its time (1 ms resolution, start phase up to 1 ms, wake-ups).
-    assert fid["abs_late_p50_us"] <= fid["abs_late_p99_us"] < 5000
+    # Every I/O within a few ms of its time (1 ms resolution, start phase up to 1 ms, wake-ups): p99
+    # |lateness| 1.0-1.3 ms quiet here, 1.1-3.6 ms beside CPU hogs, 10.8 ms in a fresh-clone CI run
+    # beside another benchmark's fio at QD32; a relative pacing's would be the 75-225 ms above.
+    assert fid["abs_late_p50_us"] <= fid["abs_late_p99_us"] < 25_000
     # Poisson bursts deeper than a millisecond's worth of I/O sometimes push p99 past 2 ms ("jittery");
     # what absolute pacing guarantees is that nothing accumulates: never "drifting"
     assert fid["faithful"] and fid["timing"] in ("precise", "on schedule", "jittery")

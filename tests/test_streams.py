@@ -76,8 +76,10 @@ def test_calibration_measures_a_sane_overhead(tmp_path):
         destroy_loop_device(dev, backing)
     cal = p.calibration[0]
     assert cal["gap_us"] == 300 and cal["ios"] == 1666 and len(cal["runs_ms"]) == 3
-    # fio's per-I/O cost beyond the gap: a few µs to a few tens of µs on this class of machine.
-    assert 0 < p.overhead_ns["libaio"] < 200_000
+    # fio's per-I/O cost beyond the gap: 14-23 µs quiet here, 29-53 beside two CPU hogs, 448 in a
+    # fresh-clone CI run beside another benchmark's fio; from 1 ms up it is a broken run, not overhead
+    c_us = cal["overhead_us"]
+    assert 0 < c_us < pacing.MAX_OVERHEAD_NS / 1e3 and p.overhead_ns["libaio"] == pytest.approx(c_us * 1e3)
     assert (tmp_path / "calibration.json").is_file()
 
 
