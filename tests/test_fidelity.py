@@ -135,7 +135,7 @@ def test_one_late_first_io_does_not_shift_every_other_io(tmp_path):
 
 
 def test_a_stall_at_the_start_does_not_shift_every_other_io(tmp_path):
-    # fio stalled 20 ms at its start (17 ms seen once on a busy machine): the I/Os demanded in the first
+    # fio stalled 20 ms at its start (11 ms seen once beside a CPU hog): the I/Os demanded in the first
     # 20 ms went together at 20 ms, the rest on time. Anchored on the first 10 ms alone, every later
     # I/O read ~15 ms early and the rate windows were off by as much; the first tenth's median is not.
     rows = _expected(tmp_path, n=2000, gap_ns=1_000_000)

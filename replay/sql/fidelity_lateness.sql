@@ -3,7 +3,7 @@
 -- anchor is the first demanded I/O; the replay anchor is that time plus a median offset (replayed -
 -- demanded), so one I/O's wake-up jitter (up to ~1-2 ms for the first I/O of a replay here) does not
 -- shift the lateness of all the others: the lower of the medians of the I/Os demanded in the first
--- $anchor_ns and of the first tenth of the matched I/Os (demanded order). A stall at fio's start (17 ms
+-- $anchor_ns and of the first tenth of the matched I/Os (demanded order). A stall at fio's start (11 ms
 -- once, on a busy machine, the I/Os after it on time) raises the first and not the second; a replay
 -- that falls behind steadily raises the second and not the first. Either only delays I/Os, so the
 -- lower median is the replay's clock.
