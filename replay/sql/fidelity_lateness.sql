@@ -18,25 +18,23 @@ WITH m AS (
     WHERE e.side = 'exp'
 ),
 start AS (
-    SELECT min(te) AS te0, count(*) AS n FROM m
+    SELECT min(te) AS te0 FROM m
 ),
 ranked AS (
-    SELECT te, tr, row_number() OVER (ORDER BY te, tr) AS i FROM m
+    -- the tenths of the matched I/Os in demanded order: the anchor's first and the growth's
+    SELECT te, tr, ntile(10) OVER (ORDER BY te, tr) AS tenth FROM m
 ),
 anchor AS (
     SELECT
         any_value(te0) AS te0,
         any_value(te0) + least(
             quantile_disc(tr - te, 0.5) FILTER (WHERE te < te0 + $anchor_ns),
-            quantile_disc(tr - te, 0.5) FILTER (WHERE i <= greatest(n // 10, 1))
+            quantile_disc(tr - te, 0.5) FILTER (WHERE tenth = 1)
         ) AS tr0
     FROM ranked, start
 ),
 late AS (
-    SELECT te, tr, (tr - tr0) - (te - te0) AS late_ns FROM m, anchor
-),
-tenths AS (
-    SELECT late_ns, ntile(10) OVER (ORDER BY te, tr) AS tenth FROM late
+    SELECT te, tr, tenth, (tr - tr0) - (te - te0) AS late_ns FROM ranked, anchor
 ),
 iat AS (
     SELECT abs((tr - lag(tr) OVER w) - (te - lag(te) OVER w)) AS err_ns
@@ -59,5 +57,5 @@ SELECT
     (SELECT quantile_disc(err_ns, 0.5) FROM iat) AS iat_err_p50_ns,
     (SELECT quantile_disc(err_ns, 0.99) FROM iat) AS iat_err_p99_ns,
     (SELECT quantile_disc(late_ns, 0.5) FILTER (WHERE tenth = 10) - quantile_disc(late_ns, 0.5) FILTER (WHERE tenth = 1)
-     FROM tenths) AS late_growth_ns
+     FROM late) AS late_growth_ns
 FROM late
