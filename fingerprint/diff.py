@@ -248,8 +248,17 @@ def diff(
         notes.append("a scope without noise figures (a fingerprint made before iofp measured them, or a "
                      "whole trace that has a baseline): its changes are shown, not judged; fingerprint "
                      "its trace again")  # fmt: skip
-    out = DiffResult(_side(a, a_name), _side(b, b_name), like, spike, device_changes(a, b),
-                     _warnings(a, b), notes)  # fmt: skip
+    changed = device_changes(a, b)
+    if (
+        not changed
+        and _device_pairs(a, b)
+        and any(d is not None and d.verdict.startswith("the device got slower") for d in (like, spike))
+    ):
+        # A fingerprint sees the device through this workload's requests only: with the same disk
+        # (by its provenance) slower at the same demand, the disk is one answer; anything else now
+        # queueing on it (a neighbour on a shared volume, a backup, a rebuild) gives the same figures.
+        notes.append(SAME_DEVICE_SLOWER)
+    out = DiffResult(_side(a, a_name), _side(b, b_name), like, spike, changed, _warnings(a, b), notes)
     if slo:
         for term in slo.terms:
             if isinstance(term, slomod.IopsTerm):
@@ -259,6 +268,12 @@ def diff(
         out.slo_a = _slo_failures(slo, a, scope)
         out.slo_b = _slo_failures(slo, b, scope)
     return out
+
+
+SAME_DEVICE_SLOWER = (
+    "the same device by its provenance: slower at the same demand is the device, or other I/O now "
+    "sharing it that this capture did not see (a neighbour on the volume, a backup, a rebuild)"
+)
 
 
 def _scope_diff(a: Fingerprint, b: Fingerprint, scope: str) -> ScopeDiff:
@@ -407,15 +422,23 @@ def _fact_text(key: str, v: Any) -> str:
     return str(v)
 
 
-def device_changes(a: Fingerprint, b: Fingerprint) -> list[str]:
-    """What the provenance says changed under the workload, one phrase per device fact. Devices are
-    paired by name, or the only device of each when the names differ (a move to a new disk)."""
+def _device_pairs(a: Fingerprint, b: Fingerprint) -> list[tuple[str, dict, str, dict]]:
+    """The devices of A and B paired by name, or the only device of each when the names differ (a
+    move to a new disk): (name in A, its facts, name in B, its facts)."""
     da = {n: f for n, f in a.provenance.devices.items() if a.params.device in (None, n)}
     db = {n: f for n, f in b.provenance.devices.items() if b.params.device in (None, n)}
     pairs = [(n, da[n], n, db[n]) for n in da if n in db]
     if not pairs and len(da) == 1 and len(db) == 1:
         (na, fa), (nb, fb) = next(iter(da.items())), next(iter(db.items()))
         pairs = [(na, fa, nb, fb)]
+    return pairs
+
+
+def device_changes(a: Fingerprint, b: Fingerprint) -> list[str]:
+    """What the provenance says changed under the workload, one phrase per device fact."""
+    da = [n for n in a.provenance.devices if a.params.device in (None, n)]
+    db = [n for n in b.provenance.devices if b.params.device in (None, n)]
+    pairs = _device_pairs(a, b)
     out = []
     for na, fa, nb, fb in pairs:
         what = [] if na == nb else [f"{na} -> {nb}"]

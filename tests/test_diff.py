@@ -16,7 +16,7 @@ from conftest import REPO, destroy_loop_device, make_loop_device, needs_fio, nee
 from helpers import run_iofp
 
 from fingerprint.api import fingerprint_trace, write_json
-from fingerprint.diff import diff
+from fingerprint.diff import SAME_DEVICE_SLOWER, diff
 from iofp.contract import TraceMeta, TraceWriter
 from iofp.fingerprint_doc import Fingerprint, load
 
@@ -70,6 +70,22 @@ def test_doubled_p99_at_the_same_demand_is_a_service_change(fps):
     p99 = next(c for c in r.changes if c.metric == "latency p99 (µs)")
     assert p99.rel_change == pytest.approx(1.0, rel=0.05)
     assert r.verdict == "the device got slower: latency moved at comparable demand"
+    assert SAME_DEVICE_SLOWER not in r.notes  # these traces name no device: nothing to say of it
+
+
+def test_slower_on_the_same_device_says_other_io_sharing_it_looks_the_same(fps):
+    # Both captured on one disk (the same provenance): the figures cannot tell a slower disk from
+    # other I/O now queueing on it, which the capture did not see
+    a, b = copy.deepcopy(fps["base"]), copy.deepcopy(fps["double_lat"])
+    facts = {"size_bytes": 1 << 30, "rotational": False, "model": "Samsung SSD 870", "scheduler": "none"}
+    a.provenance.devices = {"sdb": dict(facts)}
+    b.provenance.devices = {"sdb": dict(facts)}
+    r = diff(a, b)
+    assert r.verdict.startswith("the device got slower") and r.device_changes == []
+    assert SAME_DEVICE_SLOWER in r.notes
+    b.provenance.devices = {"sdb": {**facts, "model": "WDC WDS500G"}}
+    r = diff(a, b)
+    assert r.device_changes and SAME_DEVICE_SLOWER not in r.notes  # a new disk says why by itself
 
 
 # Demand up or down x latency up or down. Latency moving against the load says which way the device
@@ -211,6 +227,7 @@ def test_a_move_of_device_shows_in_the_provenance_and_the_latency_of_both_regime
     assert {c.metric for c in r.like.flagged} == {"fdatasync p50 (µs)"}
     assert {"latency p50 (µs)", "write p99 (µs)", "fdatasync p50 (µs)"} <= {c.metric for c in r.spike.flagged}
     assert "and the device itself changed" in out
+    assert SAME_DEVICE_SLOWER not in r.notes  # a new device says why by itself
     assert out.rstrip().endswith("change(s) flagged (exit 1)")
 
 
