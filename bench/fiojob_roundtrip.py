@@ -85,7 +85,7 @@ def _fio_under(cap: subprocess.Popen, dev: str, job: Path, out: Path, nice: int 
             if cap.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"capture did not start: {(out / 'capture.stderr').read_text()}")
             time.sleep(0.1)
-        cmd = ["nice", "-n", str(nice)] * (nice != 0) + ["fio", "--output-format=json", str(job)]
+        cmd = (["nice", "-n", str(nice)] if nice else []) + ["fio", "--output-format=json", str(job)]
         (out / "fio.cmd").write_text(f"DEV={dev} " + " ".join(cmd) + "\n")
         fio = subprocess.run(cmd, env={**os.environ, "DEV": dev}, capture_output=True, text=True)
         (out / "fio.stdout").write_text(fio.stdout)

@@ -422,11 +422,15 @@ def _fact_text(key: str, v: Any) -> str:
     return str(v)
 
 
+def _devices(fp: Fingerprint) -> dict[str, dict]:
+    """The devices the fingerprint is of (its --device, else every captured one) -> their facts."""
+    return {n: f for n, f in fp.provenance.devices.items() if fp.params.device in (None, n)}
+
+
 def _device_pairs(a: Fingerprint, b: Fingerprint) -> list[tuple[str, dict, str, dict]]:
     """The devices of A and B paired by name, or the only device of each when the names differ (a
     move to a new disk): (name in A, its facts, name in B, its facts)."""
-    da = {n: f for n, f in a.provenance.devices.items() if a.params.device in (None, n)}
-    db = {n: f for n, f in b.provenance.devices.items() if b.params.device in (None, n)}
+    da, db = _devices(a), _devices(b)
     pairs = [(n, da[n], n, db[n]) for n in da if n in db]
     if not pairs and len(da) == 1 and len(db) == 1:
         (na, fa), (nb, fb) = next(iter(da.items())), next(iter(db.items()))
@@ -436,8 +440,7 @@ def _device_pairs(a: Fingerprint, b: Fingerprint) -> list[tuple[str, dict, str, 
 
 def device_changes(a: Fingerprint, b: Fingerprint) -> list[str]:
     """What the provenance says changed under the workload, one phrase per device fact."""
-    da = [n for n in a.provenance.devices if a.params.device in (None, n)]
-    db = [n for n in b.provenance.devices if b.params.device in (None, n)]
+    da, db = _devices(a), _devices(b)
     pairs = _device_pairs(a, b)
     out = []
     for na, fa, nb, fb in pairs:
