@@ -123,6 +123,7 @@ class ScopeDiff:
     demand_changed: bool
     service_changed: bool
     comparable_demand: bool
+    device_slower: bool  # latency rose at comparable demand: the verdict "the device got slower"
 
     @property
     def flagged(self) -> list[Change]:
@@ -249,11 +250,7 @@ def diff(
                      "whole trace that has a baseline): its changes are shown, not judged; fingerprint "
                      "its trace again")  # fmt: skip
     changed = device_changes(a, b)
-    if (
-        not changed
-        and _device_pairs(a, b)
-        and any(d is not None and d.verdict.startswith("the device got slower") for d in (like, spike))
-    ):
+    if not changed and _device_pairs(a, b) and any(d is not None and d.device_slower for d in (like, spike)):
         # A fingerprint sees the device through this workload's requests only: with the same disk
         # (by its provenance) slower at the same demand, the disk is one answer; anything else now
         # queueing on it (a neighbour on a shared volume, a backup, a rebuild) gives the same figures.
@@ -293,12 +290,18 @@ def _scope_diff(a: Fingerprint, b: Fingerprint, scope: str) -> ScopeDiff:
     return ScopeDiff(
         scope, sa.windows, sb.windows, (a.params.window_ns / 1e9, b.params.window_ns / 1e9), changes,
         verdict, bool(demand), bool(service), comparable,
+        device_slower=comparable and _net(service, "slower", "faster") > 0,
     )  # fmt: skip
 
 
+def _net(changes: list[Change], up: str, down: str) -> int:
+    """How many of `changes` moved `up` less how many moved `down`: which way they lean."""
+    return sum(c.direction == up for c in changes) - sum(c.direction == down for c in changes)
+
+
 def _verdict(demand: list[Change], service: list[Change], comparable: bool) -> str:
-    harder = sum(c.direction == "harder" for c in demand) - sum(c.direction == "easier" for c in demand)
-    slower = sum(c.direction == "slower" for c in service) - sum(c.direction == "faster" for c in service)
+    harder = _net(demand, "harder", "easier")
+    slower = _net(service, "slower", "faster")
     if not demand and not service:
         return "no change beyond the noise"
     if demand and not service:
@@ -313,7 +316,7 @@ def _verdict(demand: list[Change], service: list[Change], comparable: bool) -> s
         return verdict
     # Which way the load moved: over the load metrics only.
     load = [c for c in demand if c.metric in LOAD_METRICS]
-    heavier = sum(c.direction == "harder" for c in load) - sum(c.direction == "easier" for c in load)
+    heavier = _net(load, "harder", "easier")
     return _load_and_latency_verdict(heavier, slower)
 
 

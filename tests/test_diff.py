@@ -70,6 +70,7 @@ def test_doubled_p99_at_the_same_demand_is_a_service_change(fps):
     p99 = next(c for c in r.changes if c.metric == "latency p99 (µs)")
     assert p99.rel_change == pytest.approx(1.0, rel=0.05)
     assert r.verdict == "the device got slower: latency moved at comparable demand"
+    assert r.like.device_slower and r.to_dict()["like"]["device_slower"]
     assert SAME_DEVICE_SLOWER not in r.notes  # these traces name no device: nothing to say of it
 
 
@@ -109,6 +110,7 @@ def test_load_and_latency_both_moving_are_judged_by_their_directions(fps, a, b, 
     r = diff(fps[a], fps[b])
     assert r.demand_changed and r.service_changed and not r.comparable_demand
     assert r.verdict == verdict
+    assert not r.like.device_slower  # "the device got slower" only at comparable demand
 
 
 def _with_commits(fp: Fingerprint, per_s: float) -> Fingerprint:
