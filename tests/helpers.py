@@ -28,6 +28,27 @@ from cli.app import main
 from iofp import headroom_result as hr
 from iofp.contract import TraceMeta, TraceWriter
 
+# The real `iofp` as a child process (run with cwd=REPO): for signals, priorities, cgroups and
+# anything else a test cannot do to the in-process run_iofp.
+IOFP = [sys.executable, "-m", "cli.app"]
+
+
+def iofp_in(
+    group: Path | None, *args: object, nice: int = 0, timeout: float = 600
+) -> subprocess.CompletedProcess[str]:
+    """`iofp ARGS` as a child process in the blkio group `group` if given (the fio it starts inherits
+    it: a throttle applies to the process that submits the I/O), at `nice` (a negative value keeps a
+    busy CI machine's other work off the replayer's CPU where a test measures the device)."""
+
+    def enter() -> None:
+        if nice:
+            os.nice(nice)
+        if group is not None:
+            (group / "cgroup.procs").write_text(str(os.getpid()))
+
+    return subprocess.run([*IOFP, *map(str, args)], cwd=REPO, capture_output=True, text=True,
+                          preexec_fn=enter, timeout=timeout)  # fmt: skip
+
 
 @contextmanager
 def cpu_hogs() -> Iterator[None]:

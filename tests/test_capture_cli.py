@@ -9,7 +9,6 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -17,13 +16,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from conftest import REPO, assert_tracer_lost_nothing, is_root, needs_fio, needs_root
+from helpers import IOFP
 
 from bpf import witness
 from bpf.record import IO_DTYPE
 from bpf.witness import TRACEFS
 from iofp.contract import MANIFEST, REPLACED, TraceMeta, TraceWriter, open_trace
-
-IOFP = [sys.executable, "-m", "cli.app"]
 
 
 def iofp(*args: str, user: str | None = None) -> subprocess.CompletedProcess[str]:

@@ -7,18 +7,16 @@ import os
 import re
 import shlex
 import subprocess
-import sys
 
 import pytest
 from conftest import REPO
+from helpers import IOFP
 
 from cli.app import app, command
 from iofp import slo
 from iofp.errors import BadInput
 from iofp.values import parse_duration_ns, parse_labels, parse_size_bytes
 from iofp.windows import parse_window_option
-
-IOFP = [sys.executable, "-m", "cli.app"]
 
 
 def commands() -> list[list[str]]:

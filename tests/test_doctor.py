@@ -5,15 +5,13 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from conftest import REPO, is_root
+from helpers import IOFP
 
 from bpf.probe import Check, capture_ready, check_raw_tracepoint, doctor_checks
-
-IOFP = [sys.executable, "-m", "cli.app"]
 
 
 def test_doctor_says_ready_and_exits_0_where_capture_works() -> None:

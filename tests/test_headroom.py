@@ -6,8 +6,6 @@ limit; bad input is one line before any I/O; a stop signal keeps the steps done 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import time
 from contextlib import nullcontext
 from pathlib import Path
@@ -16,7 +14,6 @@ import pytest
 from conftest import (
     COMMIT_HEAVY,
     DEMAND_IOPS,
-    REPO,
     THROTTLE_IOPS,
     blkio_throttle,
     destroy_loop_device,
@@ -24,13 +21,10 @@ from conftest import (
     needs_fio,
     needs_root,
 )
-from helpers import headroom_record, interrupted_headroom, run_iofp
+from helpers import headroom_record, interrupted_headroom, iofp_in, run_iofp
 
 from iofp import headroom_result as hr
 from replay import headroom, headroom_ceiling
-
-IOFP = REPO / ".venv" / "bin" / "iofp"
-
 
 # ---- no I/O: the options and the rules ------------------------------------------------------
 
@@ -89,16 +83,9 @@ def test_a_throttled_device_holds_n_over_d(throttled, reads_trace, tmp_path):
     """N = 3,000 read IOPS (blkio throttle), D = 1,000: the headroom is about 3x, the device's limit."""
     dev, group = throttled
     out = tmp_path / "h"
-
-    def join_group() -> None:  # iofp, and the fio it starts, run under the throttle
-        (group / "cgroup.procs").write_text(str(os.getpid()))
-
     t0 = time.monotonic()
-    proc = subprocess.run(
-        [str(IOFP), "headroom", str(reads_trace), "--target", str(dev), "--slo", "p99<=50ms", "--budget", "8",
-         "--label", "device=throttled", "-o", str(out)],
-        cwd=REPO, capture_output=True, text=True, preexec_fn=join_group, timeout=300,
-    )  # fmt: skip
+    proc = iofp_in(group, "headroom", reads_trace, "--target", dev, "--slo", "p99<=50ms", "--budget", "8",
+                   "--label", "device=throttled", "-o", out, timeout=300)  # fmt: skip
     wall = time.monotonic() - t0
     assert proc.returncode == 0, proc.stderr
     _, res = hr.load(out)
@@ -151,21 +138,6 @@ def test_a_scale_above_the_replayers_ceiling_is_the_replayers_limit(reads_trace,
 CAPPED_WRITE_IOPS = 1000  # below the commit-heavy sample's 1,800 writes/s at 1x, before its flushes
 
 
-def iofp_in(group: Path | None, *args: object) -> subprocess.CompletedProcess[str]:
-    """The real `iofp`, in the blkio group `group` if given (the fio it starts inherits it), at nice -10:
-    the test measures the devices, and a busy CI machine's other work must not take the replayer's CPU.
-    The RAM loop's 1x step kept its rate beside one nice-0 CPU hog 8 times in 8 (nice 0 and -10); with
-    both cores hogged, 0 in 5 at nice 0 and 2 in 5 at nice -10: no replay keeps a rate there."""
-
-    def join_group() -> None:
-        os.nice(-10)
-        if group is not None:
-            (group / "cgroup.procs").write_text(str(os.getpid()))
-
-    return subprocess.run([str(IOFP), *map(str, args)], cwd=REPO, capture_output=True, text=True,
-                          preexec_fn=join_group, timeout=600)  # fmt: skip
-
-
 @needs_root
 @needs_fio
 def test_a_device_capped_below_todays_writes_misses_at_1x_and_ranks_last(tmp_path):
@@ -187,7 +159,11 @@ def test_a_device_capped_below_todays_writes_misses_at_1x_and_ranks_last(tmp_pat
                      "-o", tmp_path / name],
                     ["probe", dev, "--cells", "commit", "--runtime", "1s", "-o", tmp_path / f"probe-{name}"],
                 ):  # fmt: skip
-                    proc = iofp_in(group, *args, "--label", f"device={name}")
+                    # at nice -10: the test measures the devices, and a busy CI machine's other work
+                    # must not take the replayer's CPU. The RAM loop's 1x step kept its rate beside
+                    # one nice-0 CPU hog 8 times in 8 (nice 0 and -10); with both cores hogged, 0 in
+                    # 5 at nice 0 and 2 in 5 at nice -10: no replay keeps a rate there.
+                    proc = iofp_in(group, *args, "--label", f"device={name}", nice=-10)
                     assert proc.returncode == 0, proc.stderr
         finally:
             destroy_loop_device(dev, backing)

@@ -6,21 +6,19 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
 from conftest import REPO, THROTTLE_IOPS, destroy_loop_device, make_loop_device, needs_fio, needs_root
-from helpers import run_iofp
+from helpers import IOFP, iofp_in, run_iofp
 from test_safety import make_loop, mkfs, mount
 
 from iofp import probe_result as pr
 
 pytestmark = [needs_root, needs_fio]
 
-IOFP = [sys.executable, "-c", "from cli.app import main; main()"]
 COMMIT_HEAVY = REPO / "samples/fingerprints/commit-heavy.fp.json"  # one committer: fdatasync 1,206/s x 50 µs
 RAW = ("job.fio", "fio.cmd", "fio.stdout", "fio.stderr", "fio.json", "fio.rc")
 
@@ -189,15 +187,9 @@ THROTTLE_TOLERANCE = 0.03
 def test_a_throttled_device_probes_at_its_cap(throttled, tmp_path):
     dev, group = throttled
     out = tmp_path / "p"
-
-    def join_group() -> None:  # the probe, and the fio it starts, run under the throttle
-        (group / "cgroup.procs").write_text(str(os.getpid()))
-
-    cmd = [*IOFP, "probe", dev, "--cells", "sweep", "--qd", "1,16,64", "--runtime", "2s", "--reads-only",
-           "-o", str(out)]  # fmt: skip
-    res_proc = subprocess.run(
-        cmd, cwd=REPO, capture_output=True, text=True, preexec_fn=join_group, timeout=120
-    )
+    # the probe, and the fio it starts, run under the throttle
+    res_proc = iofp_in(group, "probe", dev, "--cells", "sweep", "--qd", "1,16,64", "--runtime", "2s",
+                       "--reads-only", "-o", out, timeout=120)  # fmt: skip
     assert res_proc.returncode == 0, res_proc.stderr
     _, res = pr.load(out)
     for p in res.sweep.points:

@@ -11,10 +11,9 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO, destroy_loop_device, make_loop_device, needs_fio, needs_root
-from helpers import write_trace
+from helpers import IOFP, write_trace
 
 pytestmark = [needs_root, needs_fio]
-IOFP = REPO / ".venv" / "bin" / "iofp"
 
 
 @pytest.fixture(scope="module")
@@ -71,8 +70,8 @@ def test_a_stop_signal_ends_fio_first_and_records_a_partial_run(six_seconds, tmp
     out = tmp_path / "r"
     try:
         proc = subprocess.Popen(
-            [str(IOFP), "replay", str(six_seconds), "--target", dev, "--output", str(out)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            [*IOFP, "replay", str(six_seconds), "--target", dev, "--output", str(out)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as a terminal starts it
         )  # fmt: skip
         name, _, delay = when.partition("+")

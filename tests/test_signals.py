@@ -13,18 +13,16 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from conftest import REPO, needs_root
-from helpers import write_trace
+from helpers import IOFP, write_trace
 
 from iofp.contract import MANIFEST, REPLACED, open_trace
 
-IOFP = [sys.executable, "-m", "cli.app"]
 ROWS = 600_000  # two files of the import's 512 Ki-row chunks: the second one is the final write
 
 

@@ -10,21 +10,18 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 from conftest import REPO, assert_tracer_lost_nothing, needs_fio, needs_root
-from helpers import cpu_hogs, run_iofp
+from helpers import IOFP, cpu_hogs, run_iofp
 
 from bpf import witness
 from bpf.record import IO_DTYPE
 from bpf.spool import CAPTURE, segments
 from iofp.contract import MANIFEST, SPOOL, open_trace
-
-IOFP = [sys.executable, "-m", "cli.app"]
 
 
 def reads_done(dev: str) -> int:
