@@ -322,18 +322,14 @@ def test_json_to_a_file_keeps_the_summary_on_stdout(tmp_path):
 JOB = REPO / "samples" / "workloads" / "order-router-15s.fio"
 
 
-def captured_job(tmp_path: Path, name: str, **loop) -> Fingerprint:
-    """The JOB run on a fresh 256 MiB loop device, captured by iofp, fingerprinted."""
+def captured_job(tmp_path: Path, name: str, dev: str) -> Fingerprint:
+    """The JOB run on `dev`, captured by iofp, fingerprinted."""
     from bpf import CaptureOptions, start_capture
 
-    dev, backing = make_loop_device(256, **loop)
-    try:
-        opts = CaptureOptions(output=tmp_path / name, devices=[dev.removeprefix("/dev/")],
-                              labels={"service": "order-router"})  # fmt: skip
-        with start_capture(opts):
-            subprocess.run(["fio", str(JOB)], env={**os.environ, "DEV": dev}, check=True, capture_output=True)
-    finally:
-        destroy_loop_device(dev, backing)
+    opts = CaptureOptions(output=tmp_path / name, devices=[dev.removeprefix("/dev/")],
+                          labels={"service": "order-router"})  # fmt: skip
+    with start_capture(opts):
+        subprocess.run(["fio", str(JOB)], env={**os.environ, "DEV": dev}, check=True, capture_output=True)
     return fingerprint_trace(tmp_path / name)
 
 
@@ -345,8 +341,13 @@ def test_the_same_job_twice_on_the_same_kind_of_device_moves_no_demand(tmp_path)
     for real, and the diff rightly says so: under a CPU hog on one core, p99 was 86 µs in one run
     and 178 µs (once 1.1 ms) in the next, whether run one after the other, at once on two devices,
     or at a high priority. So this test holds what no load on the machine can move: the demand,
-    and the provenance's devices."""
-    a, b = (captured_job(tmp_path, n) for n in ("a", "b"))
+    and the provenance's devices. Both runs use one loop device: one made per run takes whatever
+    loop number is free then, and another user of loop devices between them renames it."""
+    dev, backing = make_loop_device(256)
+    try:
+        a, b = (captured_job(tmp_path, n, dev) for n in ("a", "b"))
+    finally:
+        destroy_loop_device(dev, backing)
     r = diff(a, b)
     assert r.device_changes == [] and r.warnings == []
     assert r.like.scope == "steady" and r.spike is not None  # both regimes were compared
