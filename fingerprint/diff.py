@@ -2,10 +2,11 @@
 against the noise each trace measured in itself.
 
 `diff(a, b) -> DiffResult` compares fingerprint A (before) with B (after) in two regimes: the
-like-for-like one (steady when both have one, else the baseline, the windows in no spike, else the
-whole trace) and the spike regime when both have spikes. Demand metrics describe what the workload
-asked for (IOPS, MB/s, mix, size, flush and commit rates); service metrics how the device answered
-(latency percentiles, the sync calls' latency).
+like-for-like one (Fingerprint.typical_scope: steady when both have one covering at least half of
+its baseline, else the baseline, the windows in no spike, else the whole trace) and the spike regime
+when both have spikes. Demand metrics describe what the workload asked for (IOPS, MB/s, mix, size,
+flush and commit rates); service metrics how the device answered (latency percentiles, the sync
+calls' latency).
 
 A change is flagged only beyond the noise: each scope carries the spread (sd) and the standard
 error (se) of its figures, measured within its own trace from batches of consecutive windows
@@ -233,11 +234,12 @@ def diff(
 ) -> DiffResult:
     """Compare fingerprint `a` (before) with `b` (after)."""
     notes = []
-    if a.steady and b.steady:
+    if a.typical_scope() == b.typical_scope() == "steady":
         scope = "steady"
     elif a.baseline and b.baseline:
         scope = "baseline"
-        notes.append("compared baselines (the windows in no spike): at least one has no steady state")
+        notes.append("compared baselines (the windows in no spike): at least one has no steady state "
+                     "covering half of them")  # fmt: skip
     else:
         scope = "whole"
         notes.append("compared whole traces: at least one has neither a steady state nor a baseline")
@@ -442,12 +444,16 @@ def _device_pairs(a: Fingerprint, b: Fingerprint) -> list[tuple[str, dict, str, 
 
 
 def device_changes(a: Fingerprint, b: Fingerprint) -> list[str]:
-    """What the provenance says changed under the workload, one phrase per device fact."""
+    """What the provenance says changed under the workload, one phrase per device fact. A name with
+    no facts on either side says nothing of the device: an import names it after its file, and two
+    exports of one server's trace must not read as a move to a new disk."""
     da, db = _devices(a), _devices(b)
+    if not any(da.values()) and not any(db.values()):
+        return []
     pairs = _device_pairs(a, b)
     out = []
     for na, fa, nb, fb in pairs:
-        what = [] if na == nb else [f"{na} -> {nb}"]
+        what = [] if na == nb or not (fa or fb) else [f"{na} -> {nb}"]
         for k in DEVICE_FACTS:
             if k in fa and k in fb and fa[k] != fb[k]:
                 va, vb = _fact_text(k, fa[k]), _fact_text(k, fb[k])

@@ -43,9 +43,21 @@ def _inflight(s: Scope) -> str:
 
 
 def _burst(s: Scope) -> str:
-    """The busiest second's I/Os over the mean second's: both terms of the peak-to-mean ratio."""
+    """The busiest second's I/Os over the mean second's: both terms of the peak-to-mean ratio; '-'
+    for a scope within one second (a 0.14 s trace's one bin is its every I/O, not a rate)."""
     b = s.burstiness["1s"]
-    return f"{_num(b.peak_ios)} / {_num(b.mean_ios)}"
+    return "-" if b.bins < 2 else f"{_num(b.peak_ios)} / {_num(b.mean_ios)}"
+
+
+def _dispersion(s: Scope) -> str:
+    b = s.burstiness["1s"]
+    return "-" if b.bins < 2 else _num(b.index_of_dispersion, "{:.1f}")
+
+
+def _bound(s: Scope) -> str:
+    """The verdict, and when the trace has no latency, that it is the demand's alone (whether the
+    device set the pace is unknown)."""
+    return s.bound.verdict + (" (demand only)" if s.bound.side == "demand-only" else "")
 
 
 ROWS: list[tuple[str, Callable[[Scope], str]]] = [
@@ -54,7 +66,9 @@ ROWS: list[tuple[str, Callable[[Scope], str]]] = [
     ("MB/s (mean)", lambda s: _num(s.intensity.mbps, "{:,.2f}")),
     ("reads: I/Os / bytes", lambda s: f"{_pct(s.mix.read_share)} / {_pct(s.mix.read_share_bytes)}"),
     ("mean size (KiB)", lambda s: _kib(s.size.mean_bytes)),
-    ("sequential", lambda s: _pct(s.sequential.share)),
+    # per device: on a multi-device trace the shared traces' any-device share (JSON
+    # sequential.share_any_device) counts a stream as broken whenever another device's request comes between
+    ("sequential per device", lambda s: _pct(s.sequential.share)),
     ("in-flight mean/p99", _inflight),
     ("flushes /s", lambda s: _num(s.intensity.flushes_per_s, "{:,.1f}")),
     ("flush+FUA /s", lambda s: _num(s.durability.flush_fua_per_s, "{:,.1f}")),
@@ -63,21 +77,21 @@ ROWS: list[tuple[str, Callable[[Scope], str]]] = [
     ("r+w µs p50/99/99.9", _lats),
     ("flush µs p50/p99", lambda s: _lats(s, "flush", 2)),
     ("IOPS: peak s / mean s", _burst),
-    ("IOPS dispersion 1 s", lambda s: _num(s.burstiness["1s"].index_of_dispersion, "{:.1f}")),
+    ("IOPS dispersion 1 s", _dispersion),
     ("footprint (MiB)", lambda s: _num(s.footprint and s.footprint.bytes / 2**20, "{:,.1f}")),
     ("I/Os on hot 1% blocks", lambda s: _pct(s.footprint and s.footprint.hot_1pct_io_share)),
     ("shape", lambda s: s.shape.name),
-    ("bound", lambda s: s.bound.verdict),
+    ("bound", _bound),
 ]  # fmt: skip
 
 
 def shown_scopes(fp: Fingerprint) -> list[Scope]:
-    """The columns: the whole trace; the steady state when it covers at least half of the baseline,
-    else the baseline (the windows in no spike: on a sparse production trace a few steady windows
-    say little about the rest); the spikes; and a --between span."""
-    middle = fp.steady
-    if fp.baseline is not None and (middle is None or middle.windows < fp.baseline.windows / 2):
-        middle = fp.baseline if fp.spike else middle
+    """The columns: the whole trace; its typical scope (Fingerprint.typical_scope); the spikes; and a
+    --between span."""
+    name = fp.typical_scope()
+    if name == "baseline" and not fp.spike:
+        name = "steady"  # without spikes the baseline is the whole trace again: show what steady there is
+    middle = None if name == "whole" else getattr(fp, name)
     return [s for s in (fp.whole, middle, fp.spike, fp.between) if s is not None]
 
 

@@ -10,12 +10,14 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pytest
+from conftest import REPO
 from helpers import close, run_iofp, synthetic_steady_with_spike
 
 from fingerprint import compute
 from fingerprint.api import fingerprint_trace, report_trace
 from fingerprint.compute import Options
 from fingerprint.scope import BINS
+from fingerprint.summary import ROWS
 from iofp.contract import TraceMeta, TraceWriter, open_trace
 from iofp.fingerprint_doc import Fingerprint, Histogram, dumps, from_dict
 from iofp.values import duration_text
@@ -441,3 +443,16 @@ def test_a_baseline_of_steady_windows_alone_is_the_steady_summary(tmp_path, monk
     summarised = fingerprint_trace(trace)
     assert copied.regimes.baseline.windows == copied.regimes.steady.windows  # the case this is about
     assert close(copied.to_dict(), summarised.to_dict())  # floats to 1e-12: parallel sums vary
+
+
+def test_the_table_shows_no_rate_a_trace_cannot_have(tpcc_trace):
+    """TPC-C's 0.136 s has no whole second: its one 1 s bin is every I/O (6,999), not a peak or a
+    mean second, so those rows say '-'; without latency the bound is the demand's alone."""
+    rows = dict(ROWS)
+    w = fingerprint_trace(tpcc_trace).whole
+    assert w.burstiness["1s"].bins == 1
+    assert rows["IOPS: peak s / mean s"](w) == rows["IOPS dispersion 1 s"](w) == "-"
+    assert rows["bound"](w) == "IOPS-bound (demand only)"
+    # a capture of 35 s, with latency: both figures and a plain verdict
+    w = fingerprint_trace(REPO / "samples/traces/market-open").whole
+    assert rows["IOPS: peak s / mean s"](w) == "3,001 / 1,400" and rows["bound"](w) == "IOPS-bound"

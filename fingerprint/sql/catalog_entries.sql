@@ -1,9 +1,13 @@
 -- Headline figures of each stored fingerprint, oldest capture first, from the scope a quarterly
--- review compares like for like: the steady state, else the baseline (the windows in no spike),
--- else the whole trace. IOPS, MB/s and the read share count data requests (reads, writes, discards).
+-- review compares like for like (Fingerprint.typical_scope, the same rule): the steady state when
+-- it covers at least half of the baseline (the windows in no spike), else the baseline, else the
+-- whole trace. IOPS, MB/s and the read share count data requests (reads, writes, discards).
 WITH scoped AS (
     SELECT id, service, added_at, captured_at, source_file, doc,
-           CASE WHEN json_type(doc, '$.steady') = 'OBJECT' THEN 'steady'
+           CASE WHEN json_type(doc, '$.steady') = 'OBJECT'
+                     AND (coalesce(json_type(doc, '$.baseline'), 'NULL') <> 'OBJECT'
+                          OR 2 * (doc ->> '$.steady.windows')::BIGINT >= (doc ->> '$.baseline.windows')::BIGINT)
+                     THEN 'steady'
                 WHEN json_type(doc, '$.baseline') = 'OBJECT' THEN 'baseline'
                 ELSE 'whole' END AS scope
     FROM fingerprints
