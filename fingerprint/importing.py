@@ -33,6 +33,7 @@ from fingerprint.formats import (
     LineError,
     ParseState,
 )
+from iofp import fingerprint_doc
 from iofp.contract import IO_SCHEMA, IO_TABLE, SYNC_SCHEMA, SYNC_TABLE, TraceMeta, TraceWriter
 from iofp.errors import BadInput, Interrupted
 from iofp.signals import StopRequest, stop_on_signals
@@ -116,8 +117,12 @@ def import_trace(
     if not paths:
         raise BadInput("no input files; e.g. iofp import blkparse trace.txt -o trace")
     for p in paths:
+        if p.is_dir():
+            raise BadInput(f"{p} is a directory; name the trace file(s) in it")
         if not p.is_file():
             raise BadInput(f"{p}: no such file")
+        if fingerprint_doc.is_fingerprint_file(p):
+            raise BadInput(f"{p} is a fingerprint, not a trace: there is nothing to import")
     if fmt not in FORMAT_NAMES:
         raise BadInput(f"unknown format {fmt!r}; use one of {', '.join(FORMAT_NAMES)}")
     if time_unit not in TIME_UNITS_NS:

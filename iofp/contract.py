@@ -32,7 +32,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from iofp import __version__
+from iofp import __version__, fingerprint_doc
 from iofp.errors import BadInput, OutputFailed, SchemaMismatch, warn
 from iofp.filecheck import RowRules, check_columns, check_rows, damage_in, read_schema
 
@@ -563,6 +563,7 @@ def open_trace(path: Path | str) -> Trace:
     if not root.exists():
         raise BadInput(f"{root}: no such trace")
     if root.is_file():
+        _check_is_parquet(root)
         files = {IO_TABLE: [root], SYNC_TABLE: []}
         _check_files(files)
         return _opened(Trace(root, _footer_meta(root), files))
@@ -582,6 +583,24 @@ def open_trace(path: Path | str) -> Trace:
         meta = _footer_meta(newest)
         meta.extra = {**meta.extra, "incomplete": _incomplete(root)}
     return _opened(Trace(root, meta, files))
+
+
+def _check_is_parquet(path: Path) -> None:
+    """A file handed over as a trace that is no Parquet file at all is most often one of the two
+    things a user has beside a trace: the raw trace before its import, or a fingerprint."""
+    try:
+        with open(path, "rb") as f:
+            magic = f.read(4)
+    except OSError as e:
+        raise BadInput(f"{path}: cannot read it ({e.strerror})") from None
+    if magic == b"PAR1":
+        return
+    if fingerprint_doc.is_fingerprint_file(path):
+        raise BadInput(
+            f"{path} is a fingerprint, not a trace; iofp diff and iofp catalog add take it as it is"
+        )
+    raise BadInput(f"{path} is not a trace (Parquet); if it is a raw trace, import it: "
+                   f"iofp import auto {path} -o TRACE")  # fmt: skip
 
 
 def _read_manifest(path: Path) -> bytes:

@@ -397,6 +397,17 @@ def from_dict(doc: Any, where: str) -> Fingerprint:
     return _convert(Fingerprint, doc, where, "")
 
 
+def is_fingerprint_file(path: Path) -> bool:
+    """Whether `path` starts like a fingerprint document (its first key), for the stages that are
+    handed one where they take a trace: a hint, not a check."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(256)
+    except OSError:
+        return False
+    return head.lstrip().startswith(b"{") and b'"fingerprint_version"' in head
+
+
 def load(path: Path | str) -> Fingerprint:
     """Read and check the fingerprint JSON at `path`."""
     try:

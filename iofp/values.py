@@ -19,8 +19,10 @@ MAX_DURATION_NS = 100_000 * 3600 * 10**9  # 100000h, 11.4 years
 def parse_duration_ns(text: str, flag: str) -> int:
     """'30s', '500ms', '250us', '5m', '1h', '0.5s' or a bare number of seconds -> nanoseconds."""
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ns|us|µs|ms|s|min|m|h)?\s*", text)
-    if not m or float(m.group(1)) <= 0:
+    if not m:
         raise BadInput(f"{flag} {text!r} is not a duration; use e.g. 30s, 100ms, 250us, 5m or 1h")
+    if float(m.group(1)) <= 0:
+        raise BadInput(f"{flag} {text!r}: a duration must be longer than 0; use e.g. 30s, 100ms or 250us")
     ns = float(m.group(1)) * _NS[m.group(2) or "s"]
     if ns > MAX_DURATION_NS:
         raise BadInput(f"{flag} {text!r} is too long; at most 100000h (11 years)")

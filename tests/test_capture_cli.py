@@ -269,7 +269,10 @@ def test_duration_ends_the_capture(tmp_path: Path, loop_device: str) -> None:
             ["--duration", "soon"],
             "iofp: --duration 'soon' is not a duration; use e.g. 30s, 100ms, 250us, 5m or 1h",
         ),
-        (["--rotate", "0s"], "iofp: --rotate '0s' is not a duration; use e.g. 30s, 100ms, 250us, 5m or 1h"),
+        (
+            ["--rotate", "0s"],
+            "iofp: --rotate '0s': a duration must be longer than 0; use e.g. 30s, 100ms or 250us",
+        ),
         (
             ["--label", "novalue"],
             "iofp: --label 'novalue' is not key=value; use e.g. --label service=order-router",

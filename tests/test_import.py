@@ -245,6 +245,26 @@ def test_cli_import_refuses_existing_output_and_names_next_step(tmp_path):
     )
     code, _, err = run_iofp("import", "auto", str(tmp_path / "nope"), "-o", str(tmp_path / "u"))
     assert code == 2 and err == f"iofp: {tmp_path / 'nope'}: no such file\n"
+    code, _, err = run_iofp("import", "auto", str(tmp_path), "-o", str(tmp_path / "u"))
+    assert code == 2 and err == f"iofp: {tmp_path} is a directory; name the trace file(s) in it\n"
+
+
+def test_a_fingerprint_handed_over_as_a_trace_is_named_for_what_it_is(tmp_path):
+    """The two files a user keeps beside a trace, given where a trace goes: one line naming the fix."""
+    fp = REPO / "samples/fingerprints/market-open.fp.json"
+    code, _, err = run_iofp("import", "auto", str(fp), "-o", str(tmp_path / "t"))
+    assert code == 2 and err == f"iofp: {fp} is a fingerprint, not a trace: there is nothing to import\n"
+    code, _, err = run_iofp("fingerprint", str(fp))
+    assert code == 2
+    assert (
+        err == f"iofp: {fp} is a fingerprint, not a trace; iofp diff and iofp catalog add take it as it is\n"
+    )
+    raw = write(tmp_path, "x.load", "0.1 ; 8 ; 8 ; R\n")
+    code, _, err = run_iofp("fingerprint", str(raw))
+    assert code == 2
+    fix = f"if it is a raw trace, import it: iofp import auto {raw} -o TRACE"
+    assert err == f"iofp: {raw} is not a trace (Parquet); {fix}\n"
+    assert not (tmp_path / "t").exists()
 
 
 def test_unknown_format_is_refused(tmp_path):

@@ -386,7 +386,7 @@ def long_trace(tmp_path) -> Path:
         ("burst", ["--regime", "steady", "--window", "fast"],
          "--window 'fast' is not a duration; use e.g. 30s, 100ms, 250us, 5m or 1h"),
         ("burst", ["--regime", "steady", "--window", "0"],
-         "--window '0' is not a duration; use e.g. 30s, 100ms, 250us, 5m or 1h"),
+         "--window '0': a duration must be longer than 0; use e.g. 30s, 100ms or 250us"),
         ("burst", ["--regime", "spike", "--window", "9999999999999999h"],
          "--window '9999999999999999h' is too long; at most 100000h (11 years)"),
         ("long", ["--regime", "spike", "--window", "1ms"],
