@@ -68,7 +68,7 @@ ROWS: list[tuple[str, Callable[[Scope], str]]] = [
     ("mean size (KiB)", lambda s: _kib(s.size.mean_bytes)),
     # per device: on a multi-device trace the shared traces' any-device share (JSON
     # sequential.share_any_device) counts a stream as broken whenever another device's request comes between
-    ("sequential per device", lambda s: _pct(s.sequential.share)),
+    ("sequential (per dev)", lambda s: _pct(s.sequential.share)),
     ("in-flight mean/p99", _inflight),
     ("flushes /s", lambda s: _num(s.intensity.flushes_per_s, "{:,.1f}")),
     ("flush+FUA /s", lambda s: _num(s.durability.flush_fua_per_s, "{:,.1f}")),
@@ -76,10 +76,10 @@ ROWS: list[tuple[str, Callable[[Scope], str]]] = [
     # `all` is reads and writes (scope.DATA_LATENCY_OPS); flushes have their own row
     ("r+w µs p50/99/99.9", _lats),
     ("flush µs p50/p99", lambda s: _lats(s, "flush", 2)),
-    ("IOPS: peak s / mean s", _burst),
+    ("IOPS 1 s: peak/mean", _burst),
     ("IOPS dispersion 1 s", _dispersion),
     ("footprint (MiB)", lambda s: _num(s.footprint and s.footprint.bytes / 2**20, "{:,.1f}")),
-    ("I/Os on hot 1% blocks", lambda s: _pct(s.footprint and s.footprint.hot_1pct_io_share)),
+    ("I/Os on hottest 1%", lambda s: _pct(s.footprint and s.footprint.hot_1pct_io_share)),
     ("shape", lambda s: s.shape.name),
     ("bound", _bound),
 ]  # fmt: skip
@@ -172,7 +172,8 @@ def render(fp: Fingerprint, console: Console | None = None) -> None:
     t.add_column("", no_wrap=True)
     scopes = shown_scopes(fp)
     for s in scopes:
-        t.add_column(f"{s.name}\n{s.windows:,} win", justify="right")
+        # 11: a shape's longest word ("point-write") whole; four scopes then fit 80 columns
+        t.add_column(f"{s.name}\n{s.windows:,} win", justify="right", min_width=11)
     for label, get in ROWS:
         t.add_row(label, *(escape(get(s)) for s in scopes))
     console.print(t)

@@ -451,8 +451,8 @@ def test_the_table_shows_no_rate_a_trace_cannot_have(tpcc_trace):
     rows = dict(ROWS)
     w = fingerprint_trace(tpcc_trace).whole
     assert w.burstiness["1s"].bins == 1
-    assert rows["IOPS: peak s / mean s"](w) == rows["IOPS dispersion 1 s"](w) == "-"
+    assert rows["IOPS 1 s: peak/mean"](w) == rows["IOPS dispersion 1 s"](w) == "-"
     assert rows["bound"](w) == "IOPS-bound (demand only)"
     # a capture of 35 s, with latency: both figures and a plain verdict
     w = fingerprint_trace(REPO / "samples/traces/market-open").whole
-    assert rows["IOPS: peak s / mean s"](w) == "3,001 / 1,400" and rows["bound"](w) == "IOPS-bound"
+    assert rows["IOPS 1 s: peak/mean"](w) == "3,001 / 1,400" and rows["bound"](w) == "IOPS-bound"
