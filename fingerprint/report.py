@@ -15,8 +15,8 @@ from datetime import UTC, datetime
 from importlib import resources
 from string import Template
 
-from fingerprint.report_svg import Chart, Series, fmt
-from fingerprint.summary import ROWS, baseline_line, steady_line, window_line
+from fingerprint.report_svg import Chart, Series, fmt, nice_ticks
+from fingerprint.summary import ROWS, baseline_line, span_text, steady_line, window_line
 from fingerprint.timeline import Timeline
 from iofp import regimes
 from iofp.fingerprint_doc import Fingerprint, Histogram, Provenance
@@ -91,25 +91,40 @@ def title(fp: Fingerprint) -> str:
     else:
         when = "no wall clock"
     devices = ", ".join(prov.devices) or "-"
-    return f"{who} · {when} · {devices} · {prov.duration_s:,.1f} s"
+    return f"{who} · {when} · {devices} · {span_text(prov.duration_s)}"
+
+
+LINE_LEGEND = '<span style="color:#3a6ea5">p50 / value</span><span style="color:#c0392b">p99</span>'
 
 
 def _bars(hist: Histogram | None, title: str, unit: str) -> str:
+    """A histogram as bars over a y axis in % of the I/Os counted (each bar's count in its tooltip)."""
     if not hist:
         return f'<div class="hist"><b>{html.escape(title)}</b><p>not in this trace</p></div>'
     counts, limits = hist.counts, hist.limits
     labels = [f"≤{_fmt(v)}" for v in limits] + [f">{_fmt(limits[-1])}"]
     n = len(counts)
-    bw, h = 26, 160
-    top = max(counts) or 1
+    bw, h, left = 26, 160, 44
     total = sum(counts) or 1
+    ticks = nice_ticks(0, max(counts) / total, 4)
+    if len(ticks) > 1 and ticks[-1] < max(counts) / total:
+        ticks.append(ticks[-1] + ticks[1] - ticks[0])  # the axis ends on a tick above the tallest bar
+    ymax = ticks[-1] or 1
     out = [
         f'<div class="hist"><b>{html.escape(title)}</b> ({unit})<br>',
-        f'<svg width="{n * bw + 20}" height="{h + 70}" data-hist="{html.escape(title)}">',
+        f'<svg width="{left + n * bw + 10}" height="{h + 70}" data-hist="{html.escape(title)}">',
+        f'<text font-size="9" transform="translate(9,{10 + h / 2}) rotate(-90)" text-anchor="middle">'
+        "% of I/Os</text>",
     ]
+    for t in ticks:
+        y = 10 + h - h * t / ymax
+        out.append(
+            f'<line x1="{left - 3}" x2="{left + n * bw}" y1="{y:.1f}" y2="{y:.1f}" stroke="#ddd"/>'
+            f'<text font-size="9" x="{left - 5}" y="{y + 3:.1f}" text-anchor="end">{fmt(100 * t)}</text>'
+        )
     for i, (c, lab) in enumerate(zip(counts, labels, strict=True)):
-        bh = h * c / top
-        x = 10 + i * bw
+        bh = h * c / total / ymax
+        x = left + i * bw
         out.append(
             f'<rect x="{x}" y="{10 + h - bh:.1f}" width="{bw - 4}" height="{bh:.1f}" fill="#3a6ea5">'
             f"<title>{lab}: {c:,} ({c / total:.1%})</title></rect>"
@@ -184,7 +199,9 @@ def render_html(fp: Fingerprint, tl: Timeline) -> str:
         "<h2>Timeline</h2>",
         f'<div class="legend"><span><i class="sw" style="background:{STEADY}"></i>steady</span>'
         f'<span><i class="sw" style="background:{SPIKE}"></i>spike</span>'
-        '<span style="color:#3a6ea5">p50 / value</span><span style="color:#c0392b">p99</span></div>',
+        # the two line colours, named only where a chart has two lines (latency p50 and p99)
+        + (LINE_LEGEND if lat else "")
+        + "</div>",
         _timeline(fp, tl, "iops", f"IOPS (reads, writes, discards) per {tl.window_s:g} s window", "IOPS"),
         _timeline(fp, tl, "mbps", "MB/s", "MB/s"),
     ]  # fmt: skip

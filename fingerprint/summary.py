@@ -101,6 +101,11 @@ def seconds_text(t: float, window_s: float) -> str:
     return f"{t:,.{d}f}"
 
 
+def span_text(seconds: float) -> str:
+    """A trace's length: tenths of a second, and three digits below 10 s (TPC-C's 0.136 s read 0.1 s)."""
+    return f"{seconds:,.1f} s" if seconds >= 10 else f"{seconds:.3g} s"
+
+
 def window_line(fp: Fingerprint) -> str:
     reg, w = fp.regimes, fp.params.window_ns
     how = "--window" if fp.params.window_rule == "--window" else "the default rule"
@@ -167,7 +172,7 @@ def spike_table(fp: Fingerprint) -> Table:
 def render(fp: Fingerprint, console: Console | None = None) -> None:
     console = console or Console()
     prov = fp.provenance
-    title = f"{prov.source} · {', '.join(prov.devices) or '-'} · {prov.duration_s:,.1f} s"
+    title = f"{prov.source} · {', '.join(prov.devices) or '-'} · {span_text(prov.duration_s)}"
     t = Table(title=escape(title), title_justify="left")
     t.add_column("", no_wrap=True)
     scopes = shown_scopes(fp)

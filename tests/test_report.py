@@ -29,6 +29,10 @@ def test_report_renders_with_steady_and_spike_regions(tmp_path):
     # real axes: round ticks on both, each axis named with its unit
     assert re.search(r'class="tick x"[^>]*>60</text>', html) and 'class="tick y"' in html
     assert ">seconds from the first I/O</text>" in html and ">IOPS</text>" in html
+    # the histograms' y axis: % of the I/Os, ending on a round tick above the tallest bar (here 100%)
+    size = html[html.index('data-hist="I/O size"') : html.index("</svg>", html.index('data-hist="I/O size"'))]
+    assert ">% of I/Os</text>" in size and re.search(r'text-anchor="end">100</text>', size)
+    assert ">p99</span>" in html  # the latency chart's two lines are named
     assert_drawn(tmp_path, out)
 
 
@@ -44,6 +48,8 @@ def test_report_of_an_imported_trace_and_refusal_to_overwrite(shared_traces, tmp
     assert code == 0
     page = out.read_text()
     assert "mixed OLTP" in page and "demand-side only" in page
+    assert ">p99</span>" not in page  # no latency: no latency lines to name
+    assert " · 0.136 s</h1>" in page  # not 0.1 s
     # 0.136 s of TPC-C: the default window is 1 ms (137 windows), not one 1 s window and no timeline
     assert "window 1ms (the default rule): 137 windows" in page
     assert len(re.findall(r'<polyline data-line="iops"[^>]* points="([^"]*)"', page)[0].split()) == 137
