@@ -434,26 +434,25 @@ def _devices(fp: Fingerprint) -> dict[str, dict]:
 
 def _device_pairs(a: Fingerprint, b: Fingerprint) -> list[tuple[str, dict, str, dict]]:
     """The devices of A and B paired by name, or the only device of each when the names differ (a
-    move to a new disk): (name in A, its facts, name in B, its facts)."""
+    move to a new disk): (name in A, its facts, name in B, its facts). Only devices with facts on
+    both sides: a name alone says nothing of the device (an import names it after its file, so
+    two exports of one server would read as a move to a new disk)."""
     da, db = _devices(a), _devices(b)
     pairs = [(n, da[n], n, db[n]) for n in da if n in db]
     if not pairs and len(da) == 1 and len(db) == 1:
         (na, fa), (nb, fb) = next(iter(da.items())), next(iter(db.items()))
         pairs = [(na, fa, nb, fb)]
-    return pairs
+    return [(na, fa, nb, fb) for na, fa, nb, fb in pairs if fa and fb]
 
 
 def device_changes(a: Fingerprint, b: Fingerprint) -> list[str]:
-    """What the provenance says changed under the workload, one phrase per device fact. A name with
-    no facts on either side says nothing of the device: an import names it after its file, and two
-    exports of one server's trace must not read as a move to a new disk."""
+    """What the provenance says changed under the workload, one phrase per device fact (of the
+    devices with facts on both sides: see _device_pairs)."""
     da, db = _devices(a), _devices(b)
-    if not any(da.values()) and not any(db.values()):
-        return []
     pairs = _device_pairs(a, b)
     out = []
     for na, fa, nb, fb in pairs:
-        what = [] if na == nb or not (fa or fb) else [f"{na} -> {nb}"]
+        what = [] if na == nb else [f"{na} -> {nb}"]
         for k in DEVICE_FACTS:
             if k in fa and k in fb and fa[k] != fb[k]:
                 va, vb = _fact_text(k, fa[k]), _fact_text(k, fb[k])
@@ -462,7 +461,7 @@ def device_changes(a: Fingerprint, b: Fingerprint) -> list[str]:
             what.append(f"backing {ba} -> {bb}")
         if what:
             out.append(f"{nb}: " + "; ".join(what))
-    if not pairs and da and db:
+    if not pairs and all(da.values()) and all(db.values()) and da and db:
         out.append(f"devices {', '.join(da)} -> {', '.join(db)}")
     return out
 
