@@ -16,7 +16,7 @@ from importlib import resources
 from string import Template
 
 from fingerprint.report_svg import Chart, Series, fmt, nice_ticks
-from fingerprint.summary import ROWS, baseline_line, span_text, steady_line, window_line
+from fingerprint.summary import baseline_line, rows, span_text, steady_line, window_line
 from fingerprint.timeline import Timeline
 from iofp import regimes
 from iofp.fingerprint_doc import Fingerprint, Histogram, Provenance
@@ -140,11 +140,11 @@ def _bars(hist: Histogram | None, title: str, unit: str) -> str:
 def _scope_table(fp: Fingerprint) -> str:
     scopes = fp.scopes()
     head = "".join(f'<th data-scope="{s.name}">{s.name} ({s.windows} windows)</th>' for s in scopes)
-    rows = [f"<tr><th></th>{head}</tr>"]
-    for label, get in ROWS:
+    out = [f"<tr><th></th>{head}</tr>"]
+    for label, get in rows(fp):
         cells = "".join(f"<td>{html.escape(get(s))}</td>" for s in scopes)
-        rows.append(f"<tr><td>{html.escape(label)}</td>{cells}</tr>")
-    return '<table id="scopes">' + "\n".join(rows) + "</table>"
+        out.append(f"<tr><td>{html.escape(label)}</td>{cells}</tr>")
+    return '<table id="scopes">' + "\n".join(out) + "</table>"
 
 
 def _spike_table(fp: Fingerprint) -> str:

@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from iofp import regimes
-from iofp.fingerprint_doc import Fingerprint, Scope
+from iofp.fingerprint_doc import Burst, Fingerprint, Scope
 from iofp.values import duration_text
 
 SHOWN_SPIKES = 5
@@ -42,22 +42,22 @@ def _inflight(s: Scope) -> str:
     )
 
 
-def _burst(s: Scope) -> str:
-    """The busiest second's I/Os over the mean second's: both terms of the peak-to-mean ratio; '-'
-    for a scope within one second (a 0.14 s trace's one bin is its every I/O, not a rate)."""
+def _seconds(s: Scope) -> Burst | None:
+    """The scope's per-second counts, or None for a scope within one second's bin (a 0.14 s trace's
+    one bin is its every I/O, not a rate)."""
     b = s.burstiness["1s"]
-    return "-" if b.bins < 2 else f"{_num(b.peak_ios)} / {_num(b.mean_ios)}"
+    return b if b.bins >= 2 else None
+
+
+def _burst(s: Scope) -> str:
+    """The busiest second's I/Os over the mean second's: both terms of the peak-to-mean ratio."""
+    b = _seconds(s)
+    return "-" if b is None else f"{_num(b.peak_ios)} / {_num(b.mean_ios)}"
 
 
 def _dispersion(s: Scope) -> str:
-    b = s.burstiness["1s"]
-    return "-" if b.bins < 2 else _num(b.index_of_dispersion, "{:.1f}")
-
-
-def _bound(s: Scope) -> str:
-    """The verdict, and when the trace has no latency, that it is the demand's alone (whether the
-    device set the pace is unknown)."""
-    return s.bound.verdict + (" (demand only)" if s.bound.side == "demand-only" else "")
+    b = _seconds(s)
+    return "-" if b is None else _num(b.index_of_dispersion, "{:.1f}")
 
 
 ROWS: list[tuple[str, Callable[[Scope], str]]] = [
@@ -79,10 +79,19 @@ ROWS: list[tuple[str, Callable[[Scope], str]]] = [
     ("IOPS 1 s: peak/mean", _burst),
     ("IOPS dispersion 1 s", _dispersion),
     ("footprint (MiB)", lambda s: _num(s.footprint and s.footprint.bytes / 2**20, "{:,.1f}")),
-    ("I/Os on hottest 1%", lambda s: _pct(s.footprint and s.footprint.hot_1pct_io_share)),
-    ("shape", lambda s: s.shape.name),
-    ("bound", _bound),
+    ("hot 1% blocks' I/Os", lambda s: _pct(s.footprint and s.footprint.hot_1pct_io_share)),
+    # spaced, "point-write/commit" (18 characters) wraps in a column of 11
+    ("shape", lambda s: s.shape.name.replace("/", " / ")),
+    ("bound", lambda s: s.bound.verdict),
 ]  # fmt: skip
+
+
+def rows(fp: Fingerprint) -> list[tuple[str, Callable[[Scope], str]]]:
+    """ROWS as this trace shows them: without latency the bound is the demand's alone (whether the
+    device set the pace is unknown), the same for every column, so the row's label says so."""
+    if fp.whole.bound.side != "demand-only":
+        return ROWS
+    return [("bound (demand only)" if label == "bound" else label, get) for label, get in ROWS]
 
 
 def shown_scopes(fp: Fingerprint) -> list[Scope]:
@@ -103,7 +112,11 @@ def seconds_text(t: float, window_s: float) -> str:
 
 def span_text(seconds: float) -> str:
     """A trace's length: tenths of a second, and three digits below 10 s (TPC-C's 0.136 s read 0.1 s)."""
-    return f"{seconds:,.1f} s" if seconds >= 10 else f"{seconds:.3g} s"
+    if round(seconds, 1) >= 10:
+        return f"{seconds:,.1f} s"
+    if seconds >= 0.001:
+        return f"{float(f'{seconds:.3g}'):g} s"
+    return f"{seconds * 1e6:.3g} µs"
 
 
 def window_line(fp: Fingerprint) -> str:
@@ -179,7 +192,7 @@ def render(fp: Fingerprint, console: Console | None = None) -> None:
     for s in scopes:
         # 11: a shape's longest word ("point-write") whole; four scopes then fit 80 columns
         t.add_column(f"{s.name}\n{s.windows:,} win", justify="right", min_width=11)
-    for label, get in ROWS:
+    for label, get in rows(fp):
         t.add_row(label, *(escape(get(s)) for s in scopes))
     console.print(t)
     for line in (window_line(fp), steady_line(fp), baseline_line(fp)):

@@ -5,19 +5,21 @@ traces of flushes alone, and the CLI."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pytest
 from conftest import REPO
-from helpers import close, run_iofp, synthetic_steady_with_spike
+from helpers import IOFP, close, run_iofp, synthetic_steady_with_spike
 
 from fingerprint import compute
 from fingerprint.api import fingerprint_trace, report_trace
 from fingerprint.compute import Options
 from fingerprint.scope import BINS
-from fingerprint.summary import ROWS
+from fingerprint.summary import ROWS, rows
 from iofp.contract import TraceMeta, TraceWriter, open_trace
 from iofp.fingerprint_doc import Fingerprint, Histogram, dumps, from_dict
 from iofp.values import duration_text
@@ -448,11 +450,26 @@ def test_a_baseline_of_steady_windows_alone_is_the_steady_summary(tmp_path, monk
 def test_the_table_shows_no_rate_a_trace_cannot_have(tpcc_trace):
     """TPC-C's 0.136 s has no whole second: its one 1 s bin is every I/O (6,999), not a peak or a
     mean second, so those rows say '-'; without latency the bound is the demand's alone."""
-    rows = dict(ROWS)
-    w = fingerprint_trace(tpcc_trace).whole
+    fp = fingerprint_trace(tpcc_trace)
+    shown, w = dict(rows(fp)), fp.whole
     assert w.burstiness["1s"].bins == 1
-    assert rows["IOPS 1 s: peak/mean"](w) == rows["IOPS dispersion 1 s"](w) == "-"
-    assert rows["bound"](w) == "IOPS-bound (demand only)"
-    # a capture of 35 s, with latency: both figures and a plain verdict
-    w = fingerprint_trace(REPO / "samples/traces/market-open").whole
-    assert rows["IOPS 1 s: peak/mean"](w) == "3,001 / 1,400" and rows["bound"](w) == "IOPS-bound"
+    assert shown["IOPS 1 s: peak/mean"](w) == shown["IOPS dispersion 1 s"](w) == "-"
+    assert shown["bound (demand only)"](w) == "IOPS-bound" and "bound" not in shown
+    # a capture of 35 s, with latency: both figures and the plain label
+    fp = fingerprint_trace(REPO / "samples/traces/market-open")
+    shown, w = dict(rows(fp)), fp.whole
+    assert rows(fp) == ROWS
+    assert shown["IOPS 1 s: peak/mean"](w) == "3,001 / 1,400" and shown["bound"](w) == "IOPS-bound"
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+def test_four_scopes_fit_the_terminal_without_cutting_a_word(columns):
+    """The whole trace, steady, spike and a --between span of the market-open sample (its spike's
+    shape is "OLTP point-write/commit"): every line within the width, no value cut short."""
+    args = [*IOFP, "fingerprint", "samples/traces/market-open", "--between", "10", "20"]
+    env = {**os.environ, "COLUMNS": str(columns)}
+    r = subprocess.run(args, capture_output=True, text=True, cwd=REPO, env=env)
+    assert r.returncode == 0, r.stderr
+    table = r.stdout[: r.stdout.index("window ")]
+    assert "between" in table and "…" not in table
+    assert max(len(line) for line in table.splitlines()) <= columns
