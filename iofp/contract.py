@@ -595,6 +595,10 @@ def _check_is_parquet(path: Path) -> None:
         raise BadInput(f"{path}: cannot read it ({e.strerror})") from None
     if magic == b"PAR1":
         return
+    if path.name == MANIFEST:
+        raise BadInput(f"{path} is a trace's manifest; pass its directory, {path.parent}")
+    if not magic:
+        raise BadInput(f"{path} is empty; not a trace")
     if fingerprint_doc.is_fingerprint_file(path):
         raise BadInput(
             f"{path} is a fingerprint, not a trace; iofp diff and iofp catalog add take it as it is"

@@ -264,6 +264,12 @@ def test_a_fingerprint_handed_over_as_a_trace_is_named_for_what_it_is(tmp_path):
     assert code == 2
     fix = f"if it is a raw trace, import it: iofp import auto {raw} -o TRACE"
     assert err == f"iofp: {raw} is not a trace (Parquet); {fix}\n"
+    manifest = REPO / "samples/traces/market-open/trace.json"
+    code, _, err = run_iofp("fingerprint", str(manifest))
+    fix = f"pass its directory, {manifest.parent}"
+    assert (code, err) == (2, f"iofp: {manifest} is a trace's manifest; {fix}\n")
+    code, _, err = run_iofp("fingerprint", str(write(tmp_path, "empty", "")))
+    assert (code, err) == (2, f"iofp: {tmp_path / 'empty'} is empty; not a trace\n")
     assert not (tmp_path / "t").exists()
 
 
