@@ -213,3 +213,24 @@ def test_a_damaged_catalog_is_one_line_exit_2(tmp_path, quarters, damage):
         code, _, err = run_iofp("catalog", *args, "--catalog", str(db))
         assert code == 2 and err.count("\n") == 1 and str(db) in err, (args, err)
         assert "restore it from a copy, or pass --catalog NEW to start another" in err, err
+
+
+@pytest.mark.parametrize(
+    ("steady", "baseline"),
+    [(24, 24), (5, 10), (5, 11), (11, 24), (12, 24), (5, None), (None, 24), (None, None), (2**33, 2**34)],
+)
+def test_the_catalog_picks_the_scope_the_fingerprint_stands_by(tmp_path, steady, baseline):
+    """catalog_entries.sql's twin of Fingerprint.typical_scope, on the market-open sample with its
+    steady and baseline scopes resized or removed: the same scope in every case."""
+    from iofp.fingerprint_doc import load
+
+    fp = load(REPO / "samples/fingerprints/market-open.fp.json")
+    for name, windows in (("steady", steady), ("baseline", baseline)):
+        if windows is None:
+            setattr(fp, name, None)
+        else:
+            getattr(fp, name).windows = windows
+    with Catalog(tmp_path / "c.duckdb") as cat:
+        cat.add(fp, "order-router")
+        [entry] = cat.entries()
+    assert entry.scope == fp.typical_scope()
