@@ -27,11 +27,20 @@ from iofp import duck, fingerprint_doc
 from iofp.errors import BadInput, Busy
 from iofp.slo import Slo
 from iofp.sqlfiles import load_sql
+from iofp.values import parse_duration_ns
 
 SQL = "fingerprint.sql"
-# How long a catalog command waits for another process's write (DuckDB locks the file) before it
-# says the catalog is busy: a `catalog add` holds it for well under a second.
-BUSY_WAIT_S = float(os.environ.get("IOFP_CATALOG_WAIT", "30"))
+
+
+def busy_wait_s() -> float:
+    """How long a catalog command waits for another process's write (DuckDB locks the file) before it
+    says the catalog is busy: a `catalog add` holds it for well under a second. $IOFP_CATALOG_WAIT,
+    a duration (30s, 2m; a bare number is seconds), read when a catalog is opened: a bad value
+    concerns the catalog commands only."""
+    text = os.environ.get("IOFP_CATALOG_WAIT", "30")
+    if text.strip() in ("0", "0s"):
+        return 0.0  # do not wait at all
+    return parse_duration_ns(text, "$IOFP_CATALOG_WAIT") / 1e9
 
 
 def default_path() -> Path:
@@ -79,7 +88,7 @@ class Catalog:
     def __init__(self, path: Path | str | None = None, *, read_only: bool = False) -> None:
         """Open (or, unless `read_only`, create) the catalog. Reading never creates or changes a file:
         a mistyped --catalog must not leave an empty database behind that looks like a real one.
-        While another process writes it (DuckDB locks the file), wait up to BUSY_WAIT_S."""
+        While another process writes it (DuckDB locks the file), wait up to busy_wait_s()."""
         self.path = Path(path) if path else default_path()
         if read_only and not self.path.is_file():
             raise BadInput(
@@ -103,7 +112,8 @@ class Catalog:
 
     def _connect(self, read_only: bool) -> duckdb.DuckDBPyConnection:
         """Connect, waiting (with backoff) while another process holds the file's lock."""
-        deadline = time.monotonic() + BUSY_WAIT_S
+        wait_s = busy_wait_s()
+        deadline = time.monotonic() + wait_s
         delay = 0.02
         while True:
             try:
@@ -114,7 +124,7 @@ class Catalog:
                 if time.monotonic() + delay > deadline:
                     raise Busy(
                         f"the catalog {self.path} is busy: {_holder(e)} has held it for over "
-                        f"{BUSY_WAIT_S:g} s; run this again once it is done"
+                        f"{wait_s:g} s; run this again once it is done"
                     ) from None
                 time.sleep(delay)
                 delay = min(2 * delay, 0.5)

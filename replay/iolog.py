@@ -221,6 +221,7 @@ def write(
     pacing = pacing or pacemod.Pacing()
     tmps = [p.with_name(f".{p.name}.tmp") for p in paths]
     try:
+        out.parent.mkdir(parents=True, exist_ok=True)  # as every artifact's writer does (atomic_write_bytes)
         try:
             conv = _attempt(plan, mapping, tmps, pacing, ordered=False)
         except selmod.NotInIssueOrder:
@@ -228,9 +229,11 @@ def write(
             conv.report.sorted_by = "duckdb"
         for t, p in zip(tmps, paths, strict=True):
             os.replace(t, p)
-    except BaseException:
+    except BaseException as e:
         for t in tmps:
             t.unlink(missing_ok=True)
+        if isinstance(e, OSError) and e.filename is not None:  # the path, not the trace: one line
+            raise BadInput(f"cannot write {out}: {e.strerror}") from None
         raise
     for st, p in zip(conv.report.streams, paths, strict=True):
         st["iolog"] = str(p)

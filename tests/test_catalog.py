@@ -11,7 +11,7 @@ import time
 import pyarrow as pa
 import pytest
 from conftest import REPO
-from helpers import run_iofp
+from helpers import IOFP, run_iofp
 
 from fingerprint.api import fingerprint_trace
 from fingerprint.catalog import Catalog
@@ -132,9 +132,6 @@ def test_reading_a_missing_catalog_says_so_and_creates_nothing(tmp_path, quarter
     assert code == 0 and "svc" in out and db.read_bytes() == before
 
 
-IOFP = [sys.executable, "-m", "cli.app"]
-
-
 def hold_catalog(db) -> subprocess.Popen:
     """Another process with the catalog open for writing (DuckDB locks the file) until its stdin closes."""
     code = (
@@ -194,6 +191,32 @@ def test_a_busy_catalog_is_waited_for_then_named_with_its_holder(tmp_path, quart
         holder.kill()
         holder.wait()
     assert db.read_bytes() == before
+
+
+def test_a_bad_catalog_wait_is_one_line_for_the_catalog_commands_only(tmp_path, quarters):
+    """$IOFP_CATALOG_WAIT takes a duration like every other time ('10s' broke every command, even
+    --version, with a traceback); a value that is none stops only the commands that open a catalog."""
+    env = {**os.environ, "IOFP_CATALOG_WAIT": "soon"}
+    r = subprocess.run([*IOFP, "--version"], capture_output=True, text=True, cwd=REPO, env=env, timeout=60)
+    assert r.returncode == 0 and r.stderr == ""
+    add = [
+        *IOFP,
+        "catalog",
+        "add",
+        str(quarters[0]),
+        "--service",
+        "svc",
+        "--catalog",
+        str(tmp_path / "c.duckdb"),
+    ]
+    r = subprocess.run(add, capture_output=True, text=True, cwd=REPO, env=env, timeout=60)
+    assert r.returncode == 2
+    assert (
+        r.stderr
+        == "iofp: $IOFP_CATALOG_WAIT 'soon' is not a duration; use e.g. 30s, 100ms, 250us, 5m or 1h\n"
+    )
+    r = subprocess.run(add, capture_output=True, text=True, cwd=REPO, env={**env, "IOFP_CATALOG_WAIT": "10s"})
+    assert r.returncode == 0, r.stderr
 
 
 @pytest.mark.parametrize("damage", ["foreign", "truncated", "empty"])

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import needs_fio
+from conftest import REPO, needs_fio
 from helpers import blkreplay_records, io_lines, mysql_load, run_iofp, write_trace
 
 from iofp.contract import open_trace
@@ -393,3 +393,11 @@ def test_a_replay_resolves_its_selection_once(tmp_path, monkeypatch):
         target.unlink(missing_ok=True)
     assert code == 0, err
     assert calls == {"classify": 1, "resolve": 1}
+
+
+def test_an_iolog_into_a_new_directory_is_written_like_every_artifact(tmp_path):
+    """The directory is made, as for a report or a fio job (it was a FileNotFoundError traceback)."""
+    out = tmp_path / "new" / "dir" / "x.iolog"
+    code, stdout, err = run_iofp("iolog", REPO / "samples/traces/commit-heavy", "-o", out)
+    assert code == 0, err
+    assert io_lines(out)[0] == "fio version 3 iolog" and f"Wrote {out}." in stdout
