@@ -9,9 +9,10 @@ import typer
 from rich.console import Console
 
 from fingerprint.catalog import Catalog
-from fingerprint.catalog_view import entries_table, render_trend
+from fingerprint.catalog_view import render_list, render_trend
 from iofp import fingerprint_doc
 from iofp import slo as slomod
+from iofp.errors import BadInput
 from iofp.output import JSON_HELP, echo, emit_json, human_console, json_target
 
 catalog_app = typer.Typer(
@@ -51,7 +52,10 @@ def list_(
     Example: iofp catalog list --service order-router
     """
     with Catalog(catalog, read_only=True) as cat:
-        Console().print(entries_table(cat.entries(service=service), f"fingerprints in {cat.path}"))
+        found = cat.entries(service=service)
+        if service is not None and not found:
+            raise BadInput(f"no fingerprints for service {service!r} in {cat.path}; see iofp catalog list")
+        render_list(Console(), str(cat.path), found)
 
 
 @catalog_app.command("show")

@@ -78,16 +78,23 @@ def render(r: DiffResult, console: Console | None = None) -> None:
     console.print(f"limit: {r.rule}; '-': shown, not judged")
     for n in r.notes:
         console.print(f"note: {escape(n)}")
-    if r.slo is not None:
-        parts = [f"{who} " + ("meets it" if not f else "misses it: " + "; ".join(f))
-                 for who, f in (("A", r.slo_a), ("B", r.slo_b))]  # fmt: skip
-        console.print(f"SLO '{escape(r.slo)}': " + escape("; ".join(parts)))
+    if line := slo_line(r):
+        console.print(escape(line))
     console.print(f"[bold]{r.like.scope}: {escape(r.verdict)}[/bold]")
     if r.spike is not None:
         console.print(f"[bold]spike: {escape(r.spike.verdict)}[/bold]")
     if r.device_changes:
         console.print("[bold]and the device itself changed[/bold] (its provenance, above)")
     console.print(_exit_line(r))
+
+
+def slo_line(r: DiffResult) -> str | None:
+    """Whether A and B meet the --slo, and why each that misses it does (None without --slo)."""
+    if r.slo is None:
+        return None
+    parts = [f"{who} " + ("meets it" if not f else "misses it: " + "; ".join(f))
+             for who, f in (("A", r.slo_a), ("B", r.slo_b))]  # fmt: skip
+    return f"SLO '{r.slo}': " + "; ".join(parts)
 
 
 def _exit_line(r: DiffResult) -> str:

@@ -85,6 +85,18 @@ def test_trend_orders_by_capture_time_and_separates_device_from_workload(tmp_pat
     trend = ["catalog", "trend", "--service", "order-router", "--catalog", str(db)]
     code, out, err = run_iofp(*trend, "--slo", "p99<=1ms")
     assert code == 0, err
+    # one it misses: the step says so, with why (the exit status alone did before)
+    code, out, err = run_iofp(*trend, "--slo", "p99<=200us")
+    assert code == 1, err
+    assert "    SLO 'p99<=200us': A meets it; B misses it: steady: read p99 300 µs > 200 µs" in out
+    # at 80 columns a service's name is its table's title, never cut into a column of 3
+    for args in (["list"], trend[1:]):
+        r = subprocess.run([*IOFP, "catalog", *args, "--catalog", str(db)], capture_output=True, text=True,
+                           cwd=REPO, env={**os.environ, "COLUMNS": "80"})  # fmt: skip
+        assert "order-router: 3 fingerprint(s)" in r.stdout, r.stdout
+        assert max(len(line.rstrip()) for line in r.stdout.splitlines()) <= 80
+    code, _, err = run_iofp("catalog", "list", "--service", "nosuch", "--catalog", str(db))
+    assert (code, err) == (2, f"iofp: no fingerprints for service 'nosuch' in {db}; see iofp catalog list\n")
 
     code, out, err = run_iofp(*trend, "--json", "-")
     assert code == 1, err
