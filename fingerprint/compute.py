@@ -30,7 +30,7 @@ from iofp import fingerprint_doc as doc
 from iofp.contract import TraceMeta
 from iofp.errors import BadInput
 from iofp.sqlfiles import load_sql
-from iofp.windows import check_between_s, check_window_ns
+from iofp.windows import between_seconds, check_between_s, check_window_ns
 
 SQL = "fingerprint.sql"
 
@@ -101,7 +101,7 @@ class Frame:
 def parse_between(t1: str, t2: str, meta: TraceMeta) -> tuple[int, int]:
     """--between T1 T2 -> (lo, hi) in ts_ns. Seconds from capture start, or HH:MM:SS[.fff] wall
     clock (local time zone; set TZ to read another's) on the capture's date."""
-    a, b = _seconds(t1), _seconds(t2)
+    a, b = between_seconds(t1), between_seconds(t2)
     if a is not None and b is not None:
         check_between_s(a, b)  # the rule replay's --between follows too
         return round(a * 1e9), round(b * 1e9)
@@ -128,13 +128,6 @@ def parse_between(t1: str, t2: str, meta: TraceMeta) -> tuple[int, int]:
     if hi <= lo:
         raise BadInput(f"--between {t1} {t2}: the end must come after the start")
     return lo, hi
-
-
-def _seconds(text: str) -> float | None:
-    try:
-        return float(text)
-    except ValueError:
-        return None
 
 
 def compute(con: Any, io: Any, sync: Any, meta: TraceMeta, options: Options | None = None) -> doc.Fingerprint:

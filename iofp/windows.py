@@ -14,6 +14,22 @@ from iofp.errors import BadInput
 from iofp.values import MAX_DURATION_NS, duration_text, parse_duration_ns
 
 
+def between_seconds(text: str) -> float | None:
+    """One end of --between as seconds on the trace's clock: a number of seconds or a duration with
+    its unit (30, 30s, 1500ms, 2m), as every other time is written; None when it is neither (it may
+    be a wall-clock time, which only iofp fingerprint resolves)."""
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    if text.strip().rstrip("nsuµmh") in ("0", "0.0"):
+        return 0.0  # a duration must be longer than 0; a span may start at 0
+    try:
+        return parse_duration_ns(text, "--between") / 1e9
+    except BadInput:
+        return None
+
+
 def check_between_s(t1: float, t2: float, flag: str = "--between") -> None:
     """The one rule for a span of seconds on a trace's clock (fingerprint and replay): 0 <= T1 < T2,
     both finite and within the longest duration any option takes. A negative start is a typo, not an

@@ -19,7 +19,7 @@ from iofp.errors import BadInput
 from iofp.output import JSON_HELP, echo, emit_json, json_target
 from iofp.slo import HELP as slo_help
 from iofp.values import parse_labels, parse_size_bytes
-from iofp.windows import DEFAULT_WINDOW, parse_window_option
+from iofp.windows import DEFAULT_WINDOW, between_seconds, parse_window_option
 
 if TYPE_CHECKING:
     from replay.selection import Selection
@@ -30,7 +30,7 @@ class SelectionArgs:
     """The options iolog and replay share: what to replay and how it maps onto the target."""
 
     device: str | None
-    between: tuple[float, float] | None
+    between: tuple[str, str] | None
     regime: str | None
     window: str | None
     time_scale: float
@@ -56,7 +56,16 @@ class SelectionArgs:
                 f"--window {self.window} is the width of --regime's windows; add --regime steady or "
                 "--regime spike, or leave --window out"
             )
-        between = tuple(self.between) if self.between else None
+        between = None
+        if self.between:
+            t1, t2 = self.between
+            a, b = between_seconds(t1), between_seconds(t2)
+            if a is None or b is None:
+                raise BadInput(
+                    f"--between {t1} {t2}: give seconds from the trace's start, e.g. --between 30 90 or "
+                    "30s 1.5m (iofp fingerprint also takes HH:MM:SS)"
+                )
+            between = (a, b)
         sel = Selection(self.device, between, self.regime, self.reads_only, window_ns)
         sel.check()
         return sel
@@ -72,11 +81,11 @@ _SHARED: dict[str, tuple[Any, Any]] = {
         typer.Option(None, "--device", help="Replay only this device of the trace (default: all of them)."),
     ),
     "between": (
-        tuple[float, float] | None,
+        tuple[str, str] | None,
         typer.Option(
             None,
             "--between",
-            help="Only I/Os issued in [T1, T2) seconds on the trace's clock.",
+            help="Only I/Os issued in [T1, T2) on the trace's clock: seconds, or durations (30s, 1.5m).",
             metavar="T1 T2",
         ),
     ),

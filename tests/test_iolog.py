@@ -401,3 +401,17 @@ def test_an_iolog_into_a_new_directory_is_written_like_every_artifact(tmp_path):
     code, stdout, err = run_iofp("iolog", REPO / "samples/traces/commit-heavy", "-o", out)
     assert code == 0, err
     assert io_lines(out)[0] == "fio version 3 iolog" and f"Wrote {out}." in stdout
+
+
+def test_between_takes_durations_as_every_time_does(tmp_path):
+    """--between 2s 8s (or 2000ms 8000ms) selects what --between 2 8 does; a word is one line."""
+    trace = REPO / "samples/traces/commit-heavy"
+    logs = []
+    for i, span in enumerate((("2", "8"), ("2s", "8s"), ("2000ms", "8000ms"))):
+        out = tmp_path / f"{i}.iolog"
+        code, _, err = run_iofp("iolog", trace, "-o", out, "--between", *span)
+        assert code == 0, err
+        logs.append(io_lines(out))
+    assert logs[0] == logs[1] == logs[2] and len(logs[0]) > 1000
+    code, _, err = run_iofp("iolog", trace, "-o", tmp_path / "x.iolog", "--between", "soon", "8")
+    assert code == 2 and err.startswith("iofp: --between soon 8: give seconds from the trace's start")
