@@ -38,6 +38,8 @@ _BYTES = {
     "mib": 1 << 20,
     "g": 1 << 30,
     "gib": 1 << 30,
+    "t": 1 << 40,
+    "tib": 1 << 40,
 }
 
 
@@ -50,7 +52,7 @@ def parse_size_bytes(text: str, flag: str, examples: str = "64MiB, 512KiB or 1Gi
         raise BadInput(f"{flag} {text!r} is not a size; use e.g. {examples}")
     n = float(m.group(1)) * _BYTES[unit]
     if n > MAX_SIZE_BYTES:  # offsets are int64 bytes; each stage bounds its own option below this
-        raise BadInput(f"{flag} {text!r} is too large; at most 1EiB")
+        raise BadInput(f"{flag} {text!r} is too large; at most 1048576TiB (1 EiB)")
     return max(1, round(n))
 
 

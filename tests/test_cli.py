@@ -175,3 +175,23 @@ def test_the_slo_grammar_shows_whole_in_help():
     r = subprocess.run([*IOFP, "compare", "--help"], capture_output=True, text=True, cwd=REPO, timeout=60,
                        env={**os.environ, "COLUMNS": "300"})  # fmt: skip
     assert "OP.p50|p99|p99.9<=TIME (OP: read, write, all, flush, fsync or commit;" in r.stdout, r.stdout
+
+
+@pytest.mark.parametrize(
+    ("text", "size"),
+    [
+        ("512", 512),
+        ("4KiB", 4096),
+        ("64M", 64 << 20),
+        ("1.5GiB", 3 << 29),
+        ("2TiB", 2 << 40),
+        ("1t", 1 << 40),
+    ],
+)
+def test_sizes_take_binary_units_up_to_tib(text, size):
+    assert parse_size_bytes(text, "--size") == size
+
+
+def test_a_size_past_the_largest_offset_names_the_limit_in_a_unit_it_takes():
+    with pytest.raises(BadInput, match=r"at most 1048576TiB"):
+        parse_size_bytes("2000000TiB", "--size")
