@@ -441,7 +441,9 @@ def fio_job_cmd(
         metavar="BYTES",
     ),
     streams: str = typer.Option("single", "--streams", help="single, or pid: one job per top process."),
-    out: Path | None = typer.Option(None, "-o", "--output", help="The job file to write (default: stdout)."),
+    out: Path | None = typer.Option(
+        None, "-o", "--output", help="The job file to write (default, or -: stdout)."
+    ),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing job file."),
 ) -> None:
     """Write a plain fio job file with a fingerprint's demand (rates, mix, sizes, sequential share,
@@ -454,6 +456,8 @@ def fio_job_cmd(
     from iofp.values import parse_duration_ns, parse_size_bytes
     from replay import fiojob, fiojob_text
 
+    if out is not None and str(out) == "-":  # as --json - is stdout everywhere (it wrote a file named -)
+        out = None
     if out is not None:
         check_output_file(out, force=force)
     opts = fiojob.JobOptions(regime, parse_duration_ns(runtime, "--runtime") / 1e9,

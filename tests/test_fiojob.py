@@ -281,3 +281,12 @@ def test_a_device_is_never_replaced_by_the_job_even_with_force() -> None:
         "iofp: /dev/null is not a regular file (a device or a pipe); name a file to write",
     )
     assert Path("/dev/null").is_char_device()
+
+
+def test_dash_is_stdout_as_everywhere(tmp_path, monkeypatch) -> None:
+    """-o - writes the job to stdout, as --json - does (it wrote a file named '-')."""
+    monkeypatch.chdir(tmp_path)
+    code, stdout, stderr = run_iofp("fio-job", str(SAMPLES / "commit-heavy.fp.json"), "-o", "-")
+    assert code == 0, stderr
+    assert stdout.startswith("; iofp fio-job:") and "[global]" in stdout
+    assert not (tmp_path / "-").exists()
