@@ -297,6 +297,11 @@ def iolog_cmd(
     if (path := emit_json(json_out, report.to_dict(), force=args.force)) is not None:
         echo(f"Wrote {path}.", json_out)
     logs = ", ".join(s["iolog"] for s in report.streams)
+    if report.target.startswith("/dev/") and not Path(report.target).exists():
+        # the log may travel to another machine's device, but an import's device is named after its
+        # file: /dev/linux-mysql is nothing fio can open anywhere (a file fio creates itself)
+        echo(f"note: the log names {report.target}, which is no device here; on the machine that "
+             "replays it, pass --target with the device or file fio should use", json_out)  # fmt: skip
     echo(f"Wrote {logs}. Next: {iolog.fio_command(report)}", json_out)
 
 

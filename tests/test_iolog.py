@@ -415,3 +415,14 @@ def test_between_takes_durations_as_every_time_does(tmp_path):
     assert logs[0] == logs[1] == logs[2] and len(logs[0]) > 1000
     code, _, err = run_iofp("iolog", trace, "-o", tmp_path / "x.iolog", "--between", "soon", "8")
     assert code == 2 and err.startswith("iofp: --between soon 8: give seconds from the trace's start")
+
+
+def test_a_log_naming_no_device_here_says_so(mysql_trace, tmp_path):
+    """An import's device is named after its file: the default target /dev/linux-mysql is nothing
+    fio can open, and the printed fio command would fail; a note says what to pass."""
+    code, out, err = run_iofp("iolog", mysql_trace, "-o", tmp_path / "m.iolog", "--between", "0", "60")
+    assert code == 0, err
+    assert "note: the log names /dev/linux-mysql, which is no device here" in out
+    code, out, err = run_iofp("iolog", mysql_trace, "-o", tmp_path / "f.iolog", "--between", "0", "60",
+                              "--target", tmp_path / "new.img")  # fmt: skip
+    assert code == 0 and "note:" not in out  # a file fio creates
