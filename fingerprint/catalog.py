@@ -90,6 +90,9 @@ class Catalog:
         a mistyped --catalog must not leave an empty database behind that looks like a real one.
         While another process writes it (DuckDB locks the file), wait up to busy_wait_s()."""
         self.path = Path(path) if path else default_path()
+        if self.path.is_dir():
+            raise BadInput(f"--catalog {self.path} is a directory; name the catalog file, e.g. "
+                           f"{self.path / 'catalog.duckdb'}")  # fmt: skip
         if read_only and not self.path.is_file():
             raise BadInput(
                 f"{self.path}: no such catalog; add a fingerprint first: iofp catalog add FP.json "

@@ -147,6 +147,8 @@ def load(path: Path | str) -> tuple[Path, ReplayResult]:
     """Load a result from its directory or its results.json; BadInput (one line) if it is not one."""
     p = Path(path)
     f = p / RECORD if p.is_dir() else p
+    if not p.exists():
+        raise BadInput(f"{p}: no such directory; pass a directory written by `iofp replay`")
     if not f.is_file():
         raise BadInput(f"{p}: no {RECORD}; pass a directory written by `iofp replay`")
     try:

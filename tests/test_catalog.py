@@ -269,3 +269,11 @@ def test_the_catalog_picks_the_scope_the_fingerprint_stands_by(tmp_path, steady,
         cat.add(fp, "order-router")
         [entry] = cat.entries()
     assert entry.scope == fp.typical_scope()
+
+
+def test_a_directory_given_as_the_catalog_is_named_with_the_fix(tmp_path, quarters):
+    for args in (["list"], ["add", str(quarters[0]), "--service", "svc"]):
+        code, _, err = run_iofp("catalog", *args, "--catalog", str(tmp_path))
+        fix = f"name the catalog file, e.g. {tmp_path / 'catalog.duckdb'}"
+        want = f"iofp: --catalog {tmp_path} is a directory; {fix}\n"
+        assert (code, err) == (2, want)

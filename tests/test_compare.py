@@ -144,6 +144,9 @@ def test_not_a_result_exits_2(tmp_path):
         2,
         f"iofp: {tmp_path}: no results.json; pass a directory written by `iofp replay`\n",
     )
+    code, _, err = run_iofp("compare", tmp_path / "typo")
+    want = f"iofp: {tmp_path / 'typo'}: no such directory; pass a directory written by `iofp replay`\n"
+    assert (code, err) == (2, want)
 
 
 def test_bad_format_exits_2(results):
