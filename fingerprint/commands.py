@@ -12,6 +12,7 @@ import typer
 from fingerprint.tolerance import SPEC_HELP as TOL_HELP
 from iofp import slo as slomod
 from iofp.output import JSON_HELP, echo, emit_json, human_console, json_target
+from iofp.values import device_list
 from iofp.windows import DEFAULT_WINDOW
 
 WINDOW_HELP = (
@@ -44,7 +45,7 @@ def import_cmd(
         typer.echo(
             f"Imported {r.rows:,} I/Os"
             + (f" and {r.sync_rows:,} syncs" if r.sync_rows else "")
-            + f" ({r.format}; devices {', '.join(r.devices) or '-'}{'; ' + notes if notes else ''})."
+            + f" ({r.format}; devices {device_list(r.devices)}{'; ' + notes if notes else ''})."
         )
         typer.echo(f"Wrote {r.out}. Next: iofp fingerprint {r.out}")
 

@@ -20,6 +20,7 @@ from fingerprint.summary import baseline_line, rows, span_text, steady_line, win
 from fingerprint.timeline import Timeline
 from iofp import regimes
 from iofp.fingerprint_doc import Fingerprint, Histogram, Provenance
+from iofp.values import device_list
 
 W, H = 1100, 190
 MAX_POINTS = 2000  # per chart; longer series are reduced to per-bucket maxima (peaks survive)
@@ -90,7 +91,7 @@ def title(fp: Fingerprint) -> str:
         when = datetime.fromtimestamp(prov.capture_start_ns / 1e9, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     else:
         when = "no wall clock"
-    devices = ", ".join(prov.devices) or "-"
+    devices = device_list(prov.devices)
     return f"{who} · {when} · {devices} · {span_text(prov.duration_s)}"
 
 

@@ -12,7 +12,7 @@ from rich.table import Table
 
 from iofp import regimes
 from iofp.fingerprint_doc import Burst, Fingerprint, Scope
-from iofp.values import duration_text
+from iofp.values import device_list, duration_text
 
 SHOWN_SPIKES = 5
 
@@ -185,7 +185,7 @@ def spike_table(fp: Fingerprint) -> Table:
 def render(fp: Fingerprint, console: Console | None = None) -> None:
     console = console or Console()
     prov = fp.provenance
-    title = f"{prov.source} · {', '.join(prov.devices) or '-'} · {span_text(prov.duration_s)}"
+    title = f"{prov.source} · {device_list(prov.devices)} · {span_text(prov.duration_s)}"
     t = Table(title=escape(title), title_justify="left")
     t.add_column("", no_wrap=True)
     scopes = shown_scopes(fp)

@@ -4,6 +4,7 @@ labels, parsed by one rule each and written as a user would type them."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from iofp.errors import BadInput
 
@@ -68,6 +69,16 @@ def parse_labels(items: list[str], flag: str = "--label") -> dict[str, str]:
             raise BadInput(f"{flag} {item!r} is not key=value; use e.g. {flag} service=order-router")
         labels[key.strip()] = value
     return labels
+
+
+def device_list(names: Iterable[str]) -> str:
+    """Device names as a person counts them, 2 before 10 (DiskSim's numbered devices sorted as text
+    read 0, 1, 10, 11, ..., 2; a trace's manifest keeps them as text sorts them)."""
+
+    def key(name: str) -> tuple[tuple[int, int | str], ...]:
+        return tuple((0, int(p)) if p.isdigit() else (1, p) for p in re.split(r"(\d+)", name) if p)
+
+    return ", ".join(sorted(names, key=key)) or "-"
 
 
 def duration_text(ns: int) -> str:

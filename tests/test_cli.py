@@ -15,7 +15,7 @@ from helpers import IOFP
 from cli.app import app, command
 from iofp import slo
 from iofp.errors import BadInput
-from iofp.values import parse_duration_ns, parse_labels, parse_size_bytes
+from iofp.values import device_list, parse_duration_ns, parse_labels, parse_size_bytes
 from iofp.windows import parse_window_option
 
 
@@ -195,3 +195,10 @@ def test_sizes_take_binary_units_up_to_tib(text, size):
 def test_a_size_past_the_largest_offset_names_the_limit_in_a_unit_it_takes():
     with pytest.raises(BadInput, match=r"at most 1048576TiB"):
         parse_size_bytes("2000000TiB", "--size")
+
+
+def test_devices_are_listed_as_counted():
+    assert device_list(["10", "2", "sdb", "sda", "0", "nvme10n1", "nvme2n1"]) == (
+        "0, 2, 10, nvme2n1, nvme10n1, sda, sdb"
+    )
+    assert device_list([]) == "-"
