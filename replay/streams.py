@@ -34,6 +34,7 @@ import numpy as np
 import pyarrow as pa
 
 from iofp import duck
+from iofp.errors import BadInput
 
 SQL = "replay.sql"
 TOP_N = 8
@@ -134,6 +135,11 @@ def plan(
         params | {"top_n": top_n if mode != "single" else 0, "commit_pids": commit_pids},
     )
     pids = [r for r in rows if r["stream_pid"] is not None]
+    if mode == "pid" and not pids:  # asked for by name: one log where OUT.0.iolog, ... were promised
+        raise BadInput(
+            "--streams pid: the selection has no per-process streams (an imported trace records no "
+            "submitter); use --streams single"
+        )
     if mode is None:
         mode = "pid" if len(pids) > 1 else "single"
     data = _data_rows(rows) if mode == "pid" else rows

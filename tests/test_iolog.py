@@ -426,3 +426,12 @@ def test_a_log_naming_no_device_here_says_so(mysql_trace, tmp_path):
     code, out, err = run_iofp("iolog", mysql_trace, "-o", tmp_path / "f.iolog", "--between", "0", "60",
                               "--target", tmp_path / "new.img")  # fmt: skip
     assert code == 0 and "note:" not in out  # a file fio creates
+
+
+def test_streams_pid_on_a_trace_without_submitters_is_one_line(mysql_trace, tmp_path):
+    """OUT.0.iolog, ... were promised and one log was written; fio-job refuses the same case."""
+    args = ("-o", tmp_path / "m.iolog", "--streams", "pid", "--target", tmp_path / "x.img")
+    code, _, err = run_iofp("iolog", mysql_trace, *args)
+    assert (code, err) == (2, "iofp: --streams pid: the selection has no per-process streams (an imported "
+                              "trace records no submitter); use --streams single\n")  # fmt: skip
+    assert list(tmp_path.iterdir()) == []
