@@ -77,8 +77,11 @@ class Mapping:
     trim: bool = False  # emit discards as `trim` (fio >= 3.34, block-device target)
 
     def check(self) -> None:
-        if not self.target.startswith("/") or any(c.isspace() for c in self.target):
-            raise BadInput(f"{self.target!r}: fio iologs need an absolute path without whitespace; rename it")
+        if any(c.isspace() for c in self.target):
+            raise BadInput(f"{self.target!r}: fio iologs need a path without whitespace; rename it")
+        if not self.target.startswith("/"):  # fio opens it from wherever it runs
+            raise BadInput(f"--target {self.target}: fio iologs need an absolute path, e.g. "
+                           f"--target {Path(self.target).absolute()}")  # fmt: skip
         if len(self.target) > MAX_NAME:
             raise BadInput(f"{self.target[:40]}...: fio reads at most {MAX_NAME} characters of a file name")
         if self.align < 512 or self.align & (self.align - 1):

@@ -141,6 +141,11 @@ def resolve(con: duckdb.DuckDBPyConnection, trace: Trace, sel: Selection) -> Sel
     [row] = duck.query(con, SQL, "selection_stats", params)
     stats = SelectionStats(t_lo_ns=t_lo, t_hi_ns=t_hi, how=how, **row)
     if stats.rows == 0:
+        whole = params | {"t_lo_ns": _ALL[0], "t_hi_ns": _ALL[1]}
+        if sel.reads_only and not duck.query(con, SQL, "selection_stats", whole)[0]["rows"]:
+            # widening cannot help: the trace (or its --device) has no reads at all
+            on = f" on {sel.device}" if sel.device else ""
+            raise BadInput(f"{trace.root}: the trace holds no reads{on}; drop --reads-only")
         what = "reads " if sel.reads_only else "I/Os "
         raise BadInput(f"{trace.root}: the selection ({how}) holds no {what}to replay; widen it")
     return stats

@@ -222,10 +222,8 @@ def test_existing_output_needs_force_and_is_left_intact(mixed_trace, tmp_path):
         (["--align", "3KiB"], "--align 3072: must be a power of two >= 512"),
         (["--target-size", "256 MB"], "--target-size '256 MB' is not a size; use e.g. 64MiB, 512KiB or 1GiB"),
         (["--device", "sdz"], "no device 'sdz' in the trace (it has: loop8, loop9)"),
-        (
-            ["--target", "/tmp/a b"],
-            "'/tmp/a b': fio iologs need an absolute path without whitespace; rename it",
-        ),
+        (["--target", "/tmp/a b"], "'/tmp/a b': fio iologs need a path without whitespace; rename it"),
+        (["--target", "x.img"], f"need an absolute path, e.g. --target {Path.cwd() / 'x.img'}"),
     ],
 )
 def test_bad_options_are_one_line_exit_2(mixed_trace, tmp_path, args, message):
@@ -435,3 +433,11 @@ def test_streams_pid_on_a_trace_without_submitters_is_one_line(mysql_trace, tmp_
     assert (code, err) == (2, "iofp: --streams pid: the selection has no per-process streams (an imported "
                               "trace records no submitter); use --streams single\n")  # fmt: skip
     assert list(tmp_path.iterdir()) == []
+
+
+def test_reads_only_on_a_trace_without_reads_says_to_drop_it(tmp_path):
+    """'widen it' cannot help the commit-heavy sample (appends and fdatasyncs only)."""
+    trace = REPO / "samples/traces/commit-heavy"
+    for span in ((), ("--between", "2", "4")):
+        code, _, err = run_iofp("iolog", trace, "-o", tmp_path / "r.iolog", "--reads-only", *span)
+        assert (code, err) == (2, f"iofp: {trace}: the trace holds no reads; drop --reads-only\n")
