@@ -38,9 +38,7 @@ def busy_wait_s() -> float:
     a duration (30s, 2m; a bare number is seconds), read when a catalog is opened: a bad value
     concerns the catalog commands only."""
     text = os.environ.get("IOFP_CATALOG_WAIT", "30")
-    if text.strip() in ("0", "0s"):
-        return 0.0  # do not wait at all
-    return parse_duration_ns(text, "$IOFP_CATALOG_WAIT") / 1e9
+    return parse_duration_ns(text, "$IOFP_CATALOG_WAIT", allow_zero=True) / 1e9  # 0: do not wait
 
 
 def default_path() -> Path:

@@ -17,12 +17,16 @@ _NS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 10**9, "m": 60 
 MAX_DURATION_NS = 100_000 * 3600 * 10**9  # 100000h, 11.4 years
 
 
-def parse_duration_ns(text: str, flag: str) -> int:
-    """'30s', '500ms', '250us', '5m', '1h', '0.5s' or a bare number of seconds -> nanoseconds."""
+def parse_duration_ns(text: str, flag: str, *, allow_zero: bool = False) -> int:
+    """'30s', '500ms', '250us', '5m', '1h', '0.5s' or a bare number of seconds -> nanoseconds.
+    `allow_zero` for the times where 0 means something (the start of a span, not waiting at all);
+    elsewhere 0 is refused (a window, an interval or a runtime of nothing)."""
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ns|us|µs|ms|s|min|m|h)?\s*", text)
     if not m:
         raise BadInput(f"{flag} {text!r} is not a duration; use e.g. 30s, 100ms, 250us, 5m or 1h")
-    if float(m.group(1)) <= 0:
+    if float(m.group(1)) == 0:
+        if allow_zero:
+            return 0
         raise BadInput(f"{flag} {text!r}: a duration must be longer than 0; use e.g. 30s, 100ms or 250us")
     ns = float(m.group(1)) * _NS[m.group(2) or "s"]
     if ns > MAX_DURATION_NS:

@@ -22,10 +22,8 @@ def between_seconds(text: str) -> float | None:
         return float(text)
     except ValueError:
         pass
-    if text.strip().rstrip("nsuµmh") in ("0", "0.0"):
-        return 0.0  # a duration must be longer than 0; a span may start at 0
     try:
-        return parse_duration_ns(text, "--between") / 1e9
+        return parse_duration_ns(text, "--between", allow_zero=True) / 1e9  # a span may start at 0
     except BadInput:
         return None
 
