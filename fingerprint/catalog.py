@@ -194,13 +194,19 @@ class Catalog:
     def services(self) -> list[tuple[str, int, datetime, datetime]]:
         return [tuple(r.values()) for r in self._run("catalog_services")]
 
-    def trend(self, service: str, slo: Slo | None = None) -> tuple[list[Entry], list[TrendStep]]:
-        """The service's fingerprints in capture order, and the diff of each with the one before."""
+    def service_entries(self, service: str) -> list[Entry]:
+        """The service's fingerprints in capture order; none is bad input that names the services there
+        (a typo in a service's name is the usual cause)."""
         found = self.entries(service=service)
         if not found:
-            raise BadInput(
-                f"no fingerprints for service {service!r} in {self.path}; add one with iofp catalog add"
-            )
+            known = [s[0] for s in self.services()]
+            hint = f"its services: {', '.join(known)}" if known else "add one with iofp catalog add"
+            raise BadInput(f"no fingerprints for service {service!r} in {self.path}; {hint}")
+        return found
+
+    def trend(self, service: str, slo: Slo | None = None) -> tuple[list[Entry], list[TrendStep]]:
+        """The service's fingerprints in capture order, and the diff of each with the one before."""
+        found = self.service_entries(service)
         steps = [
             TrendStep(a, b, diff(_read(a), _read(b), f"#{a.id}", f"#{b.id}", slo))
             for a, b in itertools.pairwise(found)

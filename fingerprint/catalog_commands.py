@@ -12,7 +12,6 @@ from fingerprint.catalog import Catalog
 from fingerprint.catalog_view import render_list, render_trend
 from iofp import fingerprint_doc
 from iofp import slo as slomod
-from iofp.errors import BadInput
 from iofp.output import JSON_HELP, echo, emit_json, human_console, json_target
 
 catalog_app = typer.Typer(
@@ -52,9 +51,7 @@ def list_(
     Example: iofp catalog list --service order-router
     """
     with Catalog(catalog, read_only=True) as cat:
-        found = cat.entries(service=service)
-        if service is not None and not found:
-            raise BadInput(f"no fingerprints for service {service!r} in {cat.path}; see iofp catalog list")
+        found = cat.entries() if service is None else cat.service_entries(service)
         render_list(Console(), str(cat.path), found)
 
 

@@ -16,6 +16,7 @@ from helpers import IOFP, run_iofp
 from fingerprint.api import fingerprint_trace
 from fingerprint.catalog import Catalog
 from iofp.contract import TraceMeta, TraceWriter
+from iofp.errors import BadInput
 
 
 def _steady_trace(root, *, iops: int, lat_us: int, seconds: int = 12, start_ns: int = 0):
@@ -96,7 +97,9 @@ def test_trend_orders_by_capture_time_and_separates_device_from_workload(tmp_pat
         assert "order-router: 3 fingerprint(s)" in r.stdout, r.stdout
         assert max(len(line.rstrip()) for line in r.stdout.splitlines()) <= 80
     code, _, err = run_iofp("catalog", "list", "--service", "nosuch", "--catalog", str(db))
-    assert (code, err) == (2, f"iofp: no fingerprints for service 'nosuch' in {db}; see iofp catalog list\n")
+    # a typo in a service's name: the services that are there
+    known = "its services: order-router"
+    assert (code, err) == (2, f"iofp: no fingerprints for service 'nosuch' in {db}; {known}\n")
 
     code, out, err = run_iofp(*trend, "--json", "-")
     assert code == 1, err
@@ -125,8 +128,8 @@ def test_bad_input_is_one_line_exit_2(tmp_path):
     with Catalog(db) as cat:
         with pytest.raises(Exception, match="not an iofp fingerprint"):
             cat.add(json.loads(notfp.read_text()), "svc", str(notfp))
-        with pytest.raises(Exception, match="no fingerprints for service 'nope'"):
-            cat.trend("nope")
+        with pytest.raises(BadInput, match=r"no fingerprints for service 'nope' in .*; add one with iofp"):
+            cat.trend("nope")  # an empty catalog
 
 
 def test_reading_a_missing_catalog_says_so_and_creates_nothing(tmp_path, quarters):
