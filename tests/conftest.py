@@ -119,7 +119,10 @@ def tpcc_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return shared_trace("tpcc", tmp_path_factory)
 
 
-DEMAND_IOPS = 1000  # the read trace's rate: the throttle's N / D = 3
+# The read trace's rate. Replayed QD1 (one process, one read at a time), a step at 3x leaves each read
+# 667 us: a slow CI host's QD1 path kept 2,785-2,985 of 3,000/s (a 1,000/s trace at 3x) and made the
+# headroom 2.25x; at half the rate the throttle, not the host, is the limit a test finds.
+DEMAND_IOPS = 500
 
 
 @pytest.fixture(scope="session")

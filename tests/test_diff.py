@@ -335,8 +335,9 @@ def captured_job(tmp_path: Path, name: str, dev: str) -> Fingerprint:
 
     opts = CaptureOptions(output=tmp_path / name, devices=[dev.removeprefix("/dev/")],
                           labels={"service": "order-router"})  # fmt: skip
-    with start_capture(opts):
-        subprocess.run(["fio", str(JOB)], env={**os.environ, "DEV": dev}, check=True, capture_output=True)
+    with start_capture(opts):  # fio at nice -10: the demand is the job's, not a busy machine's
+        subprocess.run(["fio", str(JOB)], env={**os.environ, "DEV": dev}, check=True, capture_output=True,
+                       preexec_fn=lambda: os.nice(-10))  # fmt: skip
     return fingerprint_trace(tmp_path / name)
 
 

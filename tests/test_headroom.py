@@ -14,7 +14,6 @@ import pytest
 from conftest import (
     COMMIT_HEAVY,
     DEMAND_IOPS,
-    THROTTLE_IOPS,
     blkio_throttle,
     destroy_loop_device,
     make_loop_device,
@@ -77,27 +76,40 @@ def test_a_target_smaller_than_the_selection_is_refused_before_any_io(tmp_path):
     assert not out.exists()
 
 
+HEADROOM_THROTTLE_IOPS = 3 * DEMAND_IOPS  # N / D = 3
+# Above what fio can issue of the read trace on any host (its ceiling here: 0.8-1.2 M reads/s in all,
+# 1,600-2,400x the trace's 500/s), so that step is never run.
+TOP_SCALE = 50_000
+
+
 @needs_root
 @needs_fio
-def test_a_throttled_device_holds_n_over_d(throttled, reads_trace, tmp_path):
-    """N = 3,000 read IOPS (blkio throttle), D = 1,000: the headroom is about 3x, the device's limit."""
-    dev, group = throttled
+def test_a_throttled_device_holds_n_over_d(loop_device, reads_trace, tmp_path):
+    """N = 1,500 read IOPS (blkio throttle), D = 500: the headroom is about 3x, the device's limit.
+
+    A CI run found 2.25x at N = 3,000, D = 1,000: its QD1 replay kept 2,785 and 2,985 of 3,000 reads/s
+    at 3x, a host too slow for 333 us a read. Here, beside CPU hogs (one or two) or under a 30-60% CPU
+    quota, every sweep found 3x: at N = 3,000, D = 1,000 in 18 of 18, 3 after a confirming run; at
+    N = 1,500, D = 500 in 10 of 10, none. At nice -10, with a budget that leaves room for two
+    confirming runs, the test measures the throttle, not the host."""
     out = tmp_path / "h"
     t0 = time.monotonic()
-    proc = iofp_in(group, "headroom", reads_trace, "--target", dev, "--slo", "p99<=50ms", "--budget", "8",
-                   "--label", "device=throttled", "-o", out, timeout=300)  # fmt: skip
+    with blkio_throttle(loop_device, read_iops=HEADROOM_THROTTLE_IOPS) as group:
+        proc = iofp_in(group, "headroom", reads_trace, "--target", loop_device, "--slo", "p99<=50ms",
+                       "--budget", "10", "--label", "device=throttled", "-o", out, nice=-10,
+                       timeout=300)  # fmt: skip
     wall = time.monotonic() - t0
     assert proc.returncode == 0, proc.stderr
     _, res = hr.load(out)
     h = res.headroom
     print(proc.stdout, f"\nwall {wall:.0f} s")
-    expected = THROTTLE_IOPS / DEMAND_IOPS
+    expected = HEADROOM_THROTTLE_IOPS / DEMAND_IOPS
     assert abs(h.factor / expected - 1) <= 0.15, h
     assert h.bound == "rate", h  # the device did not keep the rate (not the SLO, not the replayer)
     first_fail = next(s for s in res.steps if s.scale == h.failed_at)
     assert first_fail.saturation == "device" and first_fail.rate_failures, first_fail
-    assert (h.failed_at - h.factor) / h.factor <= 0.05 or len([s for s in res.steps if s.dir]) == 8
-    assert len([s for s in res.steps if s.dir]) <= 8  # the bisection kept to its budget
+    assert (h.failed_at - h.factor) / h.factor <= 0.05 or len([s for s in res.steps if s.dir]) == 10
+    assert len([s for s in res.steps if s.dir]) <= 10  # the bisection kept to its budget
     for s in res.steps:  # every step ran is a whole replay result, judged by iofp's capture
         assert s.dir is None or json.loads((out / s.dir / "results.json").read_text())["status"] == "complete"
     passed = [s for s in res.steps if s.verdict == hr.PASS]
@@ -111,22 +123,25 @@ def test_a_scale_above_the_replayers_ceiling_is_the_replayers_limit(reads_trace,
     dev, backing = make_loop_device(64)
     out = tmp_path / "h"
     try:
-        code, stdout, err = run_iofp("headroom", reads_trace, "--target", dev, "--slo", "p99<=50ms",
-                                     "--scales", "1,5000", "--max-scale", "5000", "--budget", "1",
-                                     "-o", out)  # fmt: skip
+        # a budget of 1: a second step would be a bisection's midpoint below the ceiling (at nice -10,
+        # 500 reads/s on 1 s windows: a busy machine's other work does not stall the 1x step)
+        proc = iofp_in(None, "headroom", reads_trace, "--target", dev, "--slo", "p99<=50ms",
+                       "--scales", f"1,{TOP_SCALE}", "--max-scale", str(TOP_SCALE), "--budget", "1",
+                       "-o", out, nice=-10)  # fmt: skip
     finally:
         destroy_loop_device(dev, backing)
+    code, stdout, err = proc.returncode, proc.stdout, proc.stderr
     assert code == 0, err
     _, res = hr.load(out)
     assert res.ceiling.status == "measured" and res.ceiling.total_iops > 10 * DEMAND_IOPS
     limit = res.ceiling.scale_limit()
-    top = next(s for s in res.steps if s.scale == 5000)
+    top = next(s for s in res.steps if s.scale == TOP_SCALE)
     assert top.verdict == hr.ABOVE_CEILING and top.dir is None and top.saturation == "replayer"
     assert [s.scale for s in res.steps if s.dir] == [1.0]  # nothing above the ceiling was run
     assert all(s.verdict == hr.ABOVE_CEILING for s in res.steps if s.scale > limit)
     assert res.headroom.bound == "replayer" and res.headroom.factor == 1.0
     assert "the replayer's limit, not the device's" in stdout
-    # The 2,000-I/O plan is done in a few ms, which fio times in whole ms (its ceiling once read
+    # The 1,000-I/O plan is done in a few ms, which fio times in whole ms (its ceiling once read
     # 2,000,000 I/Os/s, 2,000 / 1 ms): repeated until fio's clock can time it, every line replayed
     job = json.loads((out / "ceiling" / "fio.stdout").read_text())["jobs"][0]
     times = int(res.ceiling.how.split("repeated ")[1].split("x")[0])
@@ -201,14 +216,17 @@ def test_a_stop_signal_stops_fio_and_keeps_the_steps_done(reads_trace, tmp_path)
     finally:
         destroy_loop_device(dev, backing)
     assert code == 130, err
-    assert err.splitlines()[-1] == (
-        "iofp: interrupted (SIGINT) after 1 step; fio was stopped, and the steps done so far are kept "
-        "as a partial result"
-    )
     _, res = hr.load(out)
     assert res.status == "partial" and res.interrupted == "SIGINT"
-    assert [(s.scale, s.verdict) for s in res.steps] == [(1.0, hr.PASS), (1.5, hr.STOPPED)]
-    step2 = json.loads((out / hr.STEPS_DIR / "02-x1.5" / "results.json").read_text())
+    # 1x passed (after a confirming run, if a busy machine stalled the first), then 1.5x was stopped
+    *before, last = [(s.scale, s.verdict) for s in res.steps]
+    assert before[-1] == (1.0, hr.PASS) and {x for x, _ in before} == {1.0} and last == (1.5, hr.STOPPED)
+    done = f"{len(before)} step{'s' * (len(before) != 1)}"
+    assert err.splitlines()[-1] == (
+        f"iofp: interrupted (SIGINT) after {done}; fio was stopped, and the steps done so far are kept "
+        "as a partial result"
+    )
+    step2 = json.loads((out / res.steps[-1].dir / "results.json").read_text())
     assert step2["status"] == "partial" and step2["interrupted"].startswith("SIGINT while fio ran")
     assert "1x" in stdout and "PARTIAL" in stdout
     assert not [p for p in Path("/proc").iterdir() if p.name.isdigit() and _names(p, out)]

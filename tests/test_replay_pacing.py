@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import needs_fio, needs_root
-from helpers import load_result, run_iofp, write_trace
+from helpers import iofp_in, load_result, run_iofp, write_trace
 
 pytestmark = [needs_root, needs_fio]
 
@@ -31,20 +31,22 @@ def test_absolute_pacing_replays_on_schedule(loop_device, tmp_path):
         },
     )
     out = tmp_path / "r"
-    code, stdout, err = run_iofp(
-        "replay", trace, "--target", loop_device, "--pace", "absolute", "--iodepth", "8", "--output", out
-    )
-    assert code == 0, err
-    assert "|lateness| p50" in stdout
+    # fio at nice -10: what is measured is fio's clock, not a busy CI machine's other work
+    proc = iofp_in(None, "replay", trace, "--target", loop_device, "--pace", "absolute", "--iodepth", "8",
+                   "--output", out, nice=-10)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "|lateness| p50" in proc.stdout
     rec = load_result(out)
     assert rec["settings"]["pacing"]["mode"] == "absolute"
     assert (out / "replay.iolog").read_text().startswith("fio version 2 iolog\n")
     fid = rec["fidelity"]
     assert (fid["matched"], fid["missing"], fid["extra"]) == (n, 0, 0)
-    # Nothing accumulates: the last I/O lands within a few ms of its demanded time (the 1 ms
-    # resolution plus wake-up noise), so the 3 s span stretches by well under 1%.
-    assert abs(fid["final_drift_us"]) < 3000, fid["final_drift_us"]
-    assert abs(fid["stretch"]) < 0.002, fid["stretch"]
+    # Nothing accumulates: the median lateness of the last tenth of the I/Os is that of the first
+    # within a few ms (relative pacing's grows by the 75-225 ms above), and the span stretches by under
+    # 1%. The last I/O alone is one wake-up: it gets the bound of the p99 below, not a quiet machine's.
+    assert abs(fid["late_growth_us"]) < 5000, fid["late_growth_us"]
+    assert abs(fid["stretch"]) < 0.01, fid["stretch"]
+    assert abs(fid["final_drift_us"]) < 25_000, fid["final_drift_us"]
     assert fid["iops_mape"] < 0.02, fid["iops_mape"]
     # Every I/O within a few ms of its time (1 ms resolution, start phase up to 1 ms, wake-ups): p99
     # |lateness| 1.0-1.3 ms quiet here, 1.1-3.6 ms beside CPU hogs, 10.8 ms in a fresh-clone CI run
