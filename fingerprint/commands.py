@@ -60,6 +60,7 @@ def fingerprint_cmd(
     json_out: str | None = typer.Option(
         None,
         "--json",
+        "-o",  # the fingerprint is this command's artifact, and every other command writes one with -o
         help="Write the fingerprint JSON to FILE, or to stdout with - (the table then goes to stderr).",
     ),
     label: list[str] = typer.Option([], "--label", help="key=value added to the provenance (repeatable)."),

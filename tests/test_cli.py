@@ -13,7 +13,7 @@ from conftest import REPO
 from helpers import IOFP
 
 from cli.app import app, command
-from iofp import slo
+from iofp import fingerprint_doc, slo
 from iofp.errors import BadInput
 from iofp.values import device_list, parse_duration_ns, parse_labels, parse_size_bytes
 from iofp.windows import parse_window_option
@@ -81,6 +81,19 @@ def test_an_output_that_cannot_be_written_is_one_line_and_exit_2(tmp_path, args,
     assert r.stderr.count("\n") == 1, r.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["f.csv"]  # nothing written, nothing lost
     assert (tmp_path / "f.csv").read_text().startswith("128166372003061629")
+
+
+def test_every_command_that_writes_an_artifact_takes_dash_o(tmp_path) -> None:
+    """A user's first guess, `-o`, names the output of every command that writes one: fingerprint's
+    document too (its --json), not `No such option: -o`."""
+    commands = command().commands
+    for name in ("import", "fingerprint", "report", "iolog", "replay", "headroom", "probe", "fio-job"):
+        assert any("-o" in p.opts for p in commands[name].params), name
+    r = subprocess.run([*IOFP, "fingerprint", SAMPLE, "-o", tmp_path / "m.fp.json"], capture_output=True,
+                       text=True, cwd=REPO, timeout=120)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert f"Wrote {tmp_path / 'm.fp.json'}." in r.stdout
+    assert fingerprint_doc.load(tmp_path / "m.fp.json").provenance.io_span_s > 0
 
 
 # ------------------------------------------------------------------------------------------------
