@@ -177,7 +177,11 @@ def test_completions_the_program_never_sees_get_the_witness_time(tmp_path: Path,
     unseen = summary.counts["unseen_completions"]
     assert summary.counts["recovered_completions"] == unseen >= io.num_rows // every - 10
     off = completion_offsets(io, oracle_events)
-    assert sum(abs(d) > 200_000 for d in off) <= 2, sorted(off, key=abs)[-5:]
+    # A row timed from anything but the completion (the next request, ~1 ms later at QD1) is off by
+    # ~1 ms: 1 row in 25 here, every row at N=1. Two probes of one tracepoint can also differ when the
+    # vCPU is taken between them: 0-2 rows of 3,000 beyond 200 us in earlier runs, 3 (200-565 us) in a
+    # fresh-clone CI run beside a CPU hog. 1% of the rows is far from both.
+    assert sum(abs(d) > 200_000 for d in off) <= len(off) // 100, sorted(off, key=abs)[-5:]
     # the kernel counted each missed request in flight until it was found out; the rows say QD1
     assert set(io["inflight"].to_pylist()) == {1}, Counter(io["inflight"].to_pylist())
     assert open_trace(tmp_path / "t").meta.extra["inflight_at_end"] == 0
