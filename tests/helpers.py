@@ -31,6 +31,9 @@ from iofp.contract import TraceMeta, TraceWriter
 # The real `iofp` as a child process (run with cwd=REPO): for signals, priorities, cgroups and
 # anything else a test cannot do to the in-process run_iofp.
 IOFP = [sys.executable, "-m", "cli.app"]
+# The niceness of what a test measures on a device (a replay, a sweep, a probe, a fio job): a busy CI
+# machine's other work at nice 0 must not take the CPU of the process whose timing is measured.
+MEASURE_NICE = -10
 
 
 def iofp_in(
@@ -38,7 +41,7 @@ def iofp_in(
 ) -> subprocess.CompletedProcess[str]:
     """`iofp ARGS` as a child process in the blkio group `group` if given (the fio it starts inherits
     it: a throttle applies to the process that submits the I/O), at `nice` (a negative value keeps a
-    busy CI machine's other work off the replayer's CPU where a test measures the device)."""
+    busy CI machine's other work off the replayer's CPU where a test measures the device: MEASURE_NICE)."""
 
     def enter() -> None:
         if nice:
@@ -248,13 +251,13 @@ def assert_drawn(tmp_path: Path, page: Path, size: str = "1280,1400") -> np.ndar
 
 
 def interrupted_headroom(trace: Path, dev: str, out: Path, *args: str) -> tuple[int, str, str]:
-    """`iofp headroom` (this checkout's, in a process of its own, at nice -10 like the other sweeps)
+    """`iofp headroom` (this checkout's, in a process of its own, at MEASURE_NICE like the other sweeps)
     sent SIGINT half a second into its 1.5x step, as a user at a terminal would: (exit status, stdout,
     stderr). The 1x step before it may have needed a confirming run on a busy machine."""
 
     def start() -> None:
         signal.signal(signal.SIGINT, signal.SIG_DFL)  # as a terminal starts it
-        os.nice(-10)
+        os.nice(MEASURE_NICE)
 
     proc = subprocess.Popen(
         [sys.executable, "-m", "cli.app", "headroom", str(trace), "--target", dev, "--slo", "p99<=50ms",

@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 from conftest import REPO, destroy_loop_device, make_loop_device, needs_fio, needs_root
-from helpers import import_trace, mysql_load, run_iofp
+from helpers import MEASURE_NICE, import_trace, mysql_load, run_iofp
 
 from fingerprint.api import fingerprint_trace, write_json
 from fingerprint.catalog import Catalog
@@ -337,7 +337,7 @@ def captured_job(tmp_path: Path, name: str, dev: str) -> Fingerprint:
                           labels={"service": "order-router"})  # fmt: skip
     with start_capture(opts):  # fio at nice -10: the demand is the job's, not a busy machine's
         subprocess.run(["fio", str(JOB)], env={**os.environ, "DEV": dev}, check=True, capture_output=True,
-                       preexec_fn=lambda: os.nice(-10))  # fmt: skip
+                       preexec_fn=lambda: os.nice(MEASURE_NICE))  # fmt: skip
     return fingerprint_trace(tmp_path / name)
 
 

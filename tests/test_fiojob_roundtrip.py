@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO, SHARED_TRACES, is_root, needs_fio
-from helpers import close, import_trace, run_iofp
+from helpers import MEASURE_NICE, close, import_trace, run_iofp
 
 from bench.fiojob_roundtrip import round_trip
 from fingerprint.tolerance import figures
@@ -54,7 +54,6 @@ BY_CHANCE = {"mysql-1and1": ("mean_size", "mbps")}
 # commit stream at 1,500/s beside random writes at 300/s), run beside a CPU hog on one CPU: +0.5 to
 # +5.6 points in 6 runs, +6.0 in one loaded CI run; with fio at nice -10, as here, +1.1 to +4.6 in 6
 # (quiet: +0.9; the tolerance is 5). Judged against 8 points; docs/fio-job.md says so.
-FIO_NICE = -10
 SEQ_SHARE_LOADED = 0.08
 
 
@@ -77,7 +76,7 @@ def fingerprint_of(name: str, source: str, tmp: Path) -> Path:
 def test_the_job_reproduces_the_fingerprint(name: str, tmp_path: Path) -> None:
     source, regime, runtime, cannot = CASES[name]
     fp_path = fingerprint_of(name, source, tmp_path)
-    rt = round_trip(fp_path, regime, runtime, tmp_path / "rt", nice=FIO_NICE)
+    rt = round_trip(fp_path, regime, runtime, tmp_path / "rt", nice=MEASURE_NICE)
     assert rt.fio_exit == 0, (tmp_path / "rt" / "fio.stderr").read_text()
     rows = {r["key"]: r for r in rt.check["rows"]}
     job = fiojob.plan(fd.load(fp_path), fiojob.JobOptions(regime, float(runtime[:-1])))

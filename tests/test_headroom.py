@@ -20,7 +20,7 @@ from conftest import (
     needs_fio,
     needs_root,
 )
-from helpers import headroom_record, interrupted_headroom, iofp_in, run_iofp
+from helpers import MEASURE_NICE, headroom_record, interrupted_headroom, iofp_in, run_iofp
 
 from iofp import headroom_result as hr
 from replay import headroom, headroom_ceiling
@@ -96,7 +96,7 @@ def test_a_throttled_device_holds_n_over_d(loop_device, reads_trace, tmp_path):
     t0 = time.monotonic()
     with blkio_throttle(loop_device, read_iops=HEADROOM_THROTTLE_IOPS) as group:
         proc = iofp_in(group, "headroom", reads_trace, "--target", loop_device, "--slo", "p99<=50ms",
-                       "--budget", "10", "--label", "device=throttled", "-o", out, nice=-10,
+                       "--budget", "10", "--label", "device=throttled", "-o", out, nice=MEASURE_NICE,
                        timeout=300)  # fmt: skip
     wall = time.monotonic() - t0
     assert proc.returncode == 0, proc.stderr
@@ -127,7 +127,7 @@ def test_a_scale_above_the_replayers_ceiling_is_the_replayers_limit(reads_trace,
         # 500 reads/s on 1 s windows: a busy machine's other work does not stall the 1x step)
         proc = iofp_in(None, "headroom", reads_trace, "--target", dev, "--slo", "p99<=50ms",
                        "--scales", f"1,{TOP_SCALE}", "--max-scale", str(TOP_SCALE), "--budget", "1",
-                       "-o", out, nice=-10)  # fmt: skip
+                       "-o", out, nice=MEASURE_NICE)  # fmt: skip
     finally:
         destroy_loop_device(dev, backing)
     code, stdout, err = proc.returncode, proc.stdout, proc.stderr
@@ -178,7 +178,7 @@ def test_a_device_capped_below_todays_writes_misses_at_1x_and_ranks_last(tmp_pat
                     # must not take the replayer's CPU. The RAM loop's 1x step kept its rate beside
                     # one nice-0 CPU hog 8 times in 8 (nice 0 and -10); with both cores hogged, 0 in
                     # 5 at nice 0 and 2 in 5 at nice -10: no replay keeps a rate there.
-                    proc = iofp_in(group, *args, "--label", f"device={name}", nice=-10)
+                    proc = iofp_in(group, *args, "--label", f"device={name}", nice=MEASURE_NICE)
                     assert proc.returncode == 0, proc.stderr
         finally:
             destroy_loop_device(dev, backing)

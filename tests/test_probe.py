@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO, THROTTLE_IOPS, destroy_loop_device, make_loop_device, needs_fio, needs_root
-from helpers import IOFP, iofp_in, run_iofp
+from helpers import IOFP, MEASURE_NICE, iofp_in, run_iofp
 from test_safety import make_loop, mkfs, mount
 
 from iofp import probe_result as pr
@@ -190,7 +190,7 @@ def test_a_throttled_device_probes_at_its_cap(throttled, tmp_path):
     # the probe, and the fio it starts, run under the throttle; at nice -10, as the headroom sweeps:
     # QD1 at 3,000/s leaves each read 333 us, and a busy machine's other work must not take them
     res_proc = iofp_in(group, "probe", dev, "--cells", "sweep", "--qd", "1,16,64", "--runtime", "2s",
-                       "--reads-only", "-o", out, nice=-10, timeout=120)  # fmt: skip
+                       "--reads-only", "-o", out, nice=MEASURE_NICE, timeout=120)  # fmt: skip
     assert res_proc.returncode == 0, res_proc.stderr
     _, res = pr.load(out)
     for p in res.sweep.points:
@@ -210,7 +210,7 @@ def test_the_ram_loop_commits_far_faster_than_the_disk_loop(tmp_path):
                 out = tmp_path / f"{name}-{i}"
                 # at nice -10: a sync's wake-ups are what is measured, not a busy machine's other work
                 proc = iofp_in(None, "probe", dev, "--like", COMMIT_HEAVY, "--cells", "commit",
-                               "--runtime", "1s", "-o", out, nice=-10)  # fmt: skip
+                               "--runtime", "1s", "-o", out, nice=MEASURE_NICE)  # fmt: skip
                 assert proc.returncode == 0, proc.stderr
                 p50[name].append(pr.load(out)[1].run("01-commit-x1").capture.fsync_p50_us)
     finally:

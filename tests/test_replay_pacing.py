@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import needs_fio, needs_root
-from helpers import iofp_in, load_result, run_iofp, write_trace
+from helpers import MEASURE_NICE, iofp_in, load_result, run_iofp, write_trace
 
 pytestmark = [needs_root, needs_fio]
 
@@ -33,7 +33,7 @@ def test_absolute_pacing_replays_on_schedule(loop_device, tmp_path):
     out = tmp_path / "r"
     # fio at nice -10: what is measured is fio's clock, not a busy CI machine's other work
     proc = iofp_in(None, "replay", trace, "--target", loop_device, "--pace", "absolute", "--iodepth", "8",
-                   "--output", out, nice=-10)  # fmt: skip
+                   "--output", out, nice=MEASURE_NICE)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert "|lateness| p50" in proc.stdout
     rec = load_result(out)

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import destroy_loop_device, make_loop_device, needs_fio, needs_root
-from helpers import assert_drawn, headroom_record, interrupted_headroom, iofp_in, run_iofp
+from helpers import MEASURE_NICE, assert_drawn, headroom_record, interrupted_headroom, iofp_in, run_iofp
 
 from fingerprint import report_headroom as rh
 from iofp import headroom_result as hr
@@ -31,7 +31,7 @@ def sweeps(reads_trace, tmp_path_factory) -> Path:
     try:
         proc = iofp_in(None, "headroom", reads_trace, "--target", dev, "--slo", "p99<=50ms",
                        "--scales", f"1,2,{TOP}", "--max-scale", str(TOP), "--budget", "2",
-                       "--label", "device=ram-loop", "-o", base / "ceiling", nice=-10)  # fmt: skip
+                       "--label", "device=ram-loop", "-o", base / "ceiling", nice=MEASURE_NICE)  # fmt: skip
         assert proc.returncode == 0, proc.stderr
         code, _, err = interrupted_headroom(reads_trace, dev, base / "stopped", "--label", "device=ram-stop")
         assert code == 130, err
