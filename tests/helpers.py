@@ -20,13 +20,14 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from conftest import REPO, SHARED_TRACES
 from typer.testing import CliRunner
 
 from cli.app import main
 from iofp import headroom_result as hr
-from iofp.contract import TraceMeta, TraceWriter
+from iofp.contract import SCHEMAS, TraceMeta, TraceWriter, open_trace
 
 # The real `iofp` as a child process (run with cwd=REPO): for signals, priorities, cgroups and
 # anything else a test cannot do to the in-process run_iofp.
@@ -95,6 +96,26 @@ def write_trace(root: Path, rows: dict, **meta) -> Path:
     rows = {"device": ["loop9"] * n, **rows}
     with TraceWriter(root, TraceMeta(source="test", **meta)) as w:
         w.write("io", pa.table(rows))
+    return root
+
+
+def slowed_trace(src: Path, between_s: tuple[float, float], factor: int, root: Path) -> Path:
+    """The slice `between_s` of the trace at `src`, its clock slowed `factor` times and started at 0:
+    the same workload at 1/factor of its rate. Latencies are slowed too, so that a sync call's span
+    still covers the writes it forced (replay/commits.py pairs them by time)."""
+    src_trace = open_trace(src)
+    lo, hi = (round(s * 1e9) for s in between_s)
+    meta = dict(labels=src_trace.meta.labels, devices=src_trace.meta.devices, duration_ns=(hi - lo) * factor)
+    with TraceWriter(root, TraceMeta(source="test", **meta)) as w:
+        for table in SCHEMAS:
+            rows = pa.Table.from_batches(list(src_trace.batches(table)), SCHEMAS[table])
+            rows = rows.filter(pc.and_(pc.greater_equal(rows["ts_ns"], lo), pc.less(rows["ts_ns"], hi)))
+            for col in ("ts_ns", "queue_ns", "lat_ns"):
+                if col in rows.column_names:
+                    shift = 0 if col == "lat_ns" else lo
+                    slowed = pc.multiply(pc.subtract(rows[col], shift), factor)
+                    rows = rows.set_column(rows.column_names.index(col), col, slowed)
+            w.write(table, rows)
     return root
 
 
