@@ -17,7 +17,7 @@ from fingerprint import report_headroom as rh
 from iofp import headroom_result as hr
 from iofp.slo import format_ns
 
-TOP = 5000  # a scale above what fio can issue of the read trace here (1,600-2,400x): not run
+TOP = 5000  # above what fio can issue of the read trace here (1,470x beside two hogs, 2,400x quiet): not run
 
 
 @pytest.fixture(scope="module")
