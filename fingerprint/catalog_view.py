@@ -67,8 +67,9 @@ def render_trend(console: Console, service: str, entries: list[Entry], steps: li
         d = s.diff
         head = f"#{s.before.id} -> #{s.after.id} ({d.scope}): {d.verdict}"
         console.print(("[bold red]" if d.flagged else "[green]") + escape(head))
-        if d.spike is not None and d.spike.flagged:
-            _indented(console, f"spike: {d.spike.verdict}")
+        for other in d.scopes[1:]:  # the spikes, the --between spans
+            if other.flagged:
+                _indented(console, f"{other.scope}: {other.verdict}")
         for change in d.device_changes:
             _indented(console, f"device changed: {change}")
         for w in d.warnings:  # what makes the step less than like for like, as `iofp diff` says it
@@ -77,8 +78,8 @@ def render_trend(console: Console, service: str, entries: list[Entry], steps: li
             _indented(console, f"note: {n}")
         if line := slo_line(d):
             _indented(console, line)
-        for scope in (d.like, d.spike):
-            for c in scope.flagged if scope else []:
+        for scope in d.scopes:
+            for c in scope.flagged:
                 limit = human(c.limit) if not c.absolute else f"{(c.limit or 0) * 100:.1f} pt"
                 _indented(
                     console,

@@ -74,7 +74,8 @@ class Frame:
         """The window indexes a scope covers."""
         rg = self.reg.classes
         if scope == "between":
-            assert self.lo is not None and self.hi is not None
+            if self.lo is None or self.hi is None:
+                return np.arange(0)  # no --between asked for: the scope has no windows
             first = max(0, (self.lo - self.t0) // self.window_ns)
             last = min(len(rg) - 1, (self.hi - self.t0) // self.window_ns)
             return np.arange(first, last + 1)

@@ -4,9 +4,10 @@ against the noise each trace measured in itself.
 `diff(a, b) -> DiffResult` compares fingerprint A (before) with B (after) in two regimes: the
 like-for-like one (Fingerprint.typical_scope: steady when both have one covering at least half of
 its baseline, else the baseline, the windows in no spike, else the whole trace) and the spike regime
-when both have spikes. Demand metrics describe what the workload asked for (IOPS, MB/s, mix, size,
-flush and commit rates); service metrics how the device answered (latency percentiles, the sync
-calls' latency).
+when both have spikes; and the --between spans when both summarise one (the 09:15 open of two days,
+each fingerprinted with --between 09:15 09:30), judged against the noise measured inside each span.
+Demand metrics describe what the workload asked for (IOPS, MB/s, mix, size, flush and commit
+rates); service metrics how the device answered (latency percentiles, the sync calls' latency).
 
 A change is flagged only beyond the noise: each scope carries the spread (sd) and the standard
 error (se) of its figures, measured within its own trace from batches of consecutive windows
@@ -141,6 +142,7 @@ class Side:
     captured_utc: str | None
     devices: list[str]
     spikes: str
+    between: str | None = None  # the --between span it summarises, as given
 
 
 @dataclass
@@ -156,6 +158,7 @@ class DiffResult:
     slo: str | None = None
     slo_a: list[str] = field(default_factory=list)  # why A misses the SLO ([]: it holds)
     slo_b: list[str] = field(default_factory=list)
+    between: ScopeDiff | None = None  # the --between spans, when both fingerprints have one
 
     @property
     def scope(self) -> str:
@@ -183,7 +186,12 @@ class DiffResult:
 
     @property
     def flagged(self) -> list[Change]:
-        return self.like.flagged + (self.spike.flagged if self.spike else [])
+        return [c for d in self.scopes for c in d.flagged]
+
+    @property
+    def scopes(self) -> list[ScopeDiff]:
+        """What was compared: the like-for-like regime, then the spikes and the --between spans."""
+        return [d for d in (self.like, self.spike, self.between) if d is not None]
 
     @property
     def matters(self) -> bool:
@@ -245,6 +253,11 @@ def diff(
         notes.append("compared whole traces: at least one has neither a steady state nor a baseline")
     like = _scope_diff(a, b, scope)
     spike = _scope_diff(a, b, "spike") if a.spike and b.spike else None
+    between = _scope_diff(a, b, "between") if a.between and b.between else None
+    if bool(a.between) != bool(b.between):
+        has, lacks = (a_name, b_name) if a.between else (b_name, a_name)
+        notes.append(f"{has} summarises a --between span and {lacks} does not: the spans are not "
+                     f"compared; fingerprint {lacks} with --between too")  # fmt: skip
     if getattr(a, scope).latency is None or getattr(b, scope).latency is None:
         notes.append("at least one trace has no latency: only demand can be compared")
     if any(s.noise is None for s in (getattr(a, scope), getattr(b, scope))):
@@ -252,12 +265,14 @@ def diff(
                      "whole trace that has a baseline): its changes are shown, not judged; fingerprint "
                      "its trace again")  # fmt: skip
     changed = device_changes(a, b)
-    if not changed and _device_pairs(a, b) and any(d is not None and d.device_slower for d in (like, spike)):
+    compared = [d for d in (like, spike, between) if d is not None]
+    if not changed and _device_pairs(a, b) and any(d.device_slower for d in compared):
         # A fingerprint sees the device through this workload's requests only: with the same disk
         # (by its provenance) slower at the same demand, the disk is one answer; anything else now
         # queueing on it (a neighbour on a shared volume, a backup, a rebuild) gives the same figures.
         notes.append(SAME_DEVICE_SLOWER)
-    out = DiffResult(_side(a, a_name), _side(b, b_name), like, spike, changed, _warnings(a, b), notes)
+    out = DiffResult(_side(a, a_name), _side(b, b_name), like, spike, changed, _warnings(a, b), notes,
+                     between=between)  # fmt: skip
     if slo:
         for term in slo.terms:
             if isinstance(term, slomod.IopsTerm):
@@ -387,7 +402,8 @@ def _side(fp: Fingerprint, name: str) -> Side:
                   f"over a {s.baseline_iops:,.0f} IOPS baseline")  # fmt: skip
     else:
         spikes = "no spike"
-    return Side(name, p.labels.get("service"), p.source, when, devs, spikes)
+    span = " ".join(fp.params.between) if fp.params.between else None
+    return Side(name, p.labels.get("service"), p.source, when, devs, spikes, span)
 
 
 def _backing(facts: dict[str, Any]) -> str | None:

@@ -34,8 +34,9 @@ def _limit_text(c: Change) -> str:
 
 def side_lines(label: str, s: Side) -> list[str]:
     when = f"captured {s.captured_utc}" if s.captured_utc else f"{s.source or 'unknown'}, no wall clock"
+    span = [f"   --between {s.between}"] if s.between else []
     return [f"{label}  {s.name}", f"   {s.service or 'no service label'}, {when}",
-            *(f"   {d}" for d in s.devices), f"   {s.spikes}"]  # fmt: skip
+            *(f"   {d}" for d in s.devices), f"   {s.spikes}", *span]  # fmt: skip
 
 
 def scope_table(d: ScopeDiff) -> Table:
@@ -70,19 +71,17 @@ def render(r: DiffResult, console: Console | None = None) -> None:
         console.print(f"[bold]device changed[/bold]: {escape(d)}")
     for w in r.warnings:
         console.print(f"[yellow]warning[/yellow]: {escape(w)}")
-    for d in (r.like, r.spike):
-        if d is not None:
-            console.print()
-            console.print(scope_table(d))
+    for d in r.scopes:
+        console.print()
+        console.print(scope_table(d))
     console.print()
     console.print(f"limit: {r.rule}; '-': shown, not judged")
     for n in r.notes:
         console.print(f"note: {escape(n)}")
     if line := slo_line(r):
         console.print(escape(line))
-    console.print(f"[bold]{r.like.scope}: {escape(r.verdict)}[/bold]")
-    if r.spike is not None:
-        console.print(f"[bold]spike: {escape(r.spike.verdict)}[/bold]")
+    for d in r.scopes:
+        console.print(f"[bold]{d.scope}: {escape(d.verdict)}[/bold]")
     if r.device_changes:
         console.print("[bold]and the device itself changed[/bold] (its provenance, above)")
     console.print(_exit_line(r))

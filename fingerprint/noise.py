@@ -37,18 +37,19 @@ METHOD = (
     f"batch means: the scope's windows cut in time order into up to {NOISE_BATCHES} runs of consecutive "
     "windows; sd is a figure's standard deviation over the batches, se = sd / sqrt(batches)"
 )
-SCOPES = ("whole", "steady", "baseline", "spike")
+SCOPES = ("whole", "steady", "baseline", "spike", "between")
 DATA_OPS = ("read", "write", "discard")
 
 
 def measure(con: Any, f: Frame) -> dict[str, doc.Noise]:
-    """Every regime scope's noise (the `between` span is not diffed); needs compute's prepared tables."""
+    """Every scope's noise (the regimes', and the --between span's: a diff of two fingerprints that
+    both have one compares them); needs compute's prepared tables."""
     # The whole trace is judged only when it has no baseline (every window in a spike): a diff
     # compares the steady state, else the baseline, and the spikes. It is the costliest scope.
     skip = {"baseline"} if f.baseline_is_steady else set()
     skip |= {"whole"} if len(f.windows("baseline")) else set()
-    names = [s for s in SCOPES if len(f.windows(s)) and s not in skip]
-    cuts = {s: np.array_split(f.windows(s), min(NOISE_BATCHES, len(f.windows(s)))) for s in names}
+    windows = {s: _batch_windows(f, s) for s in SCOPES if s not in skip}
+    cuts = {s: np.array_split(w, min(NOISE_BATCHES, len(w))) for s, w in windows.items() if len(w)}
     rows = [(s, int(w), b) for s, parts in cuts.items() for b, part in enumerate(parts) for w in part]
     cols = ("scope", "w", "b")
     con.register("noise_batch", pa.table({k: [r[i] for r in rows] for i, k in enumerate(cols)}))
@@ -58,18 +59,40 @@ def measure(con: Any, f: Frame) -> dict[str, doc.Noise]:
     for r in duck.query(con, SQL, "noise_sync_batches"):
         batches.setdefault((r["scope"], r["b"]), _Batch()).add_call(r)
     con.unregister("noise_batch")
-    w_s = f.window_ns / 1e9
     out = {}
     for s, parts in cuts.items():
-        values = [batches.get((s, b), _Batch()).figures(len(p) * w_s) for b, p in enumerate(parts)]
+        values = [batches.get((s, b), _Batch()).figures(_seconds(f, s, p)) for b, p in enumerate(parts)]
         keys = sorted({k for v in values for k in v})
         spread = {k: _spread([v.get(k) for v in values]) for k in keys}
         se = {k: None if sd is None else sd[0] / math.sqrt(sd[1]) for k, sd in spread.items()}
         sd = {k: None if v is None else v[0] for k, v in spread.items()}
-        out[s] = doc.Noise(len(parts), math.ceil(len(f.windows(s)) / len(parts)), METHOD, sd, se)
+        out[s] = doc.Noise(len(parts), math.ceil(len(windows[s]) / len(parts)), METHOD, sd, se)
     if f.baseline_is_steady and "steady" in out:
         out["baseline"] = out["steady"]
     return out
+
+
+def _batch_windows(f: Frame, scope: str) -> np.ndarray:
+    """The windows a scope's batches are cut from: all of them, but for --between not an edge window
+    with less than half of it inside the span (a sliver's rate is a few I/Os over a few ms, and
+    would be most of the spread of a span cut into batches of one window)."""
+    w = f.windows(scope)
+    if scope != "between" or not len(w):
+        return w
+    lo, hi = f.span(scope)
+    starts = f.t0 + w * f.window_ns
+    inside = np.minimum(starts + f.window_ns, hi) - np.maximum(starts, lo)
+    return w[inside * 2 >= f.window_ns]
+
+
+def _seconds(f: Frame, scope: str, part: np.ndarray) -> float:
+    """A batch's seconds: its windows', or for --between the part of them inside the span (its first
+    and last windows hold I/O outside it, which the batch queries leave out)."""
+    w = f.window_ns
+    if scope != "between":
+        return len(part) * w / 1e9
+    lo, hi = f.span(scope)
+    return (min(f.t0 + (int(part[-1]) + 1) * w, hi) - max(f.t0 + int(part[0]) * w, lo)) / 1e9
 
 
 @dataclass

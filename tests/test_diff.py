@@ -18,6 +18,7 @@ from helpers import MEASURE_NICE, import_trace, mysql_load, run_iofp
 
 from fingerprint.api import fingerprint_trace, write_json
 from fingerprint.catalog import Catalog
+from fingerprint.compute import Options
 from fingerprint.diff import SAME_DEVICE_SLOWER, diff
 from iofp.contract import TraceMeta, TraceWriter
 from iofp.fingerprint_doc import Fingerprint, load
@@ -411,3 +412,62 @@ def test_two_halves_of_one_mysql_hour_are_not_drift(mysql_halves, tmp_path):
         entries, steps = cat.trend("mysql")
     assert [e.scope for e in entries] == ["baseline", "baseline"]
     assert not steps[0].diff.flagged
+
+
+def two_rates(root: Path, rates: tuple[int, int], seconds: int = 20) -> Path:
+    """Evenly spaced 4 KiB reads: `rates[0]`/s in the first half, `rates[1]`/s in the second; no
+    I/O falls on a whole or half second (a --between edge below)."""
+    half = seconds // 2
+    ts = np.concatenate(
+        [(np.arange(r * half) + 0.25) * 1e9 / r + i * half * 1e9 for i, r in enumerate(rates)]
+    )
+    n = len(ts)
+    with TraceWriter(root, TraceMeta(source="import:synthetic")) as w:
+        w.write("io", pa.table({
+            "ts_ns": ts.astype(np.int64), "device": ["d"] * n, "offset": np.arange(n) * 4096 * 7,
+            "size": np.full(n, 4096, np.int32), "op": ["read"] * n, "lat_ns": np.full(n, 80_000),
+        }))  # fmt: skip
+    return root
+
+
+def test_the_between_spans_are_compared_when_both_fingerprints_have_one(tmp_path):
+    """The same hour of two days, each fingerprinted with --between: the diff compares those spans
+    (here 2-8 s at 100 reads/s against 12-18 s at 200), beside the regimes of the whole traces."""
+    t = two_rates(tmp_path / "t", (100, 200))
+    for name, span in (("a", ("2", "8")), ("b", ("12", "18")), ("whole", None)):
+        args = ["--between", *span] if span else []
+        code, _, err = run_iofp("fingerprint", str(t), *args, "--window", "1s", "-o", str(tmp_path / name))
+        assert code == 0, err
+    code, out, err = run_iofp("diff", str(tmp_path / "a"), str(tmp_path / "b"))
+    assert code == 1, err
+    r = diff(load(tmp_path / "a"), load(tmp_path / "b"))
+    assert r.between is not None and (r.between.windows_a, r.between.windows_b) == (7, 7)
+    assert (
+        flagged(r) == {"IOPS": "harder", "MB/s": "harder"} and r.between.verdict == "the workload got harder"
+    )
+    assert [c.flagged for c in r.like.changes] == [False] * len(r.like.changes)  # the same trace's regimes
+    lines = out.splitlines()
+    assert "   --between 2 8" in lines and "   --between 12 18" in lines
+    assert "between: the workload got harder" in lines and all(len(x) <= 80 for x in lines), out
+    # one span against a whole trace is not compared, and the diff says so
+    r = diff(load(tmp_path / "whole"), load(tmp_path / "b"), "q1.json", "q2.json")
+    assert r.between is None
+    assert "q2.json summarises a --between span and q1.json does not: the spans are not compared; " \
+           "fingerprint q1.json with --between too" in r.notes  # fmt: skip
+
+
+def test_a_between_spans_noise_counts_only_what_lies_inside_it(tmp_path):
+    """100 reads/s, evenly: --between 0.4 9.6 in 1 s windows keeps 0.6 s of the first and the last
+    window. Each batch's rate is 100/s only if those count the I/Os inside over the part inside: the
+    whole windows' I/Os over it would read 167/s (an sd of 29/s over the 10 batches); the I/Os inside
+    are off by at most one in 0.6 s. A sliver of a window (2-8 s, the windows starting at the first
+    I/O, 2.5 ms) is left out of the batches: 2.5 ms of I/O would be most of their spread."""
+    t = two_rates(tmp_path / "t", (100, 100))
+    fp = fingerprint_trace(t, Options(window_ns=1_000_000_000, between=("0.4", "9.6")))
+    noise = fp.between.noise
+    assert (noise.batches, noise.batch_windows) == (10, 1)
+    assert noise.sd["intensity.iops"] < 1, noise.sd
+    assert fp.between.intensity.iops == pytest.approx(100, abs=0.2)
+    sliver = fingerprint_trace(t, Options(window_ns=1_000_000_000, between=("2", "8")))
+    assert sliver.between.windows == 7 and sliver.between.noise.batches == 6
+    assert sliver.between.noise.sd["intensity.iops"] < 1, sliver.between.noise.sd
