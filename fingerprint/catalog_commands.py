@@ -12,6 +12,7 @@ from fingerprint.catalog import Catalog
 from fingerprint.catalog_view import render_list, render_trend
 from iofp import fingerprint_doc
 from iofp import slo as slomod
+from iofp.errors import BadInput
 from iofp.output import JSON_HELP, echo, emit_json, human_console, json_target
 
 catalog_app = typer.Typer(
@@ -27,7 +28,9 @@ CATALOG_OPT = typer.Option(
 @catalog_app.command("add")
 def add(
     fingerprint: Path = typer.Argument(..., help="A fingerprint JSON written by iofp fingerprint --json."),
-    service: str = typer.Option(..., "--service", help="The service it describes."),
+    service: str | None = typer.Option(
+        None, "--service", help="The service it describes (default: its label service=NAME)."
+    ),
     catalog: Path | None = CATALOG_OPT,
 ) -> None:
     """Store a fingerprint under a service.
@@ -35,6 +38,14 @@ def add(
     Example: iofp catalog add q3.json --service order-router
     """
     doc = fingerprint_doc.load(fingerprint)
+    # A fingerprint of a capture labelled service=NAME names its service already: asking again
+    # was "Missing option '--service'" for what the document says.
+    service = service or doc.provenance.labels.get("service")
+    if not service:
+        raise BadInput(
+            f"{fingerprint} has no service label: give --service NAME "
+            "(or fingerprint its trace with --label service=NAME)"
+        )
     with Catalog(catalog) as cat:
         entry_id = cat.add(doc, service, str(fingerprint))
         typer.echo(f"Added {fingerprint} as #{entry_id} of {service} in {cat.path}.")

@@ -121,6 +121,29 @@ def test_same_fingerprint_is_stored_once(tmp_path, quarters):
         assert len(cat.entries(service="svc")) == 1
 
 
+def test_a_fingerprint_labelled_with_its_service_is_added_under_it(tmp_path, quarters):
+    """`--label service=NAME` at capture or fingerprint time names the service: add needs no
+    --service then; without either, one line says which to give, before the catalog is touched."""
+    db = tmp_path / "cat.duckdb"
+    code, _, err = run_iofp("catalog", "add", str(quarters[0]), "--catalog", str(db))
+    assert code == 2 and err == (
+        f"iofp: {quarters[0]} has no service label: give --service NAME (or fingerprint its trace with "
+        "--label service=NAME)\n"
+    )
+    assert not db.exists()
+    doc = json.loads(quarters[0].read_text())
+    doc["provenance"]["labels"]["service"] = "order-router"
+    quarters[0].write_text(json.dumps(doc))
+    code, out, err = run_iofp("catalog", "add", str(quarters[0]), "--catalog", str(db))
+    assert code == 0 and f"as #1 of order-router in {db}" in out, err
+    code, out, err = run_iofp(
+        "catalog", "add", str(quarters[1]), "--service", "order-router", "--catalog", str(db)
+    )
+    assert code == 0, err
+    with Catalog(db) as cat:
+        assert [e.service for e in cat.entries()] == ["order-router", "order-router"]
+
+
 def test_bad_input_is_one_line_exit_2(tmp_path):
     db = tmp_path / "cat.duckdb"
     notfp = tmp_path / "x.json"
