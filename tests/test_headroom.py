@@ -77,8 +77,8 @@ def test_a_target_smaller_than_the_selection_is_refused_before_any_io(tmp_path):
 
 
 HEADROOM_THROTTLE_IOPS = 3 * DEMAND_IOPS  # N / D = 3
-# Above what fio can issue of the read trace on any host (its ceiling here: 0.8-1.2 M reads/s in all
-# quiet, 735 k beside two CPU hogs: 1,470-2,400x the trace's 500/s), so that step is never run.
+# Above what fio can issue of the read trace on any host (its ceiling here: 0.8-1.5 M reads/s in all
+# quiet, 735 k beside two CPU hogs: 1,470-3,050x the trace's 500/s), so that step is never run.
 TOP_SCALE = 50_000
 
 
