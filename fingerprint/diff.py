@@ -265,14 +265,13 @@ def diff(
                      "whole trace that has a baseline): its changes are shown, not judged; fingerprint "
                      "its trace again")  # fmt: skip
     changed = device_changes(a, b)
-    compared = [d for d in (like, spike, between) if d is not None]
-    if not changed and _device_pairs(a, b) and any(d.device_slower for d in compared):
+    out = DiffResult(_side(a, a_name), _side(b, b_name), like, spike, changed, _warnings(a, b), notes,
+                     between=between)  # fmt: skip
+    if not changed and _device_pairs(a, b) and any(d.device_slower for d in out.scopes):
         # A fingerprint sees the device through this workload's requests only: with the same disk
         # (by its provenance) slower at the same demand, the disk is one answer; anything else now
         # queueing on it (a neighbour on a shared volume, a backup, a rebuild) gives the same figures.
-        notes.append(SAME_DEVICE_SLOWER)
-    out = DiffResult(_side(a, a_name), _side(b, b_name), like, spike, changed, _warnings(a, b), notes,
-                     between=between)  # fmt: skip
+        out.notes.append(SAME_DEVICE_SLOWER)
     if slo:
         for term in slo.terms:
             if isinstance(term, slomod.IopsTerm):

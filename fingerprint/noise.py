@@ -61,7 +61,8 @@ def measure(con: Any, f: Frame) -> dict[str, doc.Noise]:
     con.unregister("noise_batch")
     out = {}
     for s, parts in cuts.items():
-        values = [batches.get((s, b), _Batch()).figures(_seconds(f, s, p)) for b, p in enumerate(parts)]
+        seconds = [_inside_ns(f, s, p).sum() / 1e9 for p in parts]
+        values = [batches.get((s, b), _Batch()).figures(secs) for b, secs in enumerate(seconds)]
         keys = sorted({k for v in values for k in v})
         spread = {k: _spread([v.get(k) for v in values]) for k in keys}
         se = {k: None if sd is None else sd[0] / math.sqrt(sd[1]) for k, sd in spread.items()}
@@ -72,27 +73,22 @@ def measure(con: Any, f: Frame) -> dict[str, doc.Noise]:
     return out
 
 
-def _batch_windows(f: Frame, scope: str) -> np.ndarray:
-    """The windows a scope's batches are cut from: all of them, but for --between not an edge window
-    with less than half of it inside the span (a sliver's rate is a few I/Os over a few ms, and
-    would be most of the spread of a span cut into batches of one window)."""
-    w = f.windows(scope)
-    if scope != "between" or not len(w):
-        return w
+def _inside_ns(f: Frame, scope: str, w: np.ndarray) -> np.ndarray:
+    """How much of each window `w` lies in the scope: all of it, but for --between the part inside the
+    span (its first and last windows hold I/O outside it, which the batch queries leave out)."""
+    if scope != "between":
+        return np.full(len(w), f.window_ns)
     lo, hi = f.span(scope)
     starts = f.t0 + w * f.window_ns
-    inside = np.minimum(starts + f.window_ns, hi) - np.maximum(starts, lo)
-    return w[inside * 2 >= f.window_ns]
+    return np.minimum(starts + f.window_ns, hi) - np.maximum(starts, lo)
 
 
-def _seconds(f: Frame, scope: str, part: np.ndarray) -> float:
-    """A batch's seconds: its windows', or for --between the part of them inside the span (its first
-    and last windows hold I/O outside it, which the batch queries leave out)."""
-    w = f.window_ns
-    if scope != "between":
-        return len(part) * w / 1e9
-    lo, hi = f.span(scope)
-    return (min(f.t0 + (int(part[-1]) + 1) * w, hi) - max(f.t0 + int(part[0]) * w, lo)) / 1e9
+def _batch_windows(f: Frame, scope: str) -> np.ndarray:
+    """The windows a scope's batches are cut from: all of them, but not an edge window with less than
+    half of it inside the span (a sliver's rate is a few I/Os over a few ms, and would be most of the
+    spread of a span cut into batches of one window)."""
+    w = f.windows(scope)
+    return w[_inside_ns(f, scope, w) * 2 >= f.window_ns]
 
 
 @dataclass

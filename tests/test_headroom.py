@@ -185,9 +185,9 @@ def test_a_device_capped_below_todays_writes_misses_at_1x_and_ranks_last(tmp_pat
                     ["probe", dev, "--cells", "commit", "--runtime", "1s", "-o", tmp_path / f"probe-{name}"],
                 ):  # fmt: skip
                     # at nice -10: the test measures the devices, and a busy CI machine's other work
-                    # must not take the replayer's CPU. The RAM loop's 1x step kept its rate beside
-                    # one nice-0 CPU hog 8 times in 8 (nice 0 and -10); with both cores hogged, 0 in
-                    # 5 at nice 0 and 2 in 5 at nice -10: no replay keeps a rate there.
+                    # must not take the replayer's CPU. At the sample's own rate the RAM loop's 1x
+                    # step kept it beside one nice-0 CPU hog 8 times in 8 (nice 0 and -10); with both
+                    # cores hogged, 0 in 5 at nice 0 and 2 in 5 at nice -10 (slowed 5x: above).
                     proc = iofp_in(group, *args, "--label", f"device={name}", nice=MEASURE_NICE)
                     assert proc.returncode == 0, proc.stderr
         finally:
