@@ -1,7 +1,8 @@
 """The `iofp` command: one typer app, thin over the stages' library functions.
 
-Each stage registers its own commands (`bpf.commands`, `fingerprint.commands`, `replay.commands`);
-this module only assembles them and maps errors to exit codes, in one place.
+Each stage registers its own commands (`bpf.commands`, `fingerprint.commands`, `replay.commands`),
+and `cli.report` the report's, which reads what every other stage wrote; this module only assembles
+them and maps errors to exit codes, in one place.
 """
 
 from __future__ import annotations
@@ -96,11 +97,12 @@ def _register() -> None:
     # Imported here so that `iofp --help` works even where a stage's optional system
     # dependency (bcc) is absent; stages import their heavy dependencies lazily.
     from bpf import commands as capture_cmds
+    from cli import report as report_cmds
     from fingerprint import catalog_commands
     from fingerprint import commands as fingerprint_cmds
     from replay import commands as replay_cmds
 
-    for mod in (capture_cmds, fingerprint_cmds, replay_cmds, catalog_commands):
+    for mod in (capture_cmds, fingerprint_cmds, report_cmds, replay_cmds, catalog_commands):
         mod.register(app)
     for info in [
         *app.registered_commands,

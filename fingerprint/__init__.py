@@ -1,1 +1,1 @@
-"""Fingerprint: trace store, importers, DuckDB SQL, fingerprints, diff and reports."""
+"""Fingerprint: trace store, importers, DuckDB SQL, fingerprints, diff and the catalog."""

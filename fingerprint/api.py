@@ -16,7 +16,6 @@ from iofp import duck
 from iofp import fingerprint_doc as doc
 from iofp.contract import IO_TABLE, SYNC_TABLE, atomic_write_bytes, check_output_file, open_trace
 from iofp.errors import BadInput
-from iofp.slo import Slo
 
 
 def fingerprint_trace(path: Path | str, options: Options | None = None) -> doc.Fingerprint:
@@ -71,20 +70,3 @@ def write_text(text: str, out: Path, *, force: bool = False) -> Path:
 def read_json(path: Path) -> doc.Fingerprint:
     """Read a fingerprint file, checked (iofp/fingerprint_doc.py)."""
     return doc.load(path)
-
-
-def report_paths(
-    paths: list[Path], slo: Slo | None, window_ns: int | None, device: str | None
-) -> tuple[str, str]:
-    """The HTML report of `paths` (one trace, or replay, probe and headroom results) and what it
-    reports."""
-    from fingerprint.report import render_html
-    from fingerprint.report_results import gather, is_trace, render_results
-
-    if len(paths) == 1 and is_trace(paths[0]):
-        fp, tl = report_trace(paths[0], Options(window_ns, device))
-        return render_html(fp, tl), "a trace"
-    if traces := [p for p in paths if is_trace(p)]:
-        raise BadInput(f"{traces[0]}: a trace; report it alone (iofp report {traces[0]} -o OUT.html)")
-    found = gather(paths)
-    return render_results(found, slo), found.what()

@@ -130,46 +130,7 @@ def diff_cmd(
         raise typer.Exit(1)
 
 
-def report_cmd(
-    paths: list[Path] = typer.Argument(
-        ...,
-        metavar="PATH...",
-        help="A trace directory; or replay, probe and headroom results directories (several, or a "
-        "directory holding them, make a comparison).",
-    ),
-    out: Path = typer.Option(..., "-o", "--output", help="The HTML file to write."),
-    slo: list[str] = typer.Option(
-        [], "--slo", metavar="TERMS", help=slomod.HELP + " Results only; without it a headroom sweep's own."
-    ),
-    window: str | None = typer.Option(
-        None, "--window", help=WINDOW_HELP + " Traces only.", show_default=False
-    ),
-    device: str | None = typer.Option(None, "--device", help="Only this device (traces only)."),
-    force: bool = typer.Option(False, "--force", help="Overwrite an existing report."),
-) -> None:
-    """Write one self-contained HTML report; it needs no network to view. Of a trace: the timeline
-    with steady and spike regions shaded, histograms, fingerprint tables. Of replay results (a
-    comparison when several): per candidate, achieved vs demanded IOPS, latency over time and CDFs
-    per op, the commit latency, against the SLO. Of a probe: the four cells and the queue-depth sweep.
-    Of a headroom sweep: the verdict, latency p50/p99 per op and demanded vs achieved rates against
-    the load scale, with the SLO (--slo, else the sweep's own), and every step; steps not run (above
-    the replayer's ceiling) or stopped are marked, not drawn. Results of all kinds mix on one page.
-
-    Example: iofp report samples/traces/market-open -o market-open.html
-    """
-    from fingerprint.api import report_paths, write_text
-    from iofp.contract import check_output_file
-    from iofp.windows import parse_window_option
-
-    check_output_file(out, force=force)
-    rules = slomod.parse(slo) if slo else None
-    page, what = report_paths(paths, rules, parse_window_option(window), device)
-    write_text(page, out, force=force)
-    typer.echo(f"Wrote {out}. Next: open it in a browser (it reports {what})")
-
-
 def register(app: typer.Typer) -> None:
     app.command("import")(import_cmd)
     app.command("fingerprint")(fingerprint_cmd)
     app.command("diff")(diff_cmd)
-    app.command("report")(report_cmd)

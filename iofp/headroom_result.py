@@ -12,7 +12,7 @@ scale that passed (the SLO held and the replay kept the demanded rate); `headroo
 lowest that failed, and `headroom.bound` says why the search stopped there.
 
 Readers: `iofp compare` ranks candidates by `headroom.factor` (matched by `labels`); `iofp report`
-draws `steps` as the curve (fingerprint/report_headroom.py). This module imports no stage.
+draws `steps` as the curve (report/headroom.py). This module imports no stage.
 """
 
 from __future__ import annotations

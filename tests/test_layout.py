@@ -1,5 +1,6 @@
 """The package layout the README's Development section describes: the contracts at the bottom import
-no stage, a stage uses another only through its public API, and the CLI assembly sits on top."""
+no stage, a stage uses another only through its public API, the reports sit above the stages whose
+documents they draw, and the CLI assembly sits on top."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 from conftest import REPO
 
 STAGES = ("bpf", "fingerprint", "replay")
+REPORT = "report"  # draws what the stages wrote: above them, below the CLI
 TOP = "cli"
 
 
@@ -30,19 +32,58 @@ def imported_packages(package: str) -> dict[str, set[str]]:
 
 
 def test_the_contracts_import_no_stage_and_not_the_cli():
-    offenders = {
-        m: sorted(n & {*STAGES, TOP}) for m, n in imported_packages("iofp").items() if n & {*STAGES, TOP}
-    }
+    above = {*STAGES, REPORT, TOP}
+    offenders = {m: sorted(n & above) for m, n in imported_packages("iofp").items() if n & above}
     assert offenders == {}
 
 
 @pytest.mark.parametrize("stage", STAGES)
-def test_no_stage_imports_the_cli(stage):
-    offenders = [m for m, n in imported_packages(stage).items() if TOP in n]
+def test_no_stage_imports_the_reports_or_the_cli(stage):
+    above = {REPORT, TOP}
+    offenders = {m: sorted(n & above) for m, n in imported_packages(stage).items() if n & above}
+    assert offenders == {}
+
+
+def test_the_reports_do_not_import_the_cli():
+    offenders = [m for m, n in imported_packages(REPORT).items() if TOP in n]
     assert offenders == []
 
 
-PRODUCT = ("iofp", *STAGES, TOP)
+# What reads a file or a directory. The reports take documents (a fingerprint, records, relations) and
+# never open a path: `iofp report` (cli/report.py) reads them. Their own page template is package data.
+READS = {"open", "read_text", "read_bytes", "iterdir", "glob", "rglob", "is_file", "is_dir", "exists",
+         "open_trace", "load", "read_parquet", "read_json", "read_csv"}  # fmt: skip
+
+
+def path_reads(path: Path) -> list[str]:
+    """`line: call` for each call in `path` that reads a file, but for package data (importlib.resources)."""
+    tree = ast.parse(path.read_text())
+    data = [c for c in ast.walk(tree) if isinstance(c, ast.Call) and "resources.files" in ast.unparse(c)]
+    package_data = {id(n) for c in data for n in ast.walk(c)}
+    out = []
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Call) and id(n) not in package_data:
+            name = n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", "")
+            if name in READS:
+                out.append(f"{n.lineno}: {ast.unparse(n.func)}")
+    return out
+
+
+def test_the_reports_open_no_path():
+    modules = sorted((REPO / REPORT).rglob("*.py"))
+    offenders = {str(p.relative_to(REPO)): reads for p in modules if (reads := path_reads(p))}
+    assert offenders == {}
+
+
+def test_the_path_check_finds_a_read(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("from importlib import resources\n"
+                   "T = resources.files('report').joinpath('page.html').read_text()\n"
+                   "def f(p):\n    return open_trace(p), (p / 'x.json').read_text()\n")  # fmt: skip
+    assert sorted(path_reads(bad)) == ["4: (p / 'x.json').read_text", "4: open_trace"]
+
+
+PRODUCT = ("iofp", *STAGES, REPORT, TOP)
 # A query in a Python string: the house style keeps every one in a .sql file, loaded with
 # iofp.sqlfiles.load_sql and run with bound parameters.
 SQL = re.compile(r"\b(SELECT|INSERT INTO|CREATE (OR REPLACE )?(TABLE|VIEW)|COPY|DELETE)\b[\s\S]*\bFROM\b")

@@ -13,9 +13,9 @@ import pytest
 from conftest import destroy_loop_device, make_loop_device, needs_fio, needs_root
 from helpers import MEASURE_NICE, assert_drawn, headroom_record, interrupted_headroom, iofp_in, run_iofp
 
-from fingerprint import report_headroom as rh
 from iofp import headroom_result as hr
 from iofp.slo import format_ns
+from report import headroom as rh
 
 # Above what fio can issue of the read trace on any host (here 1,470x beside two hogs, up to 3,050x
 # quiet): the step is not run. At 5,000x, 1.6x above that, a faster host would run it (its budget of 2

@@ -1,6 +1,6 @@
-"""`iofp report`: one self-contained HTML page for a fingerprint (inline SVG and CSS, no network).
+"""The report of a trace: one self-contained HTML page for its fingerprint (inline SVG and CSS, no network).
 
-`render_html(fp, timeline)` takes a fingerprint and the timeline drawn from its trace in its windows
+`trace_page(fp, timeline)` takes a fingerprint and the timeline drawn from its trace in its windows
 (fingerprint/timeline.py; a fingerprint holds no per-window series) and returns the page: the
 timeline (IOPS, MB/s, latency p50/p99, mean in-flight) with steady windows shaded green and spikes
 red, the spikes biggest first, the size and latency histograms, and the per-scope tables the
@@ -12,15 +12,14 @@ from __future__ import annotations
 import html
 import math
 from datetime import UTC, datetime
-from importlib import resources
-from string import Template
 
-from fingerprint.report_svg import Chart, Series, fmt, nice_ticks
 from fingerprint.summary import baseline_line, rows, span_text, steady_line, window_line
 from fingerprint.timeline import Timeline
 from iofp import regimes
 from iofp.fingerprint_doc import Fingerprint, Histogram, Provenance
 from iofp.values import device_list
+from report.page import page
+from report.svg import Chart, Series, fmt, nice_ticks
 
 W, H = 1100, 190
 MAX_POINTS = 2000  # per chart; longer series are reduced to per-bucket maxima (peaks survive)
@@ -178,7 +177,7 @@ def _incomplete(prov: Provenance) -> list[str]:
     return [f'<div class="verdict" id="incomplete"><b>Warning:</b> {html.escape(why)}</div>'] if why else []
 
 
-def render_html(fp: Fingerprint, tl: Timeline) -> str:
+def trace_page(fp: Fingerprint, tl: Timeline) -> str:
     prov, reg, b = fp.provenance, fp.regimes, fp.whole.bound
     head = title(fp)
     whole = fp.whole
@@ -228,5 +227,4 @@ def render_html(fp: Fingerprint, tl: Timeline) -> str:
         _bars(whole.inflight.hist.all if whole.inflight else None, "in-flight at issue", "I/Os"),
         "</div>",
     ]
-    tpl = Template(resources.files("fingerprint").joinpath("report.html").read_text())
-    return tpl.substitute(title=html.escape("iofp report: " + head), body="\n".join(parts))
+    return page(head, "\n".join(parts))

@@ -1,4 +1,4 @@
-"""`iofp report` of headroom results: the curve an `iofp headroom` sweep measured, one section each.
+"""The report of headroom results: the curve an `iofp headroom` sweep measured, one section each.
 
 Per sweep: the verdict in plain words from `headroom.bound`; the latency p50 and p99 of each op
 (reads, writes, commits) against the load scale, on a log2 axis, with the SLO's limits; the demanded
@@ -14,17 +14,17 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from fingerprint.report_slo import slo_lines
-from fingerprint.report_svg import Chart, Series, legend
 from iofp import headroom_result as hr
 from iofp import slo as slomod
 from iofp.errors import BadInput
 from iofp.slo import Slo, format_ns
+from report.slo import slo_lines
+from report.svg import Chart, Series, legend
 
 OP_COLORS = {"read": "#3a6ea5", "write": "#c0392b", "commit": "#8e44ad"}
 RATE_COLORS = {"IOPS": "#16a085", "commits/s": "#8e44ad"}  # commits: the commit latency's colour
-SLO_KIND = {"read": "read", "write": "write", "commit": "sync calls"}  # report_results' names
-# MARK_FILL: the shade of what is not the device's (a step not run or stopped), as report.html's tr.marked
+SLO_KIND = {"read": "read", "write": "write", "commit": "sync calls"}  # report/results.py's names
+# MARK_FILL: the shade of what is not the device's (a step not run or stopped), as page.html's tr.marked
 PASS_COLOR, FAIL_COLOR, MARK_COLOR, MARK_FILL = "#27ae60", "#c0392b", "#7f8c8d", "#e6e2d8"
 CHART_W, CHART_H = 600, 280
 NOT_RUN = "not run: above the replayer's ceiling"
@@ -32,7 +32,8 @@ NOT_RUN = "not run: above the replayer's ceiling"
 
 @dataclass
 class Sweep:
-    """One headroom result as the report reads it: the record and the SLO its steps were judged by."""
+    """One headroom result as the report reads it: where it was read from (shown, not opened), the
+    record and the SLO its steps were judged by."""
 
     path: Path
     result: hr.HeadroomResult
@@ -44,9 +45,9 @@ class Sweep:
         return r.labels.get("device") or r.target.get("name") or Path(str(r.target.get("path"))).name
 
 
-def load(path: Path) -> Sweep:
-    """A headroom result directory, checked through its contract (BadInput, one line, if damaged)."""
-    root, res = hr.load(path)
+def sweep(root: Path, res: hr.HeadroomResult) -> Sweep:
+    """The sweep of a headroom record read (by `hr.load`) from `root`, its SLO parsed (BadInput, one
+    line, if the record's is damaged)."""
     try:
         slo = slomod.parse(res.slo, flag=f"{root / hr.RECORD}: slo") if res.slo else None
     except BadInput as e:

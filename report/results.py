@@ -1,4 +1,4 @@
-"""`iofp report` of results: replay results (one, or a comparison of several candidates), probe and
+"""The report of results: replay results (one, or a comparison of several candidates), probe and
 headroom results, as one self-contained HTML page (inline SVG, no script, no network).
 
 Per replay candidate: the SLO verdict, the demanded and achieved rates, iofp's measured latency
@@ -7,87 +7,38 @@ demanded IOPS per window (the fidelity measurement's series), the latency p50 an
 the latency CDF of each kind of request (reads, writes, flushes and the sync calls, i.e. the
 commits), drawn from the run's capture with the SLO's limits marked. Per probe: the four-cell table
 beside the queue-depth sweep (IOPS and p99 against depth, the knee marked). Per headroom sweep: its
-curve (fingerprint/report_headroom.py).
+curve (report/headroom.py). The results come in read through their contracts (iofp/replay_result.py,
+probe_result.py, headroom_result.py), the curves from the run's capture (report/curves.py).
 """
 
 from __future__ import annotations
 
 import html
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
-from string import Template
 
-import pyarrow as pa
-
-from fingerprint import report_headroom as rh
-from fingerprint.report_slo import slo_lines
-from fingerprint.report_svg import PALETTE, Chart, Series, legend
-from iofp import duck
-from iofp import headroom_result as hr
 from iofp import probe_result as pr
 from iofp import replay_result as rr
-from iofp.contract import IO_TABLE, SYNC_TABLE, open_trace
-from iofp.errors import BadInput
 from iofp.slo import Slo, format_ns
-from iofp.sqlfiles import load_sql
+from report import headroom as rh
+from report.curves import PROBS, Curves
+from report.page import page
+from report.slo import slo_lines
+from report.svg import PALETTE, Chart, Series, legend
 
-SQL = "fingerprint.sql"
 KINDS = ("read", "write", "flush", "sync calls")
 COLORS = dict(zip(KINDS, PALETTE, strict=False))
-PROBS = [i / 200 for i in range(1, 200)] + [0.995, 0.999, 0.9995, 0.9999, 1.0]
-MAX_WINDOWS = 120
-
-
-@dataclass
-class Curves:
-    """A run's latency curves from its capture: per kind, p50/p99 per window (µs) and its CDF."""
-
-    window_s: float
-    over_time: dict[str, tuple[list[float], list[float], list[float]]] = field(default_factory=dict)
-    cdf: dict[str, tuple[list[float], int]] = field(default_factory=dict)  # kind -> (µs at PROBS, n)
 
 
 @dataclass
 class Candidate:
+    """A replay result as the report reads it: its name, where it was read from (shown, not opened),
+    the record and its capture's latency curves (None without a capture)."""
+
     name: str
     path: Path
     result: rr.ReplayResult
     curves: Curves | None
-
-
-def curves(capture: Path) -> Curves | None:
-    """The latency curves of the capture directory of a replay (None when it has none)."""
-    if not (capture / "trace.json").is_file():
-        return None
-    trace = open_trace(capture)
-    con = duck.connect()
-    try:
-        trace.relation(con, IO_TABLE).create_view("run_io")
-        if trace.has(SYNC_TABLE):
-            trace.relation(con, SYNC_TABLE).create_view("run_sync")
-        else:
-            empty = pa.table({"ts_ns": pa.array([], pa.int64()), "lat_ns": pa.array([], pa.int64())})
-            con.register("run_sync", empty)
-        con.execute(load_sql(SQL, "run_lat")).fetchall()
-        [span] = duck.query(con, SQL, "run_span")
-        t0, t1 = span["t0"], span["t1"]
-        if t0 is None:
-            return None
-        window_ns = 1_000_000
-        while (t1 - t0) / window_ns > MAX_WINDOWS:
-            window_ns *= 10
-        out = Curves(window_ns / 1e9)
-        for r in duck.query(con, SQL, "run_latency_windows", {"t0": t0, "window_ns": window_ns}):
-            xs, p50, p99 = out.over_time.setdefault(r["kind"], ([], [], []))
-            xs.append((r["w"] + 0.5) * window_ns / 1e9)
-            p50.append(r["p50_ns"] / 1e3)
-            p99.append(r["p99_ns"] / 1e3)
-        for r in duck.query(con, SQL, "run_latency_cdf", {"probs": PROBS}):
-            out.cdf[r["kind"]] = ([q / 1e3 for q in r["q_ns"]], r["n"])
-        return out
-    finally:
-        con.close()
 
 
 class _Figures:
@@ -267,8 +218,8 @@ def probe_section(path: Path, res: pr.ProbeResult) -> str:
 
 
 @dataclass
-class Gathered:
-    """The results a report draws, by what wrote them."""
+class Results:
+    """The results a report draws, by what wrote them, each read through its contract."""
 
     cands: list[Candidate] = field(default_factory=list)  # iofp replay
     probes: list[tuple[Path, pr.ProbeResult]] = field(default_factory=list)  # iofp probe
@@ -279,7 +230,8 @@ class Gathered:
         return kinds + (f", {len(self.sweeps)} headroom result(s)" if self.sweeps else "")
 
 
-def render_results(g: Gathered, slo: Slo | None) -> str:
+def results_page(g: Results, slo: Slo | None) -> str:
+    """The page of replay, probe and headroom results (a comparison when there are several)."""
     cands, probes = g.cands, g.probes
     names = [c.name for c in cands] + [p.labels.get("device") or Path(p.target.path).name for _, p in probes]
     names += [f"headroom of {sw.name}" for sw in g.sweeps]
@@ -292,45 +244,4 @@ def render_results(g: Gathered, slo: Slo | None) -> str:
     parts += [rh.headroom_section(sw, slo) for sw in g.sweeps]
     parts += [candidate_section(c, slo) for c in cands]
     parts += [probe_section(p, r) for p, r in probes]
-    tpl = Template(resources.files("fingerprint").joinpath("report.html").read_text())
-    return tpl.substitute(title=html.escape("iofp report: " + head), body="\n".join(parts))
-
-
-NEITHER = (
-    "neither a trace nor results; pass a trace directory (iofp capture, iofp import), results "
-    "(iofp replay, iofp probe, iofp headroom) or a directory holding results"
-)
-
-
-def is_trace(path: Path) -> bool:
-    """Looks like a trace (its manifest or its io table is there): the trace contract then says
-    whether it is a good one."""
-    return (path / "trace.json").exists() or (path / "io").is_dir()
-
-
-def gather(paths: list[Path]) -> Gathered:
-    """The replay, probe and headroom results named by `paths` (each a results directory, or a
-    directory holding them: a comparison), read through their contracts; BadInput for anything else."""
-    g = Gathered()
-    for path in paths:
-        found = [path] if _is_result(path) else sorted(p for p in _children(path) if _is_result(p))
-        if not found:
-            raise BadInput(f"{path}: {NEITHER}")
-        for d in found:
-            if hr.is_result(d):
-                g.sweeps.append(rh.load(d))
-            elif (d / pr.RECORD).is_file():
-                g.probes.append(pr.load(d))
-            else:
-                root, res = rr.load(d)
-                name = res.labels.get("device") or root.name
-                g.cands.append(Candidate(name, root, res, curves(root / "capture")))
-    return g
-
-
-def _is_result(p: Path) -> bool:
-    return (p / rr.RECORD).is_file() or (p / pr.RECORD).is_file() or (p / hr.RECORD).is_file()
-
-
-def _children(p: Path) -> list[Path]:
-    return [c for c in p.iterdir() if c.is_dir()] if p.is_dir() else []
+    return page(head, "\n".join(parts))

@@ -1,0 +1,139 @@
+"""`iofp report`: the one place that turns the paths it is given into documents: a trace into its
+fingerprint and timeline (fingerprint.api), results directories into their records (read through
+iofp's contracts) and each replay's capture into relations; the report stage (report/) draws them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+
+from fingerprint.commands import WINDOW_HELP
+from iofp import headroom_result as hr
+from iofp import probe_result as pr
+from iofp import replay_result as rr
+from iofp import slo as slomod
+from iofp.errors import BadInput
+from iofp.slo import Slo
+
+if TYPE_CHECKING:  # the stage itself is imported when a report is drawn
+    from report import Curves, Results
+
+
+def report_cmd(
+    paths: list[Path] = typer.Argument(
+        ...,
+        metavar="PATH...",
+        help="A trace directory; or replay, probe and headroom results directories (several, or a "
+        "directory holding them, make a comparison).",
+    ),
+    out: Path = typer.Option(..., "-o", "--output", help="The HTML file to write."),
+    slo: list[str] = typer.Option(
+        [], "--slo", metavar="TERMS", help=slomod.HELP + " Results only; without it a headroom sweep's own."
+    ),
+    window: str | None = typer.Option(
+        None, "--window", help=WINDOW_HELP + " Traces only.", show_default=False
+    ),
+    device: str | None = typer.Option(None, "--device", help="Only this device (traces only)."),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing report."),
+) -> None:
+    """Write one self-contained HTML report; it needs no network to view. Of a trace: the timeline
+    with steady and spike regions shaded, histograms, fingerprint tables. Of replay results (a
+    comparison when several): per candidate, achieved vs demanded IOPS, latency over time and CDFs
+    per op, the commit latency, against the SLO. Of a probe: the four cells and the queue-depth sweep.
+    Of a headroom sweep: the verdict, latency p50/p99 per op and demanded vs achieved rates against
+    the load scale, with the SLO (--slo, else the sweep's own), and every step; steps not run (above
+    the replayer's ceiling) or stopped are marked, not drawn. Results of all kinds mix on one page.
+
+    Example: iofp report samples/traces/market-open -o market-open.html
+    """
+    from fingerprint.api import write_text
+    from iofp.contract import check_output_file
+    from iofp.windows import parse_window_option
+
+    check_output_file(out, force=force)
+    rules = slomod.parse(slo) if slo else None
+    page, what = report_paths(paths, rules, parse_window_option(window), device)
+    write_text(page, out, force=force)
+    typer.echo(f"Wrote {out}. Next: open it in a browser (it reports {what})")
+
+
+def report_paths(
+    paths: list[Path], slo: Slo | None, window_ns: int | None, device: str | None
+) -> tuple[str, str]:
+    """The HTML report of `paths` (one trace, or replay, probe and headroom results) and what it
+    reports."""
+    from fingerprint.api import Options, report_trace
+    from report import results_page, trace_page
+
+    if len(paths) == 1 and is_trace(paths[0]):
+        fp, tl = report_trace(paths[0], Options(window_ns, device))
+        return trace_page(fp, tl), "a trace"
+    if traces := [p for p in paths if is_trace(p)]:
+        raise BadInput(f"{traces[0]}: a trace; report it alone (iofp report {traces[0]} -o OUT.html)")
+    found = results(paths)
+    return results_page(found, slo), found.what()
+
+
+NEITHER = (
+    "neither a trace nor results; pass a trace directory (iofp capture, iofp import), results "
+    "(iofp replay, iofp probe, iofp headroom) or a directory holding results"
+)
+
+
+def is_trace(path: Path) -> bool:
+    """Looks like a trace (its manifest or its io table is there): the trace contract then says
+    whether it is a good one."""
+    return (path / "trace.json").exists() or (path / "io").is_dir()
+
+
+def results(paths: list[Path]) -> Results:
+    """The replay, probe and headroom results named by `paths` (each a results directory, or a
+    directory holding them: a comparison), read through their contracts; BadInput for anything else."""
+    from report import Candidate, Results, sweep
+
+    g = Results()
+    for path in paths:
+        found = [path] if _is_result(path) else sorted(p for p in _children(path) if _is_result(p))
+        if not found:
+            raise BadInput(f"{path}: {NEITHER}")
+        for d in found:
+            if hr.is_result(d):
+                g.sweeps.append(sweep(*hr.load(d)))
+            elif (d / pr.RECORD).is_file():
+                g.probes.append(pr.load(d))
+            else:
+                root, res = rr.load(d)
+                name = res.labels.get("device") or root.name
+                g.cands.append(Candidate(name, root, res, run_curves(root / "capture")))
+    return g
+
+
+def run_curves(capture: Path) -> Curves | None:
+    """The latency curves of a replay's capture directory (None when it has none)."""
+    from iofp import duck
+    from iofp.contract import IO_TABLE, SYNC_TABLE, open_trace
+    from report import curves
+
+    if not (capture / "trace.json").is_file():
+        return None
+    trace = open_trace(capture)
+    con = duck.connect()
+    try:
+        return curves(con, trace.relation(con, IO_TABLE), trace.relation(con, SYNC_TABLE))
+    finally:
+        con.close()
+
+
+def _is_result(p: Path) -> bool:
+    return (p / rr.RECORD).is_file() or (p / pr.RECORD).is_file() or (p / hr.RECORD).is_file()
+
+
+def _children(p: Path) -> list[Path]:
+    return [c for c in p.iterdir() if c.is_dir()] if p.is_dir() else []
+
+
+def register(app: typer.Typer) -> None:
+    app.command("report")(report_cmd)

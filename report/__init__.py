@@ -1,0 +1,19 @@
+"""Reports: the self-contained HTML pages (inline SVG and CSS, no script, no network) of a trace and
+of results (replays, a comparison of candidates, probes, headroom sweeps).
+
+It draws documents, never paths: a fingerprint and its timeline (fingerprint/), the replay, probe and
+headroom records (iofp/'s contracts) and a run capture's relations; `iofp report` (cli/report.py)
+reads the paths and hands them in. Modules: `svg` (the chart primitives), `page` (the one HTML page),
+`trace` (the trace page), `results` (the results page), `curves` (a run's latency curves, SQL in
+report/sql), `headroom` (a sweep's section), `slo` (an SLO's limits as reference lines).
+
+    trace_page(fp, timeline) -> str
+    results_page(Results(cands=[Candidate(name, path, result, curves(con, io, sync))]), slo) -> str
+"""
+
+from report.curves import Curves, curves
+from report.headroom import Sweep, sweep
+from report.results import Candidate, Results, results_page
+from report.trace import trace_page
+
+__all__ = ["Candidate", "Curves", "Results", "Sweep", "curves", "results_page", "sweep", "trace_page"]
