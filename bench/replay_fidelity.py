@@ -41,8 +41,8 @@ from pathlib import Path
 import bpf
 from iofp.contract import Trace, open_trace
 from replay import fidelity, runner
+from replay.fio import fio_json
 from replay.iolog import expected_of
-from replay.results import parse_fio_json
 
 IODEPTH = 8
 VARIANTS = {
@@ -72,7 +72,7 @@ def captured_fio(dev: str, out: Path, args: list[str]) -> dict:
         bg.stop()
     if res.returncode != 0:
         raise SystemExit(f"fio failed: {res.stderr}")
-    return parse_fio_json(res.stdout)["jobs"][0]
+    return fio_json(res.stdout)["jobs"][0]
 
 
 def row(name: str, f: fidelity.Fidelity, runtime_ms: float | None) -> dict:

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import os
 import platform
-import re
-import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +16,7 @@ from pathlib import Path
 from bpf.btf import VMLINUX_BTF, BTFError, kernel_btf
 from bpf.loader import KERNEL_FIELDS
 from iofp.errors import MissingCapability
+from iofp.fioversion import fio_version
 
 TRACEFS = Path("/sys/kernel/tracing")
 
@@ -183,13 +182,13 @@ def check_compile() -> Check:
 
 def check_fio() -> Check:
     fix = {"debian": "apt install fio", "ubuntu": "apt install fio", "rhel": "dnf install fio"}
-    exe = shutil.which("fio")
-    if exe is None:
+    try:
+        v = fio_version()
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return Check("fio", False, f"fio --version failed ({e})", fix, required=False)
+    if v is None:
         return Check("fio", False, "not installed (needed for replay and the tests)", fix, required=False)
-    out = subprocess.run([exe, "--version"], capture_output=True, text=True).stdout.strip()
-    m = re.search(r"(\d+)\.(\d+)", out)
-    ok = m is not None and (int(m.group(1)), int(m.group(2))) >= (3, 0)
-    return Check("fio", ok, out or "unknown version", fix, required=False)
+    return Check("fio", v.numeric >= (3, 0), v.text or "unknown version", fix, required=False)
 
 
 def doctor_checks(mount: bool = True) -> list[Check]:

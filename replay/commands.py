@@ -374,7 +374,8 @@ def headroom_cmd(
 
     from iofp.contract import open_trace
     from iofp.slo import parse as parse_slo
-    from replay import headroom, headroom_render, interrupt
+    from replay import headroom, headroom_render
+    from replay.fio import Stopped
 
     opts = headroom.HeadroomOptions(
         replay_options(args, run, output or headroom.default_output(run.target)), parse_slo(slo),
@@ -385,7 +386,7 @@ def headroom_cmd(
     echo(headroom_render.summary(res), json_out)
     emit_json(json_out, res.to_dict(), force=args.force)
     if res.interrupted:
-        raise interrupt.Stopped(headroom_render.stopped_line(res), signal.Signals[res.interrupted])
+        raise Stopped(headroom_render.stopped_line(res), signal.Signals[res.interrupted])
     echo(f"Wrote {path}; each step's replay is under steps/. Next: iofp compare {path.parent}", json_out)
 
 

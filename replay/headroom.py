@@ -20,7 +20,7 @@ between the last scale that passed and the first that failed, to `--precision` (
 pass), within `--budget` steps in all. Each step's replay result
 (iofp/replay_result.py) is kept whole under steps/; the record (iofp/headroom_result.py) is written
 after every step, so a sweep stopped by SIGINT, SIGTERM or SIGHUP (fio stopped first,
-replay/interrupt.py) keeps the steps done so far as a valid partial result.
+replay/fio/interrupt.py) keeps the steps done so far as a valid partial result.
 """
 
 from __future__ import annotations
@@ -40,7 +40,8 @@ from iofp.errors import BadInput, IofpError
 from iofp.replay_result import PCTS, ReplayResult
 from iofp.slo import Slo
 from replay import fidelity as fidmod
-from replay import headroom_ceiling, interrupt, results, runner
+from replay import headroom_ceiling, runner
+from replay.fio import Interrupted, Stopped, prepare_dir, trap
 from replay.headroom_render import scale_text
 
 Note = Callable[[str], None]
@@ -123,11 +124,11 @@ def headroom(trace: Trace, opts: HeadroomOptions, note: Note | None = None) -> t
     opts.check()
     out = Path(opts.replay.output).absolute()
     _check_output(out, opts.replay.force)
-    with interrupt.trap():  # also over the cleanup: a second signal is remembered, not obeyed
+    with trap():  # also over the cleanup: a second signal is remembered, not obeyed
         try:
             prep = runner.prepare(trace, opts.replay)
-        except interrupt.Interrupted as e:
-            raise interrupt.Stopped(
+        except Interrupted as e:
+            raise Stopped(
                 f"headroom stopped by {e.name} before anything was written", e.signum
             ) from None
         try:
@@ -138,8 +139,8 @@ def headroom(trace: Trace, opts: HeadroomOptions, note: Note | None = None) -> t
                 )
             _prepare_output(out, opts.replay.force)
             return _run(_Sweep(prep, opts, out, _new_result(prep, opts), note or (lambda s: None)))
-        except interrupt.Interrupted as e:  # between the plan and the sweep's first record
-            raise interrupt.Stopped(f"headroom stopped by {e.name} before any step ran", e.signum) from None
+        except Interrupted as e:  # between the plan and the sweep's first record
+            raise Stopped(f"headroom stopped by {e.name} before any step ran", e.signum) from None
         finally:
             prep.close()
 
@@ -151,7 +152,7 @@ def _run(sw: _Sweep) -> tuple[Path, hr.HeadroomResult]:
         res.ceiling = headroom_ceiling.measure(sw.prep, sw.out / hr.CEILING_DIR)
         hr.write(sw.out, res)
         _search(sw)
-    except interrupt.Interrupted as e:
+    except Interrupted as e:
         res.interrupted = res.interrupted or e.name
     except IofpError:
         res.status = "partial"
@@ -396,7 +397,7 @@ def _check_output(out: Path, force: bool) -> None:
 
 def _prepare_output(out: Path, force: bool) -> None:
     """Make `out` ready; --force removes a previous sweep's artifacts (and only those)."""
-    results.prepare_dir(out, force, (hr.RECORD, hr.STEPS_DIR, hr.CEILING_DIR), "the sweep's results")
+    prepare_dir(out, force, (hr.RECORD, hr.STEPS_DIR, hr.CEILING_DIR), "the sweep's results")
 
 
 def default_output(target: Path) -> Path:

@@ -26,8 +26,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from iofp.headroom_result import Ceiling
-from replay import fiorun, iolog, results, runner
+from replay import iolog, runner
 from replay import pacing as pacemod
+from replay.fio import launch, write_job
 
 RAM_DIR = Path("/dev/shm")
 CEILING_FILE_BYTES = 64 << 20
@@ -53,10 +54,8 @@ def measure(prep: runner.Prepared, out: Path) -> Ceiling:
             prep.plan, out / "ceiling.iolog", mapping, force=True, pacing=pacemod.Pacing("off")
         )
         jobs = runner.jobs_of(conv.report)
-        job_path = out / "job.fio"
-        job_path.write_text(runner.job_file(prep.plan.trace, jobs, per_job=True))
-        cmd = fiorun.command(prep.fio.path, job_path)
-        rc, doc = _run(cmd, out, conv.report.kept, ram)
+        args = [write_job(out, runner.job_file(prep.plan.trace, jobs, per_job=True))]
+        rc, doc = _run(out, args)
         times = 1
         for _ in range(3):  # a plan done within one ms is timed as 1 ms: its first repeat may be short
             more = _repeats(doc, conv.report.kept * times) if rc == 0 and doc is not None else 1
@@ -66,7 +65,7 @@ def measure(prep: runner.Prepared, out: Path) -> Ceiling:
                 if st["kept"]:
                     repeat_iolog(Path(st["iolog"]), more)
             times *= more
-            rc, doc = _run(cmd, out, conv.report.kept * times, ram)
+            rc, doc = _run(out, args)
     finally:
         with contextlib.suppress(FileNotFoundError):
             ram.unlink()
@@ -75,9 +74,9 @@ def measure(prep: runner.Prepared, out: Path) -> Ceiling:
     return _ceiling(doc, conv.report, times)
 
 
-def _run(cmd: list[str], out: Path, n: int, ram: Path) -> tuple[int, dict | None]:
-    rc = fiorun.run(cmd, out, n, 0.0, False, ram)
-    return rc, results.parse_fio_json((out / "fio.stdout").read_text(errors="replace"))
+def _run(out: Path, args: list[str]) -> tuple[int, dict | None]:
+    res = launch(out, args)
+    return res.rc, res.doc
 
 
 def _repeats(doc: dict, lines: int) -> int:

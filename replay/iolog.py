@@ -517,7 +517,7 @@ def cli_mapping(
     pace: str,
 ) -> tuple[Mapping, pacemod.Pacing]:
     """`iofp iolog`'s options as a mapping and a pacing (no target to calibrate on: no --pace auto)."""
-    from replay import fiocaps
+    from replay.fio import installed
 
     if streams not in streammod.MODES:
         raise BadInput(f"--streams {streams}: choose one of {', '.join(streammod.MODES)}")
@@ -531,7 +531,7 @@ def cli_mapping(
         fold_size=target_size,
         align=512 if align is None else align,  # 0 is rejected, not taken for the default
         time_scale=time_scale,
-        trim=fiocaps.probe().iolog_trim,
+        trim=installed().iolog_trim,
     )
     engines = ("libaio", "psync", "io_uring", "pvsync2")
     return mapping, pacemod.Pacing(mode=spec.mode, overhead_ns=dict.fromkeys(engines, spec.overhead_ns))

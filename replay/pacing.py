@@ -38,7 +38,6 @@ from __future__ import annotations
 import json
 import random
 import re
-import subprocess
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,10 +45,11 @@ from typing import Any
 import numpy as np
 
 from iofp.errors import BadInput, IofpError
-from replay.results import parse_fio_json
+from replay.fio import launch
 
 CAL_SECONDS = 0.5  # per run; three runs
 CAL_MAX_IOS = 2000
+CAL_TIMEOUT_S = 120  # a calibration run takes ~1.5 s: longer is a hung fio
 CAL_MIN_GAP_NS = 20_000  # below this the gap is mostly busy time, not sleep: calibrate at 20 µs
 CAL_MAX_GAP_NS = 5_000_000
 MAX_OVERHEAD_NS = 1_000_000  # a calibration above 1 ms per I/O is not overhead but a broken run
@@ -173,7 +173,6 @@ def calibration_gap_ns(median_gap_ns: float | None) -> int:
 
 
 def calibrate(
-    fio: str,
     target: Path,
     target_size: int,
     engines: list[str],
@@ -194,18 +193,16 @@ def calibrate(
     log.write_text("\n".join(lines) + "\n")
     pacing = Pacing(mode="auto")
     for engine in sorted(set(engines)):
-        cmd = [
-            fio, "--output-format=json", "--name=calibrate", f"--ioengine={engine}", "--direct=1",
+        args = [
+            "--name=calibrate", f"--ioengine={engine}", "--direct=1",
             "--iodepth=4", f"--read_iolog={log}", "--stonewall",
             "--name=calibrate2", f"--read_iolog={log}", "--name=calibrate3", f"--read_iolog={log}",
         ]  # fmt: skip
-        res = subprocess.run(cmd, capture_output=True, text=True, cwd=workdir, timeout=120)
-        (workdir / f"calibration-{engine}.stdout").write_text(res.stdout)
-        (workdir / f"calibration-{engine}.stderr").write_text(res.stderr)
-        doc = parse_fio_json(res.stdout)
-        if res.returncode != 0 or doc is None:
+        res = launch(workdir, args, name=f"calibration-{engine}", timeout_s=CAL_TIMEOUT_S)
+        doc = res.doc
+        if res.rc != 0 or doc is None:
             raise IofpError(
-                f"pacing calibration failed (fio exit {res.returncode}); see {workdir}; "
+                f"pacing calibration failed (fio exit {res.rc}); see {workdir}; "
                 "pass --pace off or --pace 20us to replay without it"
             )
         # One fio run, three jobs one after another (stonewall); the median is robust to one run

@@ -2,9 +2,9 @@
 
 Order matters for safety, as in replay: the options, the fingerprint (--like), the target and the
 output directory are all checked before the first I/O; a probe that writes (seq writes, commits,
-preconditioning) passes replay's safety checks (replay/safety.py) or is refused whole. The runs
+preconditioning) passes replay's safety checks (replay/fio/safety.py) or is refused whole. The runs
 (replay/probe_plan.py) then go one after the other; after each, the record (iofp/probe_result.py)
-is written whole, so a probe stopped by SIGINT, SIGTERM or SIGHUP (replay/interrupt.py; fio
+is written whole, so a probe stopped by SIGINT, SIGTERM or SIGHUP (replay/fio/interrupt.py; fio
 stopped first) or by a failing run keeps every run done so far as a valid partial result that says
 it is one.
 """
@@ -22,7 +22,18 @@ from iofp import __version__
 from iofp import probe_result as pr
 from iofp.contract import device_facts
 from iofp.errors import BadInput, Refused
-from replay import fiocaps, interrupt, probe_fio, probe_knee, probe_like, probe_steady, results, safety
+from replay import probe_fio, probe_knee, probe_like, probe_steady
+from replay.fio import OVERRIDE as REPLAY_OVERRIDE
+from replay.fio import (
+    Interrupted,
+    Target,
+    check_target,
+    deferred,
+    inspect_target,
+    installed,
+    prepare_dir,
+    trap,
+)
 from replay.probe_capture import CommitCapture
 from replay.probe_plan import MIN_PROBED, SEQ_BS, TAIL_LOAD, ProbeOptions, RunSpec, plan, size_text
 
@@ -38,8 +49,8 @@ def probe(
     result with `interrupted` set; a failing fio run raises after the partial result is written."""
     opts.check()
     work = probe_like.from_fingerprint(probe_like.load(like), str(like)) if like else probe_like.defaults()
-    caps = fiocaps.probe()
-    target = safety.inspect(opts.target)
+    caps = installed()
+    target = inspect_target(opts.target)
     probed = _check_target(target, opts)
     probe_like.fit_to_block(work, target.logical_block_size)
     specs = plan(opts, work)
@@ -52,12 +63,12 @@ def probe(
     )  # fmt: skip
     capture = CommitCapture(out / pr.CAPTURE_DIR, target, opts.labels)
     t0 = time.monotonic()
-    with interrupt.trap():  # also over the cleanup: a second signal is remembered, not obeyed
+    with trap():  # also over the cleanup: a second signal is remembered, not obeyed
         try:
             _run_all(
-                specs, result, caps.path, str(target.path), probed, out, capture, note or (lambda s: None)
+                specs, result, str(target.path), probed, out, capture, note or (lambda s: None)
             )
-        except interrupt.Interrupted as e:
+        except Interrupted as e:
             result.interrupted = e.name
         except KeyboardInterrupt:  # outside the main thread, where trap() cannot install its handlers
             result.interrupted = "SIGINT"
@@ -72,19 +83,17 @@ def probe(
 
 
 def _run_all(
-    specs: list[RunSpec], result: pr.ProbeResult, fio: str, target: str, probed: int, out: Path,
+    specs: list[RunSpec], result: pr.ProbeResult, target: str, probed: int, out: Path,
     capture: CommitCapture, note: Note,
 ) -> None:  # fmt: skip
     for i, spec in enumerate(specs, 1):
         if spec.kind == "tail":
             _aim_tail(spec, result)
         if spec.kind == "commit" and capture.status["status"] == "not started":
-            with interrupt.deferred():  # a signal mid-start would leave the capture thread unstopped
+            with deferred():  # a signal mid-start would leave the capture thread unstopped
                 capture.start()
         note(f"[{i}/{len(specs)}] {spec.label}")
-        run = probe_fio.run(
-            fio, spec, target, probed, out / pr.RUNS_DIR / spec.name, f"{pr.RUNS_DIR}/{spec.name}"
-        )
+        run = probe_fio.run(spec, target, probed, out / pr.RUNS_DIR / spec.name, f"{pr.RUNS_DIR}/{spec.name}")
         if spec.runtime_s is not None:
             series = probe_steady.iops_series(out / run.dir)
             run.steady = probe_steady.judge(series, probe_fio.log_window_ms(spec) / 1000)
@@ -147,13 +156,13 @@ def _unsteady(st: pr.Steadiness) -> str:
     return f"range {st.last_range_share:.0%}, slope {st.last_slope_share or 0:.0%}"
 
 
-def _check_target(target: safety.Target, opts: ProbeOptions) -> int:
+def _check_target(target: Target, opts: ProbeOptions) -> int:
     """The bytes the probe will use (a whole number of MiB from offset 0); refuses unsafe writes."""
     if opts.writes:
         try:
-            safety.check(target, writes=True, allow_destructive=opts.allow_destructive)
+            check_target(target, writes=True, allow_destructive=opts.allow_destructive)
         except Refused as e:
-            msg = str(e).replace(safety.OVERRIDE, OVERRIDE)
+            msg = str(e).replace(REPLAY_OVERRIDE, OVERRIDE)
             raise Refused(msg if "--reads-only" in msg else f"{msg}, or pass --reads-only") from None
     size = target.size or 0
     if not size:
@@ -174,10 +183,10 @@ def _check_target(target: safety.Target, opts: ProbeOptions) -> int:
 def prepare_output(out: Path, force: bool) -> Path:
     """Make `out` ready: refused when it holds anything unless --force, which removes a previous
     probe's artifacts (and only those)."""
-    return results.prepare_dir(out, force, (pr.RECORD, pr.RUNS_DIR, pr.CAPTURE_DIR), "the probe's results")
+    return prepare_dir(out, force, (pr.RECORD, pr.RUNS_DIR, pr.CAPTURE_DIR), "the probe's results")
 
 
-def _target_record(target: safety.Target, probed: int) -> pr.Target:
+def _target_record(target: Target, probed: int) -> pr.Target:
     return pr.Target(
         path=str(target.path), kind=target.kind, name=target.name, size_bytes=target.size,
         probed_bytes=probed, logical_block_size=target.logical_block_size,

@@ -20,7 +20,7 @@ from iofp import duck
 from iofp.contract import SYNC_TABLE, open_trace
 from iofp.errors import IofpError, MissingCapability
 from iofp.probe_result import CaptureFigures, Run
-from replay.safety import Target
+from replay.fio import Target
 
 SQL = "replay.sql"
 

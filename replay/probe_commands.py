@@ -60,7 +60,8 @@ def probe_cmd(
 
     Example: iofp probe /dev/loop3 --like samples/fingerprints/market-open.fp.json --label device=ram-loop
     """
-    from replay import interrupt, probe, probe_render
+    from replay import probe, probe_render
+    from replay.fio import Stopped
 
     opts = probe_plan.ProbeOptions(
         target=target, output=output or probe.default_output(target), cells=probe_plan.parse_cells(cells),
@@ -75,7 +76,7 @@ def probe_cmd(
     echo(probe_render.summary(result), json_out)
     emit_json(json_out, result.to_dict(), force=force)
     if result.interrupted:
-        raise interrupt.Stopped(probe_render.stopped_line(result), signal.Signals[result.interrupted])
+        raise Stopped(probe_render.stopped_line(result), signal.Signals[result.interrupted])
     echo(f"Wrote {path}; every fio run's raw artifacts are in runs/ beside it.", json_out)
 
 

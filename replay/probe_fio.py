@@ -3,38 +3,33 @@
     job.fio  fio.cmd  fio.stdout  fio.stderr  fio.json (the JSON, non-JSON lines trimmed)  fio.rc
     iops_iops.N.log   fio's IOPS per interval, one file per job (time-based runs)
 
-fio runs in the run's directory (its logs land there), through replay's fio runner (fiorun.py): in
-a session of its own, so that an interrupt stops its whole process group (SIGTERM, then SIGKILL) and
-waits for it before going on, and under `setpriv --pdeathsig` so that even a killed iofp stops it.
+fio runs in the run's directory (its logs land there), through replay's fio launcher
+(replay/fio/launcher.py): in a session of its own, so that an interrupt stops its whole process group
+(SIGTERM, then SIGKILL) and waits for it before going on, and under `setpriv --pdeathsig` so that
+even a killed iofp stops it.
 No fio is left writing to the target.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Any
 
 from iofp.errors import IofpError
 from iofp.probe_result import FioFigures, Run
-from replay import fiorun
+from replay.fio import launch, write_job
 from replay.probe_plan import LOG_WINDOWS, RunSpec
-from replay.results import parse_fio_json
 
 
-def run(fio: str, spec: RunSpec, target: str, probed: int, run_dir: Path, rel: str) -> Run:
+def run(spec: RunSpec, target: str, probed: int, run_dir: Path, rel: str) -> Run:
     """Run `spec` on `target`; its artifacts go to `run_dir` (`rel` from the result directory)."""
     run_dir.mkdir(parents=True)
-    (run_dir / "job.fio").write_text(spec.job_file(target, probed))
+    args = [write_job(run_dir, spec.job_file(target, probed))]
     started = time.time_ns()
-    rc = fiorun.run(
-        fiorun.command(fio, run_dir / "job.fio"), run_dir, 0, spec.runtime_s or 0, False, Path(target)
-    )
+    res = launch(run_dir, args)
     ended = time.time_ns()
-    doc = parse_fio_json((run_dir / "fio.stdout").read_text(errors="replace"))
-    if doc is not None:
-        (run_dir / "fio.json").write_text(_dumps(doc))
+    rc, doc = res.rc, res.doc
     if rc != 0 or doc is None:
         raise IofpError(f"fio exited with status {rc} in run {spec.name}; see {run_dir / 'fio.stderr'}")
     return Run(
@@ -52,10 +47,6 @@ def run(fio: str, spec: RunSpec, target: str, probed: int, run_dir: Path, rel: s
         ended_ns=ended,
         fio=figures(doc, "read" if spec.rw in ("read", "randread") else "write"),
     )
-
-
-def _dumps(doc: dict[str, Any]) -> str:
-    return json.dumps(doc, indent=2)
 
 
 def figures(doc: dict[str, Any], ddir: str) -> FioFigures:

@@ -4,7 +4,7 @@
     stats, commit groups, streams: once) -> safety -> mapping -> results directory -> pacing ->
     iologs and job file -> capture + fio -> iofp's figures and fidelity -> the result (replay_result)
 
-Order matters for safety: the target is inspected and checked (safety.py) before anything is
+Order matters for safety: the target is inspected and checked (replay/fio/safety.py) before anything is
 written, and fio is only started once the iologs exist and every check passed. While fio runs, iofp's
 own capture (the capture stage's public `bpf.start_capture`) records the target's block I/O and sync
 calls; the run's figures (measure.py) and its fidelity (fidelity.py) come from that capture. A
@@ -16,8 +16,8 @@ parses about a second ahead instead of all up front: ~34 MB instead of ~250 MB f
 timing, measured in BENCHMARKS.md). No replay_redirect: the log names the target itself.
 
 A stop signal (SIGINT, SIGTERM, SIGHUP) at any step stops fio's whole process group first
-(fiorun.py), writes back what fio's buffered commit jobs had written so that nothing reaches the
-target after iofp exits, records the run as partial, and exits 128 + the signal number.
+(replay/fio/launcher.py), writes back what fio's buffered commit jobs had written so that nothing
+reaches the target after iofp exits, records the run as partial, and exits 128 + the signal number.
 """
 
 from __future__ import annotations
@@ -38,11 +38,29 @@ from iofp import replay_result as rr
 from iofp.contract import Trace, device_facts, open_trace
 from iofp.errors import BadInput, IofpError, MissingCapability
 from replay import fidelity as fidmod
-from replay import fiocaps, fiorun, interrupt, iolog, measure, results, safety
+from replay import iolog, measure
 from replay import pacing as pacemod
 from replay import plan as planmod
 from replay import selection as selmod
 from replay import streams as streammod
+from replay.fio import (
+    FioCaps,
+    Interrupted,
+    Progress,
+    Stopped,
+    Target,
+    check_target,
+    check_target_size,
+    clear_artifacts,
+    command,
+    deferred,
+    fio_summary,
+    inspect_target,
+    installed,
+    launch,
+    trap,
+    write_job,
+)
 
 ENGINES = ("auto", "libaio", "io_uring", "psync", "pvsync2")
 CHUNKED_ABOVE = 100_000
@@ -87,15 +105,16 @@ class Run:
 
     opts: ReplayOptions
     plan: planmod.Plan
-    target: safety.Target
+    target: Target
     out: Path
     foreign: set[str]
-    fio: fiocaps.FioCaps
+    fio: FioCaps
     mapping: iolog.Mapping | None = None
     created: bool = False
     pacing: pacemod.Pacing | None = None
     conv: iolog.Conversion | None = None
     jobs: list[JobSpec] = field(default_factory=list)
+    args: list[str] = field(default_factory=list)  # fio's arguments (its job file)
     cmd: list[str] = field(default_factory=list)
     rc: int | None = None
     started: datetime = field(default_factory=lambda: datetime.now(UTC))
@@ -111,19 +130,19 @@ class Run:
 def replay(trace: Trace, opts: ReplayOptions) -> tuple[Path, rr.ReplayResult]:
     """Replay the selection of `trace` onto `opts.target`; returns (results.json path, result)."""
     opts.check()
-    with interrupt.trap():
+    with trap():
         try:
             prep = prepare(trace, opts)
             try:
                 path, res = run_step(prep, opts)
             finally:
                 prep.close()
-        except interrupt.Interrupted as e:  # before the results directory was made: nothing to record
-            raise interrupt.Stopped(
+        except Interrupted as e:  # before the results directory was made: nothing to record
+            raise Stopped(
                 f"replay stopped by {e.name} before anything was written", e.signum
             ) from None
     if res.interrupted:
-        raise interrupt.Stopped(
+        raise Stopped(
             f"replay stopped by {res.interrupted}; fio and its jobs were stopped first; "
             f"the partial run is recorded in {path}",
             _signum(res.interrupted),
@@ -139,11 +158,11 @@ def replay(trace: Trace, opts: ReplayOptions) -> tuple[Path, rr.ReplayResult]:
 @dataclass
 class Prepared:
     """What every run of one selection on one target shares, resolved once before any I/O: fio, the
-    inspected target (checked by safety.py), the plan (plan.py) and how it maps onto the target.
+    inspected target (checked by replay/fio/safety.py), the plan (plan.py) and how it maps onto the target.
     `iofp headroom` runs it at several time scales (`run_step`); close() when done."""
 
-    fio: fiocaps.FioCaps
-    target: safety.Target
+    fio: FioCaps
+    target: Target
     plan: planmod.Plan
     mapping: iolog.Mapping  # at opts.time_scale; run_step replaces the scale
 
@@ -153,13 +172,13 @@ class Prepared:
 
 def prepare(trace: Trace, opts: ReplayOptions) -> Prepared:
     """Probe fio, inspect the target, resolve the plan (once), check safety and the target's size."""
-    caps = fiocaps.probe()
-    target = safety.inspect(opts.target)
+    caps = installed()
+    target = inspect_target(opts.target)
     plan = planmod.resolve(
         trace, opts.selection, streams=opts.streams, engine=opts.engine, iodepth=opts.iodepth
     )
     try:
-        safety.check(target, writes=plan.stats.writes_anything, allow_destructive=opts.allow_destructive)
+        check_target(target, writes=plan.stats.writes_anything, allow_destructive=opts.allow_destructive)
         mapping = _mapping(target, opts, plan.stats)
     except BaseException:
         plan.close()
@@ -176,7 +195,7 @@ def run_step(prep: Prepared, opts: ReplayOptions) -> tuple[Path, rr.ReplayResult
     run = Run(opts, prep.plan, prep.target, out, prepare_output(out, opts.force), prep.fio, mapping)
     try:
         _execute(run)
-    except interrupt.Interrupted as e:
+    except Interrupted as e:
         _stopped(run, e)
     res = result(run)
     return rr.write(out, res), res
@@ -191,7 +210,7 @@ def _execute(run: Run) -> None:
                 max(_footprint(run.plan.stats, run.mapping), run.mapping.fold_size or 0, run.mapping.align)
             )
         run.created = True
-    run.pacing = _pacing(run.opts, run.fio.path, run.target, run.plan.streams, run.out / "calibration")
+    run.pacing = _pacing(run.opts, run.target, run.plan.streams, run.out / "calibration")
     run.conv = iolog.write(
         run.plan,
         run.out / "replay.iolog",
@@ -204,9 +223,8 @@ def _execute(run: Run) -> None:
         with open(run.target.path, "r+b") as f:
             f.truncate(run.conv.report.max_end)
     run.jobs = jobs_of(run.conv.report)
-    job_path = run.out / "job.fio"
-    job_path.write_text(job_file(run.plan.trace, run.jobs))
-    run.cmd = fiorun.command(run.fio.path, job_path)
+    run.args = [write_job(run.out, job_file(run.plan.trace, run.jobs))]
+    run.cmd = command(run.args)
     _run_captured(run)
     _judge(run)
 
@@ -219,18 +237,14 @@ def _run_captured(run: Run) -> None:
     try:
         _start_capture(run)
         t0 = time.monotonic()
-        run.rc = fiorun.run(
-            run.cmd, run.out, report.kept, report.duration_us / 1e6, run.opts.progress, run.target.path
-        )
+        shown = Progress(report.kept, report.duration_us / 1e6, run.target.path)
+        run.rc = launch(run.out, run.args, progress=shown if run.opts.progress else None).rc
     finally:
-        with interrupt.deferred():
+        with deferred():
             run.fio_s = None if t0 is None else time.monotonic() - t0
             if run.bg is not None:
                 summary = run.bg.stop()
                 run.capture = summary.to_dict() if hasattr(summary, "to_dict") else dict(summary)
-            doc = results.parse_fio_json((run.out / "fio.stdout").read_text(errors="replace")) if t0 else None
-            if doc is not None:
-                (run.out / "fio.json").write_text(json.dumps(doc, indent=2))
 
 
 def _judge(run: Run) -> None:
@@ -247,9 +261,9 @@ def _judge(run: Run) -> None:
         run.fidelity = {"status": "failed", "reason": str(e), "capture": run.capture}
 
 
-def _stopped(run: Run, e: interrupt.Interrupted) -> None:
-    """After a stop signal: fio is stopped (fiorun), the capture too (_run_captured's finally)."""
-    with interrupt.deferred():
+def _stopped(run: Run, e: Interrupted) -> None:
+    """After a stop signal: fio is stopped (the launcher), the capture too (_run_captured's finally)."""
+    with deferred():
         ran = (
             f" ({run.fio_s:.1f} s of {run.conv.report.duration_us / 1e6:.1f} s)"
             if run.fio_s and run.conv
@@ -307,7 +321,7 @@ def result(run: Run) -> rr.ReplayResult:
             "version": run.fio.version,
             "command": shlex.join(run.cmd),
             "exit_code": run.rc,
-            "summary": results.fio_summary(_fio_doc(run.out)),
+            "summary": fio_summary(_fio_doc(run.out)),
         },
         timing={
             "started": run.started.isoformat(),
@@ -332,8 +346,8 @@ def result(run: Run) -> rr.ReplayResult:
 
 
 def _fio_doc(out: Path) -> dict[str, Any] | None:
-    f = out / "fio.json"
-    return results.parse_fio_json(f.read_text()) if f.is_file() else None
+    f = out / "fio.json"  # the launcher's trimmed JSON, kept also when fio was stopped
+    return json.loads(f.read_text()) if f.is_file() else None
 
 
 def _trace_info(trace: Trace) -> dict[str, Any]:
@@ -387,7 +401,7 @@ def prepare_output(out: Path, force: bool) -> set[str]:
             raise BadInput(f"{out} already exists and is not empty; pass --force or choose another --output")
         if not out.is_dir():
             raise BadInput(f"{out} is a file; choose another --output")
-        return results.clear_artifacts(out)
+        return clear_artifacts(out)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -395,7 +409,7 @@ def prepare_output(out: Path, force: bool) -> set[str]:
     return set()
 
 
-def _mapping(target: safety.Target, opts: ReplayOptions, stats: selmod.SelectionStats) -> iolog.Mapping:
+def _mapping(target: Target, opts: ReplayOptions, stats: selmod.SelectionStats) -> iolog.Mapping:
     """How the selection lands on the target, checked against its size."""
     fold_size = _fold_size(target, opts)
     mapping = iolog.Mapping(
@@ -403,15 +417,15 @@ def _mapping(target: safety.Target, opts: ReplayOptions, stats: selmod.Selection
         fold_size=fold_size,
         align=target.logical_block_size if opts.align is None else opts.align,
         time_scale=opts.time_scale,
-        trim=fiocaps.probe().iolog_trim and target.is_block,
+        trim=installed().iolog_trim and target.is_block,
     )
     mapping.check()
     needed = stats.max_end if iolog.fold_modulus(stats, mapping) is None else 0
-    safety.check_size(target, -(-needed // mapping.align) * mapping.align, folded=fold_size is not None)
+    check_target_size(target, -(-needed // mapping.align) * mapping.align, folded=fold_size is not None)
     return mapping
 
 
-def _fold_size(target: safety.Target, opts: ReplayOptions) -> int | None:
+def _fold_size(target: Target, opts: ReplayOptions) -> int | None:
     if opts.target_size is not None:
         if target.size is not None and opts.target_size > target.size:
             raise BadInput(
@@ -477,7 +491,7 @@ def _footprint(stats: selmod.SelectionStats, mapping: iolog.Mapping) -> int:
 
 
 def _pacing(
-    opts: ReplayOptions, fio: str, target: safety.Target, plan: streammod.StreamPlan, workdir: Path
+    opts: ReplayOptions, target: Target, plan: streammod.StreamPlan, workdir: Path
 ) -> pacemod.Pacing:
     spec = pacemod.PaceSpec.parse(opts.pace)
     engines = sorted({s.engine for s in plan.streams})
@@ -488,7 +502,7 @@ def _pacing(
     biggest = max(plan.streams, key=lambda s: s.ios)
     size = target.size or target.path.stat().st_size
     gap = pacemod.calibration_gap_ns(biggest.median_gap_ns)
-    return pacemod.calibrate(fio, target.path, size, engines, gap, workdir)
+    return pacemod.calibrate(target.path, size, engines, gap, workdir)
 
 
 def _start_capture(run: Run) -> Any:
@@ -514,7 +528,7 @@ def _start_capture(run: Run) -> Any:
         output=run.out / "capture", devices=[run.target.name], labels=dict(run.opts.labels), force=True
     )
     try:
-        with interrupt.deferred():  # a signal mid-start would leave the capture thread running
+        with deferred():  # a signal mid-start would leave the capture thread running
             run.bg = bpf.start_capture(opts)
     except MissingCapability as e:
         run.fidelity = {"status": "not measured", "reason": f"capture unavailable: {e}"}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -11,7 +12,9 @@ from conftest import REPO, needs_fio
 from helpers import blkreplay_records, io_lines, mysql_load, run_iofp, write_trace
 
 from iofp.contract import open_trace
-from replay import fiocaps, iolog, pacing
+from iofp.fioversion import parse_version
+from replay import iolog, pacing
+from replay.fio import installed
 from replay.selection import Selection
 
 # --------------------------------------------------------------------------------------------
@@ -103,12 +106,12 @@ def test_trim_is_written_only_when_fio_reads_it(mixed_trace, tmp_path):
 
 
 def test_installed_fio_decides_trim():
-    caps = fiocaps.probe() if fiocaps.shutil.which("fio") else None
+    caps = installed() if shutil.which("fio") else None
     if caps is None:
         pytest.skip("needs fio (apt install fio)")
-    assert caps.iolog_trim == (fiocaps.parse_version(caps.version) >= (3, 34))
-    assert fiocaps.parse_version("fio-3.33") == (3, 33)
-    assert fiocaps.parse_version("fio-3.42-135-gf5344384") == (3, 42)
+    assert caps.iolog_trim == (parse_version(caps.version) >= (3, 34))
+    assert parse_version("fio-3.33") == (3, 33)
+    assert parse_version("fio-3.42-135-gf5344384") == (3, 42)
 
 
 def test_all_devices_go_to_the_one_target_and_default_target_needs_one_device(mixed_trace, tmp_path):
@@ -345,9 +348,9 @@ def test_fio_parses_every_line_of_the_generated_logs(which, pace, mysql_trace, t
     )
     assert res.returncode == 0, res.stderr
     assert "bad iolog" not in res.stderr + res.stdout and "bad ddir" not in res.stderr + res.stdout
-    from replay.results import parse_fio_json
+    from replay.fio import fio_json
 
-    job = parse_fio_json(res.stdout)["jobs"][0]
+    job = fio_json(res.stdout)["jobs"][0]
     assert (job["read"]["total_ios"], job["write"]["total_ios"]) == (rep.ops["read"], rep.ops["write"])
     assert rep.kept == open_trace(trace).num_rows()
 

@@ -11,14 +11,13 @@ from conftest import assert_tracer_lost_nothing, destroy_loop_device, make_loop_
 from helpers import blkreplay_records, load_result, mysql_load, run_iofp, write_trace
 
 from iofp.contract import open_trace
-from replay import fiocaps
-from replay.results import parse_fio_json
+from replay.fio import fio_json, installed
 
 pytestmark = [needs_root, needs_fio]
 
 
 def fio_totals(out: Path) -> dict[str, int]:
-    job = parse_fio_json((out / "fio.stdout").read_text())["jobs"][0]
+    job = fio_json((out / "fio.stdout").read_text())["jobs"][0]
     return {d: job[d]["total_ios"] for d in ("read", "write", "trim")} | {"sync": job["sync"]["total_ios"]}
 
 
@@ -87,7 +86,7 @@ def test_mysql_spike_replayed_exactly_with_measured_fidelity(mysql_trace, loop_d
     )
     assert rec["labels"] == {"device": "ram-loop"}
     assert rec["target"]["device_facts"]["backing_file"].startswith("/dev/shm/")
-    assert rec["fio"]["version"] == fiocaps.probe().version
+    assert rec["fio"]["version"] == installed().version
 
 
 def test_tpcc_folded_onto_a_loop_device(tpcc_trace, loop_device, tmp_path):
@@ -128,7 +127,7 @@ def test_live_captured_trace_replays_onto_another_device(loop_device, tmp_path):
     finally:
         destroy_loop_device(src, backing)
     assert res.returncode == 0, res.stderr
-    orig = parse_fio_json(res.stdout)["jobs"][0]
+    orig = fio_json(res.stdout)["jobs"][0]
     assert_tracer_lost_nothing(summary.loss, summary.io_events)
     trace = open_trace(tmp_path / "orig")
     sel_ops = {"read": 0, "write": 0, "flush": 0}
@@ -189,7 +188,7 @@ def test_regular_file_target_records_why_fidelity_is_not_measured(tpcc_trace, tm
         }
         assert "fidelity: not measured: the target is a regular file" in stdout
         assert fio_totals(out)["read"] == 4381
-        assert json.loads((out / "fio.json").read_text())["fio version"] == fiocaps.probe().version
+        assert json.loads((out / "fio.json").read_text())["fio version"] == installed().version
     finally:
         target.unlink(missing_ok=True)
 

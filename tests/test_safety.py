@@ -16,7 +16,7 @@ import pytest
 from conftest import needs_fio, needs_root
 from helpers import run_iofp, write_trace
 
-from replay import safety
+from replay.fio import safety
 
 pytestmark = [needs_root, needs_fio]
 
@@ -283,9 +283,9 @@ def test_undersized_target_is_refused_even_for_reads_unless_folded(scratch, smal
 
 def test_blank_unused_device_is_accepted(scratch, small_trace, tmp_path):
     dev = make_loop(scratch, 4)
-    target = safety.inspect(dev)
+    target = safety.inspect_target(dev)
     assert (target.kind, target.name, target.size) == ("block", Path(dev).name, 4 << 20)
-    safety.check(target, writes=True, allow_destructive=False)  # raises when unsafe
+    safety.check_target(target, writes=True, allow_destructive=False)  # raises when unsafe
 
 
 def test_regular_file_is_created_sized_to_the_log(small_trace, tmp_path):

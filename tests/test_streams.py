@@ -11,7 +11,7 @@ from conftest import destroy_loop_device, make_loop_device, needs_fio, needs_roo
 from helpers import io_lines, load_result, run_iofp
 
 from iofp.contract import open_trace
-from replay import fiocaps, pacing
+from replay import pacing
 
 WAL_JOB = """
 [global]
@@ -71,7 +71,7 @@ def test_pace_option_parses(text, mode, ns):
 def test_calibration_measures_a_sane_overhead(tmp_path):
     dev, backing = make_loop_device(64)
     try:
-        p = pacing.calibrate(fiocaps.probe().path, Path(dev), 64 << 20, ["libaio"], 300_000, tmp_path)
+        p = pacing.calibrate(Path(dev), 64 << 20, ["libaio"], 300_000, tmp_path)
     finally:
         destroy_loop_device(dev, backing)
     cal = p.calibration[0]

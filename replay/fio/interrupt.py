@@ -3,7 +3,7 @@
 Python turns SIGINT into KeyboardInterrupt but leaves SIGTERM and SIGHUP at their default, which
 kills iofp on the spot: fio, its own process, kept writing to the target (measured: 9,613 more
 writes in 2 s, and no results.json). `trap()` makes SIGINT, SIGTERM and SIGHUP raise `Interrupted`
-in the main thread, so the runner's cleanup runs: fio's whole process group is stopped (fiorun.py),
+in the main thread, so the runner's cleanup runs: fio's whole process group is stopped (launcher.py),
 the capture is stopped, the partial run is recorded as partial, and iofp exits with 128 + the
 signal's number. After the first signal the handlers only remember further ones, so the cleanup
 itself is not cut short.

@@ -14,7 +14,6 @@ Layout of a results directory (all kept, so a run can be re-examined without re-
 
 from __future__ import annotations
 
-import json
 import shutil
 from fnmatch import fnmatch
 from pathlib import Path
@@ -62,17 +61,6 @@ def prepare_dir(out: Path, force: bool, artifacts: tuple[str, ...], what: str) -
     except OSError as e:
         raise BadInput(f"cannot write {what} to {out}: {e.strerror}") from None
     return out
-
-
-def parse_fio_json(text: str) -> dict[str, Any] | None:
-    """fio's JSON output, ignoring anything fio printed around it (warnings go to stdout too)."""
-    start, end = text.find("{"), text.rfind("}")
-    if start < 0 or end < start:
-        return None
-    try:
-        return json.loads(text[start : end + 1])
-    except ValueError:
-        return None
 
 
 def fio_summary(doc: dict[str, Any] | None) -> dict[str, Any]:

@@ -55,7 +55,7 @@ class Target:
         return self.kind == "block"
 
 
-def inspect(path: Path | str) -> Target:
+def inspect_target(path: Path | str) -> Target:
     """Resolve the target and read its size and kind; BadInput for things fio cannot replay onto."""
     p = Path(path).absolute()
     try:
@@ -122,7 +122,7 @@ def _block_name(rdev: int, p: Path) -> str:
         raise BadInput(f"{p}: block device {os.major(rdev)}:{os.minor(rdev)} is not in sysfs") from None
 
 
-def check(target: Target, *, writes: bool, allow_destructive: bool) -> None:
+def check_target(target: Target, *, writes: bool, allow_destructive: bool) -> None:
     """Raise Refused (exit 2) naming the object and the fix when writing to `target` is unsafe."""
     if not writes or allow_destructive or target.kind == "new-file":
         return
@@ -226,7 +226,7 @@ def _comm(proc: Path) -> str:
         return "?"
 
 
-def check_size(target: Target, needed: int, *, folded: bool) -> None:
+def check_target_size(target: Target, needed: int, *, folded: bool) -> None:
     """Refuse a target that cannot hold the selection's highest byte (reads past the end abort fio)."""
     if target.size is None or needed <= target.size:
         return
