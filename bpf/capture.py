@@ -40,6 +40,7 @@ from iofp.contract import (
     PARQUET_DEFAULTS,
     SPOOL,
     SYNC_TABLE,
+    OnFile,
     TraceMeta,
     TraceWriter,
     check_output_dir,
@@ -95,6 +96,7 @@ class CaptureOptions:
     buffer_bytes: int = MAX_PENDING_BYTES  # records held before a file is written early
     spool_bytes: int = SPOOL_BYTES  # raw records held on disk while the writer is busy; 0: none
     witness: str = "agent"  # whose completions the tracefs witness records (bpf/witness.py)
+    on_file: OnFile | None = None  # told of each complete file (a shipper to an object store)
 
 
 @dataclass
@@ -413,7 +415,7 @@ def _record(
     _release_startup_memory()
     _warm_up(bits, opts.buffer_bytes)
     request.check(_not_started(opts))
-    writer = TraceWriter(opts.output, meta, force=opts.force)
+    writer = TraceWriter(opts.output, meta, force=opts.force, on_file=opts.on_file)
     out: _Writer | None = None
     spool = _spool(opts)
     try:

@@ -16,6 +16,9 @@ if TYPE_CHECKING:
     from bpf.capture import CaptureOptions, CaptureSummary
 
 
+SHIP_WAIT_S = 600.0  # at the end of a capture to a store: what is not shipped by then stays spooled
+
+
 def capture_cmd(
     device: list[str] = typer.Option(
         [], "--device", "-d", help="Block device to trace, e.g. loop3 (repeatable; default all)."
@@ -24,7 +27,11 @@ def capture_cmd(
         None, "--duration", help="Stop after this long, e.g. 30s or 5m (default: until Ctrl-C)."
     ),
     output: Path = typer.Option(
-        Path("trace"), "--output", "-o", help="Trace directory to create (must be new or empty)."
+        Path("trace"),
+        "--output",
+        "-o",
+        help="Trace directory to create (must be new or empty); or s3://BUCKET/PREFIX, a lake: "
+        "the trace ships to PREFIX/host=/service=/date=/ as each file completes (needs --label service=).",
     ),
     label: list[str] = typer.Option(
         [], "--label", help="key=value stored in the trace's metadata (repeatable)."
@@ -71,9 +78,12 @@ def capture_cmd(
     Example: sudo iofp capture --device nvme0n1 --duration 60s --label service=orders -o orders-peak
     """
     from bpf.capture import CaptureOptions, loss_warning, render_summary
+    from store import trace_output
 
+    target = trace_output(output, parse_labels(label))  # s3://LAKE: written to a spool, shipped
     opts = CaptureOptions(
-        output=output,
+        output=target.local,
+        on_file=target.on_file,
         devices=list(device),
         duration_s=parse_duration_ns(duration, "--duration") / 1e9 if duration else None,
         labels=parse_labels(label),
@@ -94,6 +104,8 @@ def capture_cmd(
         if (warning := loss_warning(summary)) is not None:
             typer.echo(f"iofp: {warning}", err=True)
         echo("\n".join(render_summary(summary)), json_out)
+        if (shipped := target.finish(SHIP_WAIT_S)) is not None:
+            echo(shipped, json_out)
         if (path := emit_json(json_out, summary.to_dict(), force=force)) is not None:
             echo(f"Wrote {path}.", json_out)
 

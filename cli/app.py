@@ -101,8 +101,9 @@ def _register() -> None:
     from fingerprint import catalog_commands
     from fingerprint import commands as fingerprint_cmds
     from replay import commands as replay_cmds
+    from store import commands as store_cmds
 
-    for mod in (capture_cmds, fingerprint_cmds, report_cmds, replay_cmds, catalog_commands):
+    for mod in (capture_cmds, fingerprint_cmds, report_cmds, replay_cmds, catalog_commands, store_cmds):
         mod.register(app)
     for info in [
         *app.registered_commands,

@@ -15,16 +15,19 @@ null, never invented. Every stage imports this module; this module imports no st
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import errno
+import functools
 import json
 import os
 import platform
+import re
 import shutil
 import socket
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,7 +35,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from iofp import __version__, fingerprint_doc
+from iofp import __version__, fingerprint_doc, objstore
 from iofp.errors import BadInput, OutputFailed, SchemaMismatch, warn
 from iofp.filecheck import RowRules, check_columns, check_rows, damage_in, read_schema
 
@@ -296,6 +299,9 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         raise err(f"cannot write {path}: {e.strerror}") from None
 
 
+# Told of each complete file of a trace being written: (local path, name in the trace, metadata)
+OnFile = Callable[[Path, str, "TraceMeta"], None]
+
 # How every trace file is written (pyarrow.parquet.write_table keywords); writers may add to it
 PARQUET_DEFAULTS: dict[str, Any] = {"compression": "zstd", "row_group_size": 1 << 20}
 
@@ -377,12 +383,15 @@ class TraceWriter:
     """
 
     def __init__(
-        self, root: Path | str, meta: TraceMeta, *, force: bool = False, resume: bool = False
+        self, root: Path | str, meta: TraceMeta, *, force: bool = False, resume: bool = False,
+        on_file: OnFile | None = None,
     ) -> None:
         """`resume`: add files to the unfinished trace at `root` (a killed capture's, with `iofp
-        recover`), numbered after those there."""
+        recover`), numbered after those there. `on_file(path, name, meta)` is told of each file once
+        it is complete (name: "io/part-000001.parquet", MANIFEST last): a shipper's cue."""
         self.root = Path(root)
         self.meta = meta
+        self.on_file = on_file
         self._written: list[Path] = []
         self._made: list[Path] = []
         self._aside: Path | None = None
@@ -455,6 +464,8 @@ class TraceWriter:
             raise OutputFailed(f"cannot write {path}: {reason}") from None
         self._written.append(path)
         self.rows[table] += tbl.num_rows
+        if self.on_file is not None:
+            self.on_file(path, f"{table}/{path.name}", self.meta)
         return path
 
     def write_manifest(self) -> None:
@@ -469,6 +480,8 @@ class TraceWriter:
 
     def close(self) -> None:
         self.write_manifest()
+        if self.on_file is not None:
+            self.on_file(self.root / MANIFEST, MANIFEST, self.meta)
         if self._aside is not None:
             shutil.rmtree(self._aside, ignore_errors=True)
             self._aside = None
@@ -557,7 +570,10 @@ def open_trace(path: Path | str) -> Trace:
     """Open a trace directory (or a single io Parquet file) and check it: its schema version, every
     file's footer and columns, and every row for values no request can have (a negative offset, a
     null time, an unknown op). A trace without trace.json is read, with a warning that it may be
-    incomplete (its writer did not finish)."""
+    incomplete (its writer did not finish). An `s3://` trace is copied to a local scratch
+    directory first (fetch_trace), and only once it is complete."""
+    if (url := objstore.url_of(path)) is not None:
+        return open_trace(fetch_trace(url, _scratch() / f"{len(_opened_traces)}-{url.name or 'trace'}"))
     root = Path(path)
     check_utf8_path(root)
     if not root.exists():
@@ -680,3 +696,60 @@ def read_failure(error: BaseException) -> BadInput | None:
 
 def read_meta(path: Path | str) -> TraceMeta:
     return open_trace(path).meta
+
+
+# --------------------------------------------------------------------------------------------
+# In an object store: a fleet's traces as a hive-partitioned lake
+# --------------------------------------------------------------------------------------------
+
+# Where a trace goes in a lake: PREFIX/host=H/service=S/date=YYYY-MM-DD/ (its io/, sync/, trace.json),
+# one trace per host, service and day: a table engine (Spark, DuckDB) reads the lake with these
+# three as partition columns. The fingerprint of the trace sits beside them as FINGERPRINT.
+HIVE_KEYS = ("host", "service", "date")
+FINGERPRINT = "fingerprint.json"
+_PART = re.compile(r"(io|sync)/part-\d{6}\.parquet")
+
+
+def hive_parts(meta: TraceMeta) -> dict[str, str]:
+    """The partition values of a trace: its host, its service label and its capture's UTC date."""
+    service = meta.labels.get("service")
+    if not service:
+        raise BadInput("a trace shipped to a store needs its service: pass --label service=NAME")
+    if meta.capture_start_ns is None:
+        raise BadInput("a trace shipped to a store needs its wall-clock start; this one has none")
+    day = time.strftime("%Y-%m-%d", time.gmtime(meta.capture_start_ns / 1e9))
+    parts = {"host": meta.host, "service": service, "date": day}
+    for k, v in parts.items():
+        if not v or "/" in v or "=" in v:
+            raise BadInput(f"{k} {v!r} cannot name a partition (no '/' or '='); relabel it")
+    return parts
+
+
+def hive_path(parts: Mapping[str, str]) -> str:
+    return "/".join(f"{k}={parts[k]}" for k in HIVE_KEYS)
+
+
+def fetch_trace(url: objstore.Url, into: Path) -> Path:
+    """Copy the trace at `url` to the local directory `into` (made; left to the caller). Only a
+    complete trace: its manifest is shipped last, so objects without one are a trace still being
+    written (or abandoned), and reading them would be reading a part as the whole."""
+    prefix = url.key.rstrip("/") + "/"
+    names = [k[len(prefix):] for k, _ in objstore.listing(url)]
+    if MANIFEST not in names:
+        if any(_PART.fullmatch(n) for n in names):
+            raise BadInput(f"{url}: no {MANIFEST} yet: the capture shipping it has not finished "
+                           "(or stopped); nothing was read")  # fmt: skip
+        raise BadInput(f"{url}: no trace there (no {MANIFEST}); list the prefix for the traces it holds")
+    for name in (*sorted(n for n in names if _PART.fullmatch(n)), MANIFEST):
+        local = into / name
+        local.parent.mkdir(parents=True, exist_ok=True)
+        objstore.download(url.join(name), local)
+    return into
+
+
+@functools.cache
+def _scratch() -> Path:
+    """This process's directory for traces copied from a store (removed when it exits)."""
+    d = Path(tempfile.mkdtemp(prefix="iofp-fetched-"))
+    atexit.register(shutil.rmtree, d, ignore_errors=True)
+    return d

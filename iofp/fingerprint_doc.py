@@ -409,9 +409,13 @@ def is_fingerprint_file(path: Path) -> bool:
 
 
 def load(path: Path | str) -> Fingerprint:
-    """Read and check the fingerprint JSON at `path`."""
+    """Read and check the fingerprint JSON at `path` (a file, or an s3:// object)."""
+    from iofp import objstore
+
     try:
-        doc = json.loads(Path(path).read_text())
+        url = objstore.url_of(path)
+        doc = json.loads(objstore.get_bytes(url) if url else Path(path).read_text())
+        path = url or path
     except OSError as e:
         raise BadInput(f"{path}: cannot read it ({e.strerror})") from None
     except ValueError as e:

@@ -16,18 +16,30 @@ from typing import Any
 import typer
 from rich.console import Console
 
+from iofp import objstore
 from iofp.contract import atomic_write_bytes, check_output_file
+from iofp.errors import BadInput
 
 JSON_HELP = "Write the result as JSON to FILE, or to stdout with - (the summary then goes to stderr)."
 OUTPUT_METAVAR = "PATH"
 
 
-def json_target(arg: str | None, *, force: bool) -> Path | None:
-    """The --json file, checked before any work; None for none or stdout (-)."""
+def json_target(arg: str | None, *, force: bool) -> Path | objstore.Url | None:
+    """The --json file (or s3:// object), checked before any work; None for none or stdout (-)."""
     if arg is None or arg == "-":
         return None
+    if (url := objstore.url_of(arg)) is not None:
+        check_output_object(url, force=force)
+        return url
     check_output_file(Path(arg), force=force)
     return Path(arg)
+
+
+def check_output_object(url: objstore.Url, *, force: bool) -> None:
+    """Refuse, before any work, an object that is there (without force) or a bucket that is not."""
+    objstore.check_bucket(url)
+    if not force and objstore.head(url) is not None:
+        raise BadInput(f"{url} already exists; pass --force to overwrite it")
 
 
 def human_console(arg: str | None) -> Console:
@@ -40,7 +52,9 @@ def echo(text: str, arg: str | None) -> None:
     typer.echo(text, err=arg == "-")
 
 
-def emit_json(arg: str | None, doc: Any, *, force: bool, text: str | None = None) -> Path | None:
+def emit_json(
+    arg: str | None, doc: Any, *, force: bool, text: str | None = None
+) -> Path | objstore.Url | None:
     """Write `doc` where --json says (`text`, if given, is its serialisation); the file written, if any."""
     if arg is None:
         return None
@@ -49,6 +63,9 @@ def emit_json(arg: str | None, doc: Any, *, force: bool, text: str | None = None
         sys.stdout.write(body)
         sys.stdout.flush()
         return None
+    if (url := objstore.url_of(arg)) is not None:
+        objstore.put_bytes(url, body.encode(), overwrite=force)
+        return url
     path = Path(arg)
     check_output_file(path, force=force)
     atomic_write_bytes(path, body.encode())

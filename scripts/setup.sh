@@ -8,7 +8,9 @@ VENV=${VENV:-.venv}
 PY=/usr/bin/python3          # bcc (python3-bpfcc) is packaged for the OS python only
 # postgresql: a real database for the commit-fidelity test and bench (tests/test_commits.py,
 # bench/commit_fidelity.py); they run their own clusters, never the packaged one.
-APT_PKGS=(fio python3-bpfcc bpfcc-tools python3-venv linux-perf bpftrace bpftool util-linux chromium fdisk lvm2 postgresql)
+# openjdk-17-jre-headless: the Java runtime pyspark runs (iofp fleet, tests/test_fleet.py).
+APT_PKGS=(fio python3-bpfcc bpfcc-tools python3-venv linux-perf bpftrace bpftool util-linux chromium fdisk lvm2 postgresql
+          openjdk-17-jre-headless)
 
 log() { printf 'setup: %s\n' "$*" >&2; }
 # The newest existing directory among the arguments (unmatched globs stay literal and are skipped).
@@ -62,7 +64,7 @@ fi
 stamp="$VENV/.iofp-installed"
 if [ ! -e "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
     "$VENV/bin/python" -m pip install -q --upgrade pip
-    "$VENV/bin/python" -m pip install -q -e '.[dev]'
+    "$VENV/bin/python" -m pip install -q -e '.[dev,fleet]'
     touch "$stamp"
 fi
 log "ready: $VENV/bin/iofp"

@@ -11,9 +11,12 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
-STAGES = ("bpf", "fingerprint", "replay")
+STAGES = ("bpf", "fingerprint", "replay", "store", "fleet")
 REPORT = "report"  # draws what the stages wrote: above them, below the CLI
 TOP = "cli"
+# Stages whose package __init__ is their public API: another stage imports `from store import X`,
+# never a module inside (store.ship), so that the room can be rearranged behind its door.
+DOORS = ("store", "fleet")
 
 
 def imported_packages(package: str) -> dict[str, set[str]]:
@@ -81,6 +84,33 @@ def test_the_path_check_finds_a_read(tmp_path):
                    "T = resources.files('report').joinpath('page.html').read_text()\n"
                    "def f(p):\n    return open_trace(p), (p / 'x.json').read_text()\n")  # fmt: skip
     assert sorted(path_reads(bad)) == ["4: (p / 'x.json').read_text", "4: open_trace"]
+
+
+def modules_imported(package: str) -> dict[str, set[str]]:
+    """module path -> the full module names it imports from packages other than its own."""
+    out = {}
+    for path in sorted((REPO / package).rglob("*.py")):
+        names = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names.add(node.module)
+        out[str(path.relative_to(REPO))] = {n for n in names if n.split(".")[0] != package}
+    return out
+
+
+@pytest.mark.parametrize("door", DOORS)
+def test_other_stages_enter_the_new_stages_through_their_package(door):
+    offenders = {
+        m: sorted(bad)
+        for package in (*STAGES, REPORT, TOP, "bench")
+        if package != door
+        for m, names in modules_imported(package).items()
+        if (bad := {n for n in names if n.startswith(f"{door}.") and n != f"{door}.commands"})
+    }
+    assert offenders == {}
+
 
 
 PRODUCT = ("iofp", *STAGES, REPORT, TOP)

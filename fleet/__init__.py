@@ -1,0 +1,1 @@
+"""The quarterly fleet review on Spark (placeholder until fleet/job.py lands)."""

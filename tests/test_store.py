@@ -1,0 +1,204 @@
+"""The object store as the fleet's home, against a real S3 server process (moto_server on a loopback
+port, started and stopped by this module): traces and fingerprints read and written at s3:// URLs,
+the shipper's spool through an outage (the server killed mid-upload, then restarted), and the
+one-line errors of a bucket that is not there, missing credentials and a wrong endpoint."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from urllib.parse import unquote
+
+import numpy as np
+import pytest
+from helpers import run_iofp
+from s3server import BUCKET, s3_server
+
+from bench.fleet_lake import write_host_day
+from fingerprint.api import fingerprint_trace
+from iofp import fingerprint_doc, objstore
+from iofp.contract import FINGERPRINT, MANIFEST, TraceMeta, TraceWriter
+from store import Shipper
+
+LAKE = objstore.Url(BUCKET, "lake")
+PLACE = "host=db-01/service=orders/date=2026-01-05"
+
+
+@pytest.fixture(scope="module")
+def s3(tmp_path_factory):
+    with s3_server(tmp_path_factory.mktemp("s3")) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def lake_trace(s3, tmp_path_factory):
+    """One host-day shipped to the lake (and the same trace written locally, for comparison)."""
+    local = tmp_path_factory.mktemp("local")
+    write_host_day(local, "db-01", "orders", "2026-01-05", seed=5)
+    with Shipper(tmp_path_factory.mktemp("spool")) as shipper:
+        write_host_day(LAKE, "db-01", "orders", "2026-01-05", seed=5, shipper=shipper)
+    return local / PLACE
+
+
+def test_a_shipped_trace_lands_in_the_hive_layout_manifest_last(s3, lake_trace):
+    keys = [k for k, _ in objstore.listing(LAKE.join(PLACE))]
+    assert keys == [f"lake/{PLACE}/{n}" for n in ("io/part-000001.parquet", "sync/part-000001.parquet",
+                                                   MANIFEST)]  # fmt: skip
+    # the recording is the store's log of requests in the order it took them
+    puts = [unquote(json.loads(line)["url"]) for line in s3.recording.read_text().splitlines()
+            if json.loads(line)["method"] == "PUT"]  # fmt: skip
+    assert puts[-1].endswith(f"{PLACE}/{MANIFEST}")
+
+
+def test_fingerprint_of_a_trace_in_the_store_equals_the_local_one(s3, lake_trace, tmp_path):
+    url = LAKE.join(PLACE)
+    code, out, err = run_iofp("fingerprint", str(url), "--json", str(url.join(FINGERPRINT)))
+    assert code == 0, err
+    assert f"Wrote {url.join(FINGERPRINT)}." in out
+    remote = fingerprint_doc.load(str(url.join(FINGERPRINT))).to_dict()
+    local = fingerprint_trace(lake_trace).to_dict()
+    for d in (remote, local):
+        d["provenance"].pop("fingerprint_tool_version")
+    assert remote["whole"] == local["whole"]
+    assert remote == local
+    # written once: a second run without --force is refused before any work
+    code, _, err = run_iofp("fingerprint", str(url), "--json", str(url.join(FINGERPRINT)))
+    assert (code, err.strip()) == (2, f"iofp: {url.join(FINGERPRINT)} already exists; pass --force to "
+                                      "overwrite it")  # fmt: skip
+
+
+def test_a_trace_without_its_manifest_is_never_read(s3, lake_trace):
+    """Parts shipped, the manifest not yet: a trace still being written is not read as a whole."""
+    half = LAKE.join("host=db-02/service=orders/date=2026-01-05")
+    objstore.put_file(half.join("io/part-000001.parquet"), next(lake_trace.glob("io/*.parquet")))
+    code, _, err = run_iofp("fingerprint", str(half))
+    assert code == 2
+    assert err.strip() == (f"iofp: {half}: no {MANIFEST} yet: the capture shipping it has not finished "
+                           "(or stopped); nothing was read")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "env, message",
+    [
+        ({}, "no bucket 'no-such-bucket' at {endpoint}; create it, or fix the URL"),
+        ({"AWS_ACCESS_KEY_ID": None, "AWS_SECRET_ACCESS_KEY": None},
+         "no AWS credentials; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE, or run "
+         "where an instance role gives them)"),
+        ({"AWS_ENDPOINT_URL": "http://127.0.0.1:9"},
+         "the object store at http://127.0.0.1:9 does not answer (EndpointConnectionError); check "
+         "AWS_ENDPOINT_URL (unset it for AWS S3)"),
+    ],
+    ids=["no-bucket", "no-credentials", "wrong-endpoint"],
+)
+def test_store_misconfigured_is_one_line_exit_2(s3, env, message, monkeypatch):
+    for k, v in env.items():
+        if v is None:
+            monkeypatch.delenv(k)
+        else:
+            monkeypatch.setenv(k, v)
+    objstore.reset_client()
+    bucket = "no-such-bucket" if not env else BUCKET
+    target = f"s3://{bucket}/lake/{PLACE}"
+    try:
+        code, _, err = run_iofp("fingerprint", target)
+    finally:
+        objstore.reset_client()
+    assert code == 2
+    assert err.strip() == f"iofp: {target}: " + message.format(endpoint=os.environ["AWS_ENDPOINT_URL"])
+
+
+def _segments(tmp_path: Path, n: int, mib: int) -> list[Path]:
+    rng = np.random.default_rng(3)
+    out = []
+    for i in range(n):
+        p = tmp_path / f"seg-{i:03d}.bin"
+        p.write_bytes(rng.bytes(mib << 20))
+        out.append(p)
+    return out
+
+
+def test_the_store_killed_mid_upload_loses_nothing_and_ships_nothing_twice(s3, tmp_path):
+    """Segments shipped while the server is killed mid-upload and comes back 3 s later: every one
+    arrives, each PUT once (the store's own request log), each with the SHA-256 of the file."""
+    segs = _segments(tmp_path / "w", 12, 4) if (tmp_path / "w").mkdir() is None else []
+    digests = {p.name: objstore.file_sha256_b64(p) for p in segs}
+    dest = LAKE.join("outage")
+    with Shipper(tmp_path / "spool", backoff_s=(0.05, 0.5)) as shipper:
+        for p in segs[:6]:
+            shipper.ship(p, dest.join(p.name))
+        while shipper.stats.shipped < 3:
+            time.sleep(0.005)
+        s3.kill()  # mid-way through the 4th (4 MiB at a time)
+        for p in segs[6:]:  # the writer goes on: the spool holds them
+            assert shipper.ship(p, dest.join(p.name))
+        time.sleep(3)
+        assert shipper.pending() >= 6
+        s3.start()  # replays what the store had taken before the kill
+        assert shipper.drain(120)
+        stats = shipper.stats
+    assert stats.retries > 0 and stats.shipped + stats.already == 12 and stats.dropped_files == 0
+    keys = [k for k, _ in objstore.listing(dest)]
+    assert keys == [f"lake/outage/{p.name}" for p in segs]
+    got = {p.name: objstore.head(dest.join(p.name))["sha256"] for p in segs}
+    assert got == digests
+    log = [json.loads(line) for line in s3.recording.read_text().splitlines()]
+    puts = [r["url"].split("?")[0].rsplit("/", 1)[-1] for r in log if r["method"] == "PUT"]
+    assert sorted(n for n in puts if n.startswith("seg-")) == sorted(digests)
+    assert not any((tmp_path / "w").iterdir())  # shipped files leave the spool
+    assert not list((tmp_path / "spool").iterdir())
+
+
+def test_a_full_spool_counts_and_says_what_it_turns_away(s3, tmp_path, capfd):
+    segs = _segments(tmp_path, 5, 1)
+    dest = LAKE.join("full")
+    s3.kill()
+    try:
+        with Shipper(tmp_path / "spool", limit_bytes=3 << 20, backoff_s=(0.05, 0.2)) as shipper:
+            took = [shipper.ship(p, dest.join(p.name)) for p in segs]
+            assert took == [True, True, True, False, False]
+            assert (shipper.stats.dropped_files, shipper.stats.dropped_bytes) == (2, 2 << 20)
+            s3.start()
+            assert shipper.drain(60)
+    finally:
+        if s3.proc is None:
+            s3.start()
+    assert [k.rsplit("/", 1)[-1] for k, _ in objstore.listing(dest)] == [p.name for p in segs[:3]]
+    err = capfd.readouterr().err
+    said = "is full (3,145,728 bytes waiting for the store): seg-003.bin not shipped (1 dropped so far)"
+    assert said in err
+
+
+def test_a_spool_left_by_a_dead_process_is_shipped_by_the_next(s3, tmp_path):
+    segs = _segments(tmp_path, 2, 1)
+    dest = LAKE.join("resume")
+    s3.kill()
+    try:
+        first = Shipper(tmp_path / "spool", backoff_s=(0.05, 0.2))
+        for p in segs:
+            first.ship(p, dest.join(p.name))
+        first.close()  # as if the process ended with the store still down
+    finally:
+        s3.start()
+    with Shipper(tmp_path / "spool") as second:
+        assert second.drain(60)
+    assert len(objstore.listing(dest)) == 2
+
+
+def test_a_trace_shipped_with_its_own_writer_names_a_service(s3, tmp_path):
+    """A trace without the service label has no place in the lake: one line, nothing shipped."""
+    from store import TraceShipping
+
+    with Shipper(tmp_path / "spool") as shipper:
+        w = TraceWriter(tmp_path / "t", TraceMeta(capture_start_ns=0), on_file=TraceShipping(LAKE, shipper))
+        with pytest.raises(Exception, match="needs its service: pass --label service=NAME"):
+            w.write("io", write_rows())
+        w.abort()
+
+
+def write_rows():
+    import pyarrow as pa
+
+    return pa.table({"ts_ns": [1], "device": ["d"], "offset": [0], "size": [4096], "op": ["read"]})
+
