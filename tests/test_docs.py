@@ -13,7 +13,7 @@ from conftest import REPO
 
 from cli.app import app
 
-PRODUCT = ("iofp", "bpf", "fingerprint", "replay", "report", "cli")
+PRODUCT = ("iofp", "bpf", "fingerprint", "replay", "report", "store", "fleet", "cli")
 
 
 def _commands(group: typer.Typer, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
