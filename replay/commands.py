@@ -460,7 +460,7 @@ def fio_job_cmd(
     from fingerprint.api import read_json
     from iofp.contract import check_output_file
     from iofp.values import parse_duration_ns, parse_size_bytes
-    from replay import fiojob, fiojob_text
+    from replay import fiojob
 
     if out is not None and str(out) == "-":  # as --json - is stdout everywhere (it wrote a file named -)
         out = None
@@ -469,7 +469,7 @@ def fio_job_cmd(
     opts = fiojob.JobOptions(regime, parse_duration_ns(runtime, "--runtime") / 1e9,
                              parse_size_bytes(size, "--size") if size else None, streams)  # fmt: skip
     job = fiojob.plan(read_json(fp_path), opts)
-    fiojob_text.write(job, out, force=force)
+    fiojob.write(job, out, force=force)
 
 
 EXAMPLES = {

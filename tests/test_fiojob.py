@@ -19,7 +19,7 @@ from fingerprint.api import fingerprint_trace, write_json
 from iofp import fingerprint_doc as fd
 from iofp.contract import TraceMeta, TraceWriter
 from replay import fiojob
-from replay.fiojob_demand import size_split, zipf_theta
+from replay.fiojob.demand import size_split, zipf_theta
 
 SAMPLES = REPO / "samples" / "fingerprints"
 

@@ -1,4 +1,4 @@
-"""The fio syntax of a planned job (replay/fiojob.py): a header that names the fingerprint by its
+"""The fio syntax of a planned job (replay/fiojob/job.py): a header that names the fingerprint by its
 digest and lists what fio cannot express, then one section per stream. Plain fio: it runs with
 `DEV=/dev/sdX fio JOB.fio`, as samples/workloads/*.fio do."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import typer
 
 from iofp.contract import atomic_write_bytes, check_output_file
-from replay.fiojob import THINK_MAX, FioJob, Stream
+from replay.fiojob.job import THINK_MAX, FioJob, Stream
 
 
 def render(job: FioJob) -> str:

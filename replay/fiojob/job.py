@@ -4,7 +4,7 @@
 (a read stream and a write stream: their counts, hence the mix, are then exact rather than drawn at
 random), a commit stream of its own when the writes per commit are not a whole number, a burst
 second when the 1 s peak/mean says the load is bursty, and per-phase streams for `--regime phases`.
-`render(job)` writes the fio syntax (replay/fiojob_text.py). Only statistics travel: no offset,
+`render(job)` writes the fio syntax (replay/fiojob/text.py). Only statistics travel: no offset,
 process, device, host or label of the trace goes into the file, and what fio cannot express is
 listed, the fingerprint's figure beside the job's, never faked.
 """
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from iofp.errors import BadInput
 from iofp.fingerprint_doc import Fingerprint, Scope
-from replay.fiojob_demand import Demand, SizeSplit, demand, fit_region, zipf_theta
+from replay.fiojob.demand import Demand, SizeSplit, demand, fit_region, zipf_theta
 
 REGIMES = ("whole", "steady", "baseline", "spike", "phases")
 STREAMS = ("single", "pid")
