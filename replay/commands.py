@@ -490,6 +490,6 @@ def register(app: typer.Typer) -> None:
     app.command("headroom", epilog=EXAMPLES["headroom"])(headroom_cmd)
     app.command("compare", epilog=EXAMPLES["compare"])(compare_cmd)
     app.command("fio-job")(fio_job_cmd)
-    from replay import probe_commands  # `iofp probe` (replay/probe*.py)
+    from replay import probe  # `iofp probe` (replay/probe/)
 
-    probe_commands.register(app)
+    probe.register(app)

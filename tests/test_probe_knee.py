@@ -1,9 +1,9 @@
-"""The knee rule of the queue-depth sweep (replay/probe_knee.py) on sweeps with known answers."""
+"""The knee rule of the queue-depth sweep (replay/probe/knee.py) on sweeps with known answers."""
 
 from __future__ import annotations
 
 from iofp.probe_result import SweepPoint
-from replay.probe_knee import find_knee
+from replay.probe.knee import find_knee
 
 
 def sweep(*rows: tuple[int, float, float]) -> list[SweepPoint]:

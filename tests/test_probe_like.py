@@ -1,4 +1,4 @@
-"""A probe shaped like a fingerprint (replay/probe_like.py): the sample fingerprints' sizes, depths and
+"""A probe shaped like a fingerprint (replay/probe/like.py): the sample fingerprints' sizes, depths and
 commit concurrency, and what is said when a fingerprint lacks one."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import json
 import pytest
 from conftest import REPO
 
-from replay.probe_like import fit_to_block, from_fingerprint
+from replay.probe.like import fit_to_block, from_fingerprint
 
 SAMPLES = REPO / "samples" / "fingerprints"
 

@@ -1,8 +1,8 @@
-"""The steady-state check of a probe run (replay/probe_steady.py): fio's IOPS logs, the SNIA rule."""
+"""The steady-state check of a probe run (replay/probe/steady.py): fio's IOPS logs, the SNIA rule."""
 
 from __future__ import annotations
 
-from replay.probe_steady import iops_series, judge
+from replay.probe.steady import iops_series, judge
 
 
 def test_intervals_are_summed_over_the_jobs_by_order_and_only_where_every_job_logged(tmp_path):

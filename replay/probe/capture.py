@@ -22,7 +22,7 @@ from iofp.errors import IofpError, MissingCapability
 from iofp.probe_result import CaptureFigures, Run
 from replay.fio import Target
 
-SQL = "replay.sql"
+SQL = "replay.probe.sql"
 
 
 class CommitCapture:
@@ -82,8 +82,8 @@ class CommitCapture:
 
 def _figures(con: Any, lo_ns: int, hi_ns: int) -> CaptureFigures:
     span = {"lo_ns": lo_ns, "hi_ns": hi_ns}
-    [c] = duck.query(con, SQL, "probe_commits", span)
-    [f] = duck.query(con, SQL, "probe_flushes", span)
+    [c] = duck.query(con, SQL, "commits", span)
+    [f] = duck.query(con, SQL, "flushes", span)
     us = lambda ns: None if ns is None else ns / 1e3  # noqa: E731
     return CaptureFigures(
         commits=int(c["calls"]),

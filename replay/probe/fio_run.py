@@ -19,7 +19,7 @@ from typing import Any
 from iofp.errors import IofpError
 from iofp.probe_result import FioFigures, Run
 from replay.fio import launch, write_job
-from replay.probe_plan import LOG_WINDOWS, RunSpec
+from replay.probe.plan import LOG_WINDOWS, RunSpec
 
 
 def run(spec: RunSpec, target: str, probed: int, run_dir: Path, rel: str) -> Run:

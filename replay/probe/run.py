@@ -3,7 +3,7 @@
 Order matters for safety, as in replay: the options, the fingerprint (--like), the target and the
 output directory are all checked before the first I/O; a probe that writes (seq writes, commits,
 preconditioning) passes replay's safety checks (replay/fio/safety.py) or is refused whole. The runs
-(replay/probe_plan.py) then go one after the other; after each, the record (iofp/probe_result.py)
+(replay/probe/plan.py) then go one after the other; after each, the record (iofp/probe_result.py)
 is written whole, so a probe stopped by SIGINT, SIGTERM or SIGHUP (replay/fio/interrupt.py; fio
 stopped first) or by a failing run keeps every run done so far as a valid partial result that says
 it is one.
@@ -22,7 +22,6 @@ from iofp import __version__
 from iofp import probe_result as pr
 from iofp.contract import device_facts
 from iofp.errors import BadInput, Refused
-from replay import probe_fio, probe_knee, probe_like, probe_steady
 from replay.fio import OVERRIDE as REPLAY_OVERRIDE
 from replay.fio import (
     Interrupted,
@@ -34,8 +33,12 @@ from replay.fio import (
     prepare_dir,
     trap,
 )
-from replay.probe_capture import CommitCapture
-from replay.probe_plan import MIN_PROBED, SEQ_BS, TAIL_LOAD, ProbeOptions, RunSpec, plan, size_text
+from replay.probe import fio_run as probe_fio
+from replay.probe import knee as probe_knee
+from replay.probe import like as probe_like
+from replay.probe import steady as probe_steady
+from replay.probe.capture import CommitCapture
+from replay.probe.plan import MIN_PROBED, SEQ_BS, TAIL_LOAD, ProbeOptions, RunSpec, plan, size_text
 
 Note = Callable[[str], None]
 OVERRIDE = "pass --allow-destructive to probe it with writes"

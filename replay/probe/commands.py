@@ -1,4 +1,4 @@
-"""CLI command `iofp probe` (registered by replay.commands)."""
+"""CLI command `iofp probe` (registered by replay/commands.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import typer
 
 from iofp.output import JSON_HELP, echo, emit_json, json_target
 from iofp.values import parse_labels, parse_size_bytes
-from replay import probe_plan
+from replay.probe import plan as probe_plan
 
 
 def probe_cmd(
@@ -60,8 +60,9 @@ def probe_cmd(
 
     Example: iofp probe /dev/loop3 --like samples/fingerprints/market-open.fp.json --label device=ram-loop
     """
-    from replay import probe, probe_render
     from replay.fio import Stopped
+    from replay.probe import render as probe_render
+    from replay.probe import run as probe
 
     opts = probe_plan.ProbeOptions(
         target=target, output=output or probe.default_output(target), cells=probe_plan.parse_cells(cells),

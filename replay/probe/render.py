@@ -7,7 +7,7 @@ from pathlib import Path
 
 from iofp.probe_result import ProbeResult, Run
 from iofp.values import duration_text
-from replay.probe_plan import size_text
+from replay.probe.plan import size_text
 
 WIDTH = 80
 HEAD = f"{'cell':<4} {'':<27}{'IOPS':>9}{'MB/s':>9}{'p50 µs':>10}{'p99 µs':>10}{'p99.9 µs':>10}"
