@@ -6,13 +6,18 @@ An SLO is terms joined by `,`, all of which must hold (several `--slo` options a
     [OP.]PCT<=TIME      OP: read, write, all, flush, fsync, commit; PCT: p50, p99, p99.9;
                         TIME: a number with its unit, ns, us, µs, ms or s (e.g. 2ms, 500us)
     iops>=demanded      the achieved rate kept the demanded one (within IOPS_TOLERANCE)
+    iops<=N, iops>=N    the achieved rate (data requests per second) at most / at least N
+    mbps<=N, mbps>=N    the achieved MB/s (read + write bytes per second / 1e6) at most / at least N
+    inflight<=N         at most N requests in flight on the device (the most seen at an issue)
     commits>=N/s        at least N commits (sync calls) per second achieved
 
 A bare `p99<=2ms` holds when the read p99 and the write p99 each hold. `all.` is the percentile of
 reads, writes and discards together; `flush.` the block flush requests; `fsync.` and `commit.` (one
 figure, two names) the application's sync calls (fsync, fdatasync, O_DSYNC writes), each timed from
 the call to its return, which includes the writeback the call forced; where a trace has no sync
-table, the block flushes stand in (the figures say which).
+table, the block flushes stand in (the figures say which). The upper bounds on rates and in-flight
+requests are what `iofp record --trigger` watches for (a surge is an incident too); a figure a command
+does not measure is named as not measured, never taken as held.
 """
 
 from __future__ import annotations
@@ -31,19 +36,22 @@ UNITS_NS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_
 IOPS_TOLERANCE = 0.05
 GRAMMAR = (
     "expected terms joined by ',': [read.|write.|all.|flush.|fsync.|commit.]p50|p99|p99.9<=TIME "
-    "(TIME with a unit: ns, us, µs, ms, s), iops>=demanded, commits>=N/s; "
-    "e.g. --slo 'p99<=2ms,fsync.p99<=1ms'"
+    "(TIME with a unit: ns, us, µs, ms, s), iops>=demanded, iops<=N, iops>=N, mbps<=N, mbps>=N, "
+    "inflight<=N, commits>=N/s; e.g. --slo 'p99<=2ms,fsync.p99<=1ms'"
 )
 HELP = (
     "Terms joined by ',', all of which must hold: OP.p50|p99|p99.9<=TIME (OP: read, write, all, flush, "
-    "fsync or commit; left out: reads and writes each), iops>=demanded, commits>=N/s; e.g. "
-    "'p99<=2ms,fsync.p99<=1ms' (quote it: < and > are redirections in a shell). Repeatable."
+    "fsync or commit; left out: reads and writes each), iops>=demanded, iops<=N or >=N, mbps<=N or "
+    ">=N, inflight<=N, commits>=N/s; e.g. 'p99<=2ms,fsync.p99<=1ms' (quote it: < and > are "
+    "redirections in a shell). Repeatable."
 )
 
 _LATENCY = re.compile(
     r"(?:(?P<op>[a-z]+)\.)?(?P<pct>p[0-9.]+)<=(?P<val>[0-9]+(?:\.[0-9]+)?)(?P<unit>ns|us|µs|ms|s)"
 )
 _COMMITS = re.compile(r"commits>=(?P<n>[0-9]+(?:\.[0-9]+)?)/s")
+_RATE = re.compile(r"(?P<what>iops|mbps)(?P<bound><=|>=)(?P<n>[0-9]+(?:\.[0-9]+)?)")
+_INFLIGHT = re.compile(r"inflight<=(?P<n>[0-9]+)")
 
 
 @dataclass(frozen=True)
@@ -65,11 +73,28 @@ class CommitsTerm:
     text: str
 
 
-Term = LatencyTerm | IopsTerm | CommitsTerm
+@dataclass(frozen=True)
+class RateTerm:
+    """iops<=N, iops>=N, mbps<=N, mbps>=N: an absolute bound on the achieved rate."""
+
+    what: str  # "iops" | "mbps"
+    bound: str  # "<=" | ">="
+    value: float
+    text: str
+
+
+@dataclass(frozen=True)
+class InflightTerm:
+    limit: int
+    text: str
+
+
+Term = LatencyTerm | IopsTerm | CommitsTerm | RateTerm | InflightTerm
 
 
 class Figures(Protocol):
-    """What a judged row offers: measured latency percentiles and rates (None: not measured)."""
+    """What a judged row offers: measured latency percentiles and rates (None: not measured).
+    `achieved_mbps` and `max_inflight` are optional: a row without them has not measured them."""
 
     demanded_iops: float | None
     achieved_iops: float | None
@@ -101,11 +126,34 @@ class Slo:
                     out.append("achieved IOPS not measured")
                 elif a < d * (1 - IOPS_TOLERANCE):
                     out.append(f"achieved {a:,.0f} IOPS < demanded {d:,.0f}")
+            elif isinstance(t, RateTerm):
+                out += _rate_failures(t, fig)
+            elif isinstance(t, InflightTerm):
+                n = getattr(fig, "max_inflight", None)
+                if n is None:
+                    out.append("in-flight requests not measured")
+                elif n > t.limit:
+                    out.append(f"{n:,} in flight > {t.limit:,}")
             elif fig.commits_per_s is None:
                 out.append("no commit rate measured")
             elif fig.commits_per_s < t.per_s:
                 out.append(f"commits {fig.commits_per_s:,.0f}/s < {t.per_s:,.0f}/s")
         return out
+
+
+def _rate_failures(t: RateTerm, fig: Figures) -> list[str]:
+    v = fig.achieved_iops if t.what == "iops" else getattr(fig, "achieved_mbps", None)
+    unit = "IOPS" if t.what == "iops" else "MB/s"
+    if v is None:
+        return [f"achieved {unit} not measured"]
+    if (v > t.value) if t.bound == "<=" else (v < t.value):
+        return [f"{_rate(v)} {unit} {'>' if t.bound == '<=' else '<'} {_rate(t.value)}"]
+    return []
+
+
+def _rate(v: float) -> str:
+    """4,210 and 512 as whole numbers; a small rate keeps its digits (1.2, not 1)."""
+    return f"{v:,.0f}" if v >= 100 else f"{v:.3g}"
 
 
 def _latency_failures(t: LatencyTerm, fig: Figures) -> list[str]:
@@ -138,6 +186,10 @@ def _term(raw: str, whole: str, flag: str) -> Term:
         return IopsTerm()
     if m := _COMMITS.fullmatch(t):
         return CommitsTerm(float(m["n"]), t)
+    if m := _RATE.fullmatch(t):
+        return RateTerm(m["what"], m["bound"], float(m["n"]), t)
+    if m := _INFLIGHT.fullmatch(t):
+        return InflightTerm(int(m["n"]), t)
     m = _LATENCY.fullmatch(t)
     if not m or (m["op"] is not None and m["op"] not in OPS) or m["pct"] not in PCTS:
         raise BadInput(f"{where}: {GRAMMAR}")

@@ -67,6 +67,10 @@ class Row:
         return self.measured.achieved_iops if self.measured else None
 
     @property
+    def achieved_mbps(self) -> float | None:
+        return self.measured.achieved_mbps if self.measured else None
+
+    @property
     def commits_per_s(self) -> float | None:
         return self.measured.commits_per_s if self.measured else None
 

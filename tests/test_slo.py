@@ -79,3 +79,40 @@ def test_format_ns():
     assert [slo.format_ns(v) for v in (None, 512, 87_400, 1_460_000, 2e9)] == [
         "-", "512 ns", "87 µs", "1.46 ms", "2.00 s",
     ]  # fmt: skip
+
+
+def test_upper_and_lower_bounds_on_rates_and_in_flight():
+    s = slo.parse("iops<=3000,mbps<=400,iops>=100,mbps>=1.5,inflight<=32")
+    assert s.terms[0] == slo.RateTerm("iops", "<=", 3000.0, "iops<=3000")
+    assert s.terms[4] == slo.InflightTerm(32, "inflight<=32")
+    quiet = Fig(achieved_iops=2500.0)
+    quiet.achieved_mbps, quiet.max_inflight = 10.2, 32
+    assert s.failures(quiet) == []
+    surge = Fig(achieved_iops=4210.0)
+    surge.achieved_mbps, surge.max_inflight = 512.4, 33
+    assert s.failures(surge) == ["4,210 IOPS > 3,000", "512 MB/s > 400", "33 in flight > 32"]
+    idle = Fig(achieved_iops=40.0)
+    idle.achieved_mbps, idle.max_inflight = 1.2, 1
+    assert s.failures(idle) == ["40 IOPS < 100", "1.2 MB/s < 1.5"]
+
+
+def test_a_figure_a_row_does_not_measure_is_named_not_held():
+    """A command whose rows have no MB/s or in-flight figure (a fingerprint's scope) says so."""
+    assert slo.parse("mbps<=400,inflight<=8").failures(Fig()) == [
+        "achieved MB/s not measured", "in-flight requests not measured",
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("text", ["iops<=", "iops<3000", "mbps<=fast", "inflight>=4", "inflight<=1.5"])
+def test_bad_rate_terms_are_named(text):
+    with pytest.raises(BadInput, match="expected terms"):
+        slo.parse(text)
+
+
+def test_compare_judges_the_rate_bounds_on_its_measured_rates():
+    from iofp.replay_result import Measured
+    from replay.compare import Row
+
+    measured = Measured("replay capture", achieved_iops=1000.0, achieved_mbps=4.1)
+    row = Row("ram-loop", "results/ram", "candidate", 1000.0, 4.1, measured, "replay capture")
+    assert slo.parse("iops<=900,mbps<=4,iops>=500").failures(row) == ["1,000 IOPS > 900", "4.1 MB/s > 4"]
