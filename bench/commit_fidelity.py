@@ -10,7 +10,7 @@ Per run and per direction SRC:DST (device kinds: `ram`, a loop device over a /de
   real    the same pgbench on a fresh cluster on ext4 on a DST loop device, captured the same way.
 
 The commit figure is the fdatasync latency (entry to return) in each capture's sync table, by iofp's
-own code (replay.measure): PostgreSQL's WAL fdatasyncs in the source and real runs, fio's in the
+own code (replay.run.measure): PostgreSQL's WAL fdatasyncs in the source and real runs, fio's in the
 replay. The claim: replay p50 and p99 within 25% of real's. Replay and real alternate their order from
 run to run (identical runs drift about ±10% on this VM). Each cluster's page cache is warmed before its
 capture (every file of the data directory read once) so that source and real start from the same
@@ -151,11 +151,11 @@ def pgbench_captured(lab: Lab, dev: str, sock: Path, out: Path, args: argparse.N
 
 def commit_figures(trace_dir: Path, comm: str) -> dict[str, Any]:
     """fdatasync count and p50/p99 (µs) from a capture's sync table, and the p99 (µs) of the block
-    flushes (the device's own state during the run), by iofp's own measurement (replay.measure)."""
+    flushes (the device's own state during the run), by iofp's own measurement (replay.run.measure)."""
     from iofp.contract import open_trace
-    from replay import measure
+    from replay.run import measure
 
-    m = measure.measure(open_trace(trace_dir), "capture", comm=comm)
+    m = measure(open_trace(trace_dir), "capture", comm=comm)
     lat = m.syncs.get("fdatasync")
     flush = m.ops.get("flush")  # the device's own state during the run: its flush tail
     out = {"flush_p99_us": flush.p99 / 1e3 if flush and flush.p99 else None}
@@ -166,7 +166,7 @@ def commit_figures(trace_dir: Path, comm: str) -> dict[str, Any]:
 
 def one_run(out: Path, src: str, dst: str, replay_first: bool, args: argparse.Namespace) -> dict:
     from iofp.contract import open_trace
-    from replay import runner
+    from replay import run as runner
 
     out.mkdir(parents=True, exist_ok=True)
     row: dict[str, Any] = {"direction": f"{src}:{dst}", "replay_first": replay_first}

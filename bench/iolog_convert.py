@@ -59,7 +59,7 @@ def generate(root: Path, rows: int) -> None:
 
 def run_iofp(trace: Path, out: Path) -> None:
     from replay import iolog
-    from replay.selection import Selection
+    from replay.iolog import Selection
 
     iolog.convert(
         open_trace(trace), out, Selection(), iolog.Mapping("/dev/nvme9n1", fold_size=1 << 30), force=True

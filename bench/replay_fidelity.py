@@ -13,7 +13,7 @@ the `--variants` (comma-separated, in this order each round):
             systematic drift pre-paid; two rows (probe, corrected), twice the replay time.
 
 Both are judged by the same code against the same reference, the capture of the original:
-replay.fidelity.compare(original capture, replay capture). Targets (issue 4): per-second IOPS within
+replay.run.fidelity.compare(original capture, replay capture). Targets (issue 4): per-second IOPS within
 2% (MAPE), median lateness < 50 µs, p99 < 1 ms, duration stretch < 1%.
 
     flock /tmp/iofp-heavy.lock .venv/bin/python -m bench.replay_fidelity --seconds 20 --repeat 2 \
@@ -40,9 +40,10 @@ from pathlib import Path
 
 import bpf
 from iofp.contract import Trace, open_trace
-from replay import fidelity, runner
+from replay import run as runner
 from replay.fio import fio_json
 from replay.iolog import expected_of
+from replay.run import fidelity
 
 IODEPTH = 8
 VARIANTS = {

@@ -22,7 +22,7 @@ from iofp.values import parse_labels, parse_size_bytes
 from iofp.windows import DEFAULT_WINDOW, between_seconds, parse_window_option
 
 if TYPE_CHECKING:
-    from replay.selection import Selection
+    from replay.iolog import Selection
 
 
 @dataclass
@@ -48,7 +48,7 @@ class SelectionArgs:
         return None if self.align is None else parse_size_bytes(self.align, "--align", "4KiB or 512")
 
     def selection(self) -> Selection:
-        from replay.selection import Selection
+        from replay.iolog import Selection
 
         window_ns = parse_window_option(self.window)
         if self.window is not None and self.regime is None:  # --between and the whole trace have no windows
@@ -324,18 +324,18 @@ def replay_cmd(
     results.json and exit 128 + the signal's number.
     """
     from iofp.contract import open_trace
-    from replay import render, runner
+    from replay import run as runner
 
     opts = replay_options(args, run, output or runner.default_output(run.target))
     opts.fidelity = not no_fidelity
     path, res = runner.replay(open_trace(trace), opts)
-    typer.echo(render.replay_summary(res))
+    typer.echo(runner.replay_summary(res))
     typer.echo(f"Wrote {path}. Next: iofp compare {path.parent}")
 
 
 def replay_options(args: SelectionArgs, run: RunArgs, output: Path) -> Any:
     """The shared options as the runner's ReplayOptions (the one place they are put together)."""
-    from replay import runner
+    from replay import run as runner
 
     return runner.ReplayOptions(
         run.target, output, args.selection(), args.time_scale, args.target_bytes, run.fold, args.align_bytes,
@@ -374,7 +374,7 @@ def headroom_cmd(
 
     from iofp.contract import open_trace
     from iofp.slo import parse as parse_slo
-    from replay import headroom, headroom_render
+    from replay import headroom
     from replay.fio import Stopped
 
     opts = headroom.HeadroomOptions(
@@ -383,10 +383,10 @@ def headroom_cmd(
     )  # fmt: skip
     json_target(json_out, force=args.force)
     path, res = headroom.headroom(open_trace(trace), opts, note=lambda s: typer.echo(s, err=True))
-    echo(headroom_render.summary(res), json_out)
+    echo(headroom.summary(res), json_out)
     emit_json(json_out, res.to_dict(), force=args.force)
     if res.interrupted:
-        raise Stopped(headroom_render.stopped_line(res), signal.Signals[res.interrupted])
+        raise Stopped(headroom.stopped_line(res), signal.Signals[res.interrupted])
     echo(f"Wrote {path}; each step's replay is under steps/. Next: iofp compare {path.parent}", json_out)
 
 

@@ -102,7 +102,7 @@ def write_trace(root: Path, rows: dict, **meta) -> Path:
 def slowed_trace(src: Path, between_s: tuple[float, float], factor: int, root: Path) -> Path:
     """The slice `between_s` of the trace at `src`, its clock slowed `factor` times and started at 0:
     the same workload at 1/factor of its rate. Latencies are slowed too, so that a sync call's span
-    still covers the writes it forced (replay/commits.py pairs them by time)."""
+    still covers the writes it forced (replay/iolog/commits.py pairs them by time)."""
     src_trace = open_trace(src)
     lo, hi = (round(s * 1e9) for s in between_s)
     meta = dict(labels=src_trace.meta.labels, devices=src_trace.meta.devices, duration_ns=(hi - lo) * factor)

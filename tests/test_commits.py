@@ -16,9 +16,10 @@ from conftest import destroy_loop_device, make_loop_device, needs_fio, needs_roo
 from helpers import load_result, run_iofp
 
 from iofp.contract import TraceMeta, TraceWriter, open_trace
-from replay import commits, iolog
-from replay import plan as planmod
-from replay import selection as selmod
+from replay import iolog
+from replay.iolog import commits
+from replay.iolog import plan as planmod
+from replay.iolog import selection as selmod
 
 N = 300  # 8 KiB buffered writes, an fdatasync after each, 500/s
 

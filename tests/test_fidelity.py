@@ -6,8 +6,8 @@ import pytest
 from helpers import write_trace
 
 from iofp.contract import open_trace
-from replay import fidelity
 from replay.iolog import expected_of
+from replay.run import fidelity
 
 N = 2000  # 100 IOPS for 20 s
 

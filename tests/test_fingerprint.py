@@ -23,7 +23,7 @@ from fingerprint.summary import ROWS, rows
 from iofp.contract import TraceMeta, TraceWriter, open_trace
 from iofp.fingerprint_doc import Fingerprint, Histogram, dumps, from_dict
 from iofp.values import duration_text
-from replay import selection
+from replay.iolog import selection
 
 MS = 1_000_000
 

@@ -23,7 +23,8 @@ from conftest import (
 from helpers import MEASURE_NICE, headroom_record, interrupted_headroom, iofp_in, run_iofp, slowed_trace
 
 from iofp import headroom_result as hr
-from replay import headroom, headroom_ceiling
+from replay.headroom import ceiling as headroom_ceiling
+from replay.headroom import sweep as headroom
 
 # ---- no I/O: the options and the rules ------------------------------------------------------
 

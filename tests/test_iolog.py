@@ -13,12 +13,12 @@ from helpers import blkreplay_records, io_lines, mysql_load, run_iofp, write_tra
 
 from iofp.contract import open_trace
 from iofp.fioversion import parse_version
-from replay import iolog, pacing
+from replay import iolog
 from replay.fio import installed
-from replay.selection import Selection
+from replay.iolog import Selection, pacing
 
 # --------------------------------------------------------------------------------------------
-# Format rules (fio 3.33's iolog.c, as replay/iolog.py's docstring lists them)
+# Format rules (fio 3.33's iolog.c, as replay/iolog/converter.py's docstring lists them)
 # --------------------------------------------------------------------------------------------
 
 
@@ -362,7 +362,8 @@ def test_a_replay_resolves_its_selection_once(tmp_path, monkeypatch):
     from helpers import synthetic_steady_with_spike
 
     from iofp import regimes
-    from replay import plan
+    from replay import iolog as iolog_stage
+    from replay.iolog import plan
 
     trace = synthetic_steady_with_spike(tmp_path, seconds=8, spike=(4, 6))
     calls = {"classify": 0, "resolve": 0}
@@ -376,6 +377,8 @@ def test_a_replay_resolves_its_selection_once(tmp_path, monkeypatch):
 
     # counters around the real plan and the real rule, not stand-ins
     monkeypatch.setattr(regimes, "classify", counted("classify", regimes.classify))
+    # the runner calls it by the stage's public name, the converter by its module's
+    monkeypatch.setattr(iolog_stage, "resolve", counted("resolve", iolog_stage.resolve))
     monkeypatch.setattr(plan, "resolve", counted("resolve", plan.resolve))
     target = Path("/dev/shm") / f"iofp-once-{tmp_path.name}.dat"
     try:

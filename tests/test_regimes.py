@@ -22,7 +22,7 @@ from iofp.contract import TraceMeta, TraceWriter, open_trace
 from iofp.errors import BadInput
 from iofp.fingerprint_doc import Fingerprint
 from iofp.fingerprint_doc import load as load_fingerprint
-from replay import selection
+from replay.iolog import selection
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 S = 10**9

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from replay.render import content_counts, fidelity_line, fit
+from replay.run.render import content_counts, fidelity_line, fit
 
 FID = {
     "verdict": "not faithful", "timing": "drifting",

@@ -11,7 +11,7 @@ from conftest import destroy_loop_device, make_loop_device, needs_fio, needs_roo
 from helpers import io_lines, load_result, run_iofp
 
 from iofp.contract import open_trace
-from replay import pacing
+from replay.iolog import pacing
 
 WAL_JOB = """
 [global]

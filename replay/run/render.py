@@ -1,4 +1,4 @@
-"""Text for the terminal: one replay's summary (the comparison table lives in compare.py)."""
+"""Text for the terminal: one replay's summary (the comparison table lives in replay/compare/table.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 from iofp.replay_result import Measured, ReplayResult
 from iofp.slo import format_ns
-from replay.streams import TOP_N
+from replay.iolog import STREAM_TOP_N
 
 WIDTH = 80
 DATA_OPS = ("read", "write", "discard", "trim")
@@ -56,7 +56,7 @@ def commits_line(c: dict[str, Any]) -> str:
         return "commits: no sync table in the trace; block flushes replayed as fio's sync (an fsync each)"
     kinds = ", ".join(f"{n:,} {k}" for k, n in sorted((c.get("by_call") or {}).items())) or "none"
     procs = sum(1 for x in c.get("callers") or [] if x["forced_writes"] > 0)
-    jobs = min(len(c.get("groups") or []), TOP_N + 1) if "groups" in c else procs  # streams' cap
+    jobs = min(len(c.get("groups") or []), STREAM_TOP_N + 1) if "groups" in c else procs  # streams' cap
     who = f" for {procs} processes whose calls never overlapped" if procs > jobs == 1 else ""
     who = who or (f" for {procs} processes" if procs > jobs else "")
     return (

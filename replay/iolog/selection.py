@@ -31,7 +31,7 @@ from iofp.sqlfiles import load_sql
 from iofp.values import duration_text
 from iofp.windows import check_between_s, check_window_ns
 
-SQL = "replay.sql"
+SQL = "replay.iolog.sql"
 REGIMES = regimes.REGIME_NAMES
 _ALL = (-(2**63), 2**63 - 1)
 

@@ -41,7 +41,7 @@ import duckdb
 from iofp import duck
 from iofp.sqlfiles import load_sql
 
-SQL = "replay.sql"
+SQL = "replay.iolog.sql"
 
 
 @dataclass

@@ -36,7 +36,7 @@ import pyarrow as pa
 from iofp import duck
 from iofp.errors import BadInput
 
-SQL = "replay.sql"
+SQL = "replay.iolog.sql"
 TOP_N = 8
 MODES = ("pid", "single")
 DEFAULT_IODEPTH = 32

@@ -14,7 +14,7 @@ only by its headroom result is shown with the figures of its 1x step (a whole re
 (fio's figures; commits and fsync from iofp's capture) is a row beside the replay and headroom figures.
 
 `--baseline TRACE` adds the original trace as the first column: its own captured figures over the
-replays' selection (the same span and device), measured by the same code (measure.py), so a
+replays' selection (the same span and device), measured by the same code (replay/run/measure.py), so a
 candidate is compared with production as it ran, not with a replay onto it.
 
 The table has one row per figure and one column per device, and is split into as many tables as it
@@ -35,7 +35,7 @@ from iofp import replay_result as rr
 from iofp.contract import open_trace
 from iofp.errors import BadInput
 from iofp.slo import Slo, format_ns
-from replay import measure
+from replay.run import measure
 
 PCTS_FIO = {"p50": "50.000000", "p99": "99.000000", "p99.9": "99.900000"}
 LABEL_W = 18
@@ -217,7 +217,7 @@ def _baseline(trace_path: Path, first: rr.ReplayResult, notes: list[str]) -> Row
     trace = open_trace(trace_path)
     sel = first.selection
     device = (first.settings.get("selection") or {}).get("device")
-    m = measure.measure(trace, "trace", device=device, span_ns=(sel.get("t_lo_ns"), sel.get("t_hi_ns")))
+    m = measure(trace, "trace", device=device, span_ns=(sel.get("t_lo_ns"), sel.get("t_hi_ns")))
     if Path(first.trace["path"]).resolve() != trace.root.resolve():
         notes.append(
             f"the baseline {trace.root} is not the trace the results replayed ({first.trace['path']})"

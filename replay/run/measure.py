@@ -15,7 +15,7 @@ from iofp import duck
 from iofp.contract import IO_TABLE, SYNC_TABLE, Trace
 from iofp.replay_result import Latency, Measured
 
-SQL = "replay.sql"
+SQL = "replay.run.sql"
 DATA_OPS = ("read", "write", "discard")
 _ALL = (-(2**63), 2**63 - 1)
 

@@ -60,7 +60,7 @@ from iofp.contract import IO_TABLE, SYNC_TABLE, Trace
 from iofp.sqlfiles import load_sql
 from replay.iolog import Expected
 
-SQL = "replay.sql"
+SQL = "replay.run.sql"
 
 FAITHFUL_MAPE = 0.05
 FAITHFUL_STRETCH = 0.05
@@ -117,7 +117,7 @@ class Fidelity:
         return d
 
     def summary(self) -> str:
-        from replay.render import fidelity_line
+        from replay.run.render import fidelity_line
 
         return fidelity_line(self.to_dict())
 

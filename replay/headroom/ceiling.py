@@ -6,7 +6,7 @@ The plan's iologs, with the same jobs, engines and queue depths as a replay, are
 no device time. Each job's I/Os (data and sync calls) per second of its own runtime is its ceiling;
 all the jobs' I/Os over the longest job's runtime the total. A sweep step that would demand more than
 that of some job, or of all of them, cannot be replayed here whatever the device: its verdict is the
-replayer's limit, not the device's (replay/headroom.py).
+replayer's limit, not the device's (sweep.py).
 
 fio times a job in whole milliseconds, so a short plan (a 2,000-I/O selection is done in a few ms)
 would have a ceiling of n / 1 ms: a figure of the clock's resolution, not of fio. Such a plan's
@@ -26,8 +26,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from iofp.headroom_result import Ceiling
-from replay import iolog, runner
-from replay import pacing as pacemod
+from replay import iolog, run
 from replay.fio import launch, write_job
 
 RAM_DIR = Path("/dev/shm")
@@ -40,7 +39,7 @@ HOW = (
 )
 
 
-def measure(prep: runner.Prepared, out: Path) -> Ceiling:
+def measure(prep: run.Prepared, out: Path) -> Ceiling:
     """Run the plan unpaced onto a RAM file in `out` (fio's raw artifacts kept there)."""
     if not RAM_DIR.is_dir():
         return Ceiling("not measured", HOW, reason=f"no {RAM_DIR} (a RAM file system) on this machine")
@@ -51,10 +50,10 @@ def measure(prep: runner.Prepared, out: Path) -> Ceiling:
         with open(ram, "wb") as f:
             f.truncate(CEILING_FILE_BYTES)
         conv = iolog.write(
-            prep.plan, out / "ceiling.iolog", mapping, force=True, pacing=pacemod.Pacing("off")
+            prep.plan, out / "ceiling.iolog", mapping, force=True, pacing=iolog.Pacing("off")
         )
-        jobs = runner.jobs_of(conv.report)
-        args = [write_job(out, runner.job_file(prep.plan.trace, jobs, per_job=True))]
+        jobs = run.jobs_of(conv.report)
+        args = [write_job(out, run.job_file(prep.plan.trace, jobs, per_job=True))]
         rc, doc = _run(out, args)
         times = 1
         for _ in range(3):  # a plan done within one ms is timed as 1 ms: its first repeat may be short

@@ -1,4 +1,4 @@
-"""`iofp replay`: a sequence of small steps over one resolved plan (plan.py).
+"""`iofp replay`: a sequence of small steps over one resolved plan (replay/iolog/plan.py).
 
     check options -> probe fio -> inspect the target -> resolve the plan (selection, span and
     stats, commit groups, streams: once) -> safety -> mapping -> results directory -> pacing ->
@@ -10,7 +10,7 @@ own capture (the capture stage's public `bpf.start_capture`) records the target'
 calls; the run's figures (measure.py) and its fidelity (fidelity.py) come from that capture. A
 regular-file target has no block device of its own, so neither is measured (the record says so).
 
-The job file (kept in the results directory): one job per stream (streams.py says which engine,
+The job file (kept in the results directory): one job per stream (replay/iolog/streams.py says which engine,
 depth and direct mode each gets, and why); read_iolog_chunked=1 for logs over 100,000 I/Os (fio then
 parses about a second ahead instead of all up front: ~34 MB instead of ~250 MB for 2 M I/Os, same
 timing, measured in BENCHMARKS.md). No replay_redirect: the log names the target itself.
@@ -37,12 +37,7 @@ from iofp import __version__
 from iofp import replay_result as rr
 from iofp.contract import Trace, device_facts, open_trace
 from iofp.errors import BadInput, IofpError, MissingCapability
-from replay import fidelity as fidmod
-from replay import iolog, measure
-from replay import pacing as pacemod
-from replay import plan as planmod
-from replay import selection as selmod
-from replay import streams as streammod
+from replay import iolog
 from replay.fio import (
     FioCaps,
     Interrupted,
@@ -61,6 +56,8 @@ from replay.fio import (
     trap,
     write_job,
 )
+from replay.run import fidelity as fidmod
+from replay.run.measure import measure
 
 ENGINES = ("auto", "libaio", "io_uring", "psync", "pvsync2")
 CHUNKED_ABOVE = 100_000
@@ -70,15 +67,15 @@ CHUNKED_ABOVE = 100_000
 class ReplayOptions:
     target: Path
     output: Path
-    selection: selmod.Selection = field(default_factory=selmod.Selection)
+    selection: iolog.Selection = field(default_factory=iolog.Selection)
     time_scale: float = 1.0
     target_size: int | None = None  # fold into this many bytes of the target
     fold: bool = False  # fold into the whole target
     align: int | None = None  # default: the target's logical block size
     iodepth: int | None = None
-    engine: str = "auto"  # auto: psync for a stream that never had 2 I/Os in flight (streams.py)
+    engine: str = "auto"  # auto: psync for a stream that never had 2 I/Os in flight (replay/iolog/streams.py)
     streams: str | None = None  # "pid" | "single"; None: "pid" when the selection has > 1 pid
-    pace: str = "absolute"  # "absolute" | "auto" | "off" | "<N>us" (pacing.py)
+    pace: str = "absolute"  # "absolute" | "auto" | "off" | "<N>us" (replay/iolog/pacing.py)
     labels: dict[str, str] = field(default_factory=dict)
     allow_destructive: bool = False
     fidelity: bool = True
@@ -91,9 +88,9 @@ class ReplayOptions:
             raise BadInput(f"--engine {self.engine}: choose one of {', '.join(ENGINES)}")
         if self.iodepth is not None and not 1 <= self.iodepth <= 65536:
             raise BadInput(f"--iodepth {self.iodepth}: must be between 1 and 65536")
-        if self.streams is not None and self.streams not in streammod.MODES:
-            raise BadInput(f"--streams {self.streams}: choose one of {', '.join(streammod.MODES)}")
-        pacemod.PaceSpec.parse(self.pace)
+        if self.streams is not None and self.streams not in iolog.STREAM_MODES:
+            raise BadInput(f"--streams {self.streams}: choose one of {', '.join(iolog.STREAM_MODES)}")
+        iolog.PaceSpec.parse(self.pace)
         if self.target_size is not None and self.target_size <= 0:
             raise BadInput(f"--target-size {self.target_size}: must be > 0")
         self.selection.check()
@@ -104,14 +101,14 @@ class Run:
     """What one replay has done so far: enough to record it whole, or as the partial run it became."""
 
     opts: ReplayOptions
-    plan: planmod.Plan
+    plan: iolog.Plan
     target: Target
     out: Path
     foreign: set[str]
     fio: FioCaps
     mapping: iolog.Mapping | None = None
     created: bool = False
-    pacing: pacemod.Pacing | None = None
+    pacing: iolog.Pacing | None = None
     conv: iolog.Conversion | None = None
     jobs: list[JobSpec] = field(default_factory=list)
     args: list[str] = field(default_factory=list)  # fio's arguments (its job file)
@@ -158,12 +155,13 @@ def replay(trace: Trace, opts: ReplayOptions) -> tuple[Path, rr.ReplayResult]:
 @dataclass
 class Prepared:
     """What every run of one selection on one target shares, resolved once before any I/O: fio, the
-    inspected target (checked by replay/fio/safety.py), the plan (plan.py) and how it maps onto the target.
-    `iofp headroom` runs it at several time scales (`run_step`); close() when done."""
+    inspected target (checked by replay/fio/safety.py), the plan (replay/iolog/plan.py) and how it
+    maps onto the target. `iofp headroom` runs it at several time scales (`run_step`); close() when
+    done."""
 
     fio: FioCaps
     target: Target
-    plan: planmod.Plan
+    plan: iolog.Plan
     mapping: iolog.Mapping  # at opts.time_scale; run_step replaces the scale
 
     def close(self) -> None:
@@ -174,7 +172,7 @@ def prepare(trace: Trace, opts: ReplayOptions) -> Prepared:
     """Probe fio, inspect the target, resolve the plan (once), check safety and the target's size."""
     caps = installed()
     target = inspect_target(opts.target)
-    plan = planmod.resolve(
+    plan = iolog.resolve(
         trace, opts.selection, streams=opts.streams, engine=opts.engine, iodepth=opts.iodepth
     )
     try:
@@ -252,7 +250,7 @@ def _judge(run: Run) -> None:
     if run.capture is None:
         return
     capture = open_trace(run.out / "capture")
-    run.measured = measure.measure(capture, "replay capture", comm="fio")
+    run.measured = measure(capture, "replay capture", comm="fio")
     assert run.conv is not None
     try:
         fid = fidmod.compare(run.conv.expected, capture, window_s=run.opts.fidelity_window_s)
@@ -277,7 +275,7 @@ def _stopped(run: Run, e: Interrupted) -> None:
             _write_back(run.target.path)  # what the commit jobs had buffered: now, not after iofp exits
         if run.capture is not None:
             try:
-                run.measured = measure.measure(open_trace(run.out / "capture"), "replay capture", comm="fio")
+                run.measured = measure(open_trace(run.out / "capture"), "replay capture", comm="fio")
             except IofpError:  # a capture stopped before it wrote a file
                 run.measured = None
         run.fidelity = {
@@ -409,7 +407,7 @@ def prepare_output(out: Path, force: bool) -> set[str]:
     return set()
 
 
-def _mapping(target: Target, opts: ReplayOptions, stats: selmod.SelectionStats) -> iolog.Mapping:
+def _mapping(target: Target, opts: ReplayOptions, stats: iolog.SelectionStats) -> iolog.Mapping:
     """How the selection lands on the target, checked against its size."""
     fold_size = _fold_size(target, opts)
     mapping = iolog.Mapping(
@@ -444,7 +442,7 @@ def _fold_size(target: Target, opts: ReplayOptions) -> int | None:
 
 @dataclass
 class JobSpec:
-    """One fio job of a replay: one stream's iolog (streams.py)."""
+    """One fio job of a replay: one stream's iolog (replay/iolog/streams.py)."""
 
     name: str
     iolog: Path
@@ -468,7 +466,7 @@ def jobs_of(report: iolog.ConvertReport) -> list[JobSpec]:
 def job_file(trace: Trace, jobs: list[JobSpec], *, per_job: bool = False) -> str:
     """One job per stream, all in one fio run, all started together; group_reporting sums them
     (`per_job`: fio reports each job on its own and ignores the logs' times, for the replayer's
-    ceiling, replay/headroom_ceiling.py)."""
+    ceiling, replay/headroom/ceiling.py)."""
     lines = [
         f"; written by iofp {__version__} to replay {trace.root}",
         "; the target is named inside each iolog; see results.json for the settings and why each job",
@@ -485,24 +483,24 @@ def job_file(trace: Trace, jobs: list[JobSpec], *, per_job: bool = False) -> str
     return "\n".join(lines) + "\n"
 
 
-def _footprint(stats: selmod.SelectionStats, mapping: iolog.Mapping) -> int:
+def _footprint(stats: iolog.SelectionStats, mapping: iolog.Mapping) -> int:
     m = iolog.fold_modulus(stats, mapping)
     return stats.max_end if m is None else m + stats.max_size
 
 
 def _pacing(
-    opts: ReplayOptions, target: Target, plan: streammod.StreamPlan, workdir: Path
-) -> pacemod.Pacing:
-    spec = pacemod.PaceSpec.parse(opts.pace)
+    opts: ReplayOptions, target: Target, plan: iolog.StreamPlan, workdir: Path
+) -> iolog.Pacing:
+    spec = iolog.PaceSpec.parse(opts.pace)
     engines = sorted({s.engine for s in plan.streams})
     if spec.mode in ("off", "absolute"):
-        return pacemod.Pacing(mode=spec.mode)
+        return iolog.Pacing(mode=spec.mode)
     if spec.mode == "fixed":
-        return pacemod.Pacing(mode="fixed", overhead_ns=dict.fromkeys(engines, spec.overhead_ns))
+        return iolog.Pacing(mode="fixed", overhead_ns=dict.fromkeys(engines, spec.overhead_ns))
     biggest = max(plan.streams, key=lambda s: s.ios)
     size = target.size or target.path.stat().st_size
-    gap = pacemod.calibration_gap_ns(biggest.median_gap_ns)
-    return pacemod.calibrate(target.path, size, engines, gap, workdir)
+    gap = iolog.calibration_gap_ns(biggest.median_gap_ns)
+    return iolog.calibrate(target.path, size, engines, gap, workdir)
 
 
 def _start_capture(run: Run) -> Any:

@@ -51,10 +51,10 @@ import pyarrow.compute as pc
 from iofp.contract import IO_TABLE, OPS, SYNC_TABLE, Trace, TraceMeta, TraceWriter, check_output_file
 from iofp.errors import BadInput
 from iofp.sqlfiles import load_sql
-from replay import pacing as pacemod
-from replay import plan as planmod
-from replay import selection as selmod
-from replay import streams as streammod
+from replay.iolog import pacing as pacemod
+from replay.iolog import plan as planmod
+from replay.iolog import selection as selmod
+from replay.iolog import streams as streammod
 
 HEADER = "fio version 3 iolog\n"
 HEADER_V2 = "fio version 2 iolog\n"  # --pace absolute (pacing.WaitClock)
@@ -63,7 +63,7 @@ FIO_ACTIONS = ("read", "write", "trim", "sync", "sync", "datasync")
 READ, WRITE, DISCARD, FLUSH, SYNC, DATASYNC = range(6)  # FLUSH and up: a sync line
 MAX_NAME = 256  # fio parses names with %256s
 EXPECTED_ROWS_PER_FILE = 1 << 20
-SQL = "replay.sql"
+SQL = "replay.iolog.sql"
 
 
 @dataclass(frozen=True)
@@ -169,7 +169,7 @@ def _align_up(x: int, a: int) -> int:
 @dataclass
 class Expected:
     """What the log demands, as the target should see it (target offsets, scaled times from 0): the
-    reference a replay's capture is compared with (fidelity.py), passed on in memory."""
+    reference a replay's capture is compared with (replay/run/fidelity.py), passed on in memory."""
 
     io: pa.Table  # ts_ns, offset, size, op, inflight, lat_ns, forced: the data I/Os
     calls: pa.Table  # ts_ns, call ('fsync' | 'fdatasync'): one per sync/datasync line

@@ -2,7 +2,7 @@
 
 `resolve(trace, selection, ...)` runs, in order and once each: the selection's span and what it
 holds (selection.py: the regime rule runs here and nowhere else), the commit groups (commits.py) and
-the streams (streams.py). `iofp iolog` and `iofp replay` both start from it; the converter (iolog.py)
+the streams (streams.py). `iofp iolog` and `iofp replay` both start from it; the converter (converter.py)
 reads the plan's rows through the plan's own DuckDB connection, where the commit tables live.
 """
 
@@ -16,9 +16,9 @@ import duckdb
 import pyarrow as pa
 
 from iofp.contract import SYNC_TABLE, Trace
-from replay import commits as commitmod
-from replay import selection as selmod
-from replay import streams as streammod
+from replay.iolog import commits as commitmod
+from replay.iolog import selection as selmod
+from replay.iolog import streams as streammod
 
 
 @dataclass

@@ -1,8 +1,8 @@
 """`iofp headroom`: the selection replayed at rising load until the SLO breaks, then bisected.
 
-    check options -> resolve the plan ONCE (runner.prepare: fio, target, selection, commit groups,
-    streams, mapping) -> the replayer's ceiling (headroom_ceiling.py) -> steps at rising time scale
-    (runner.run_step: a whole replay each, judged by iofp's capture) -> bisection -> the result
+    check options -> resolve the plan ONCE (run.prepare: fio, target, selection, commit groups,
+    streams, mapping) -> the replayer's ceiling (ceiling.py) -> steps at rising time scale
+    (run.run_step: a whole replay each, judged by iofp's capture) -> bisection -> the result
 
 A step **passes** when the SLO holds (iofp/slo.py, on the step's own measured figures) and the replay
 kept the demanded rate: the step is faithful by the fidelity check (every demanded I/O replayed, per
@@ -39,10 +39,10 @@ from iofp.contract import Trace
 from iofp.errors import BadInput, IofpError
 from iofp.replay_result import PCTS, ReplayResult
 from iofp.slo import Slo
-from replay import fidelity as fidmod
-from replay import headroom_ceiling, runner
+from replay import run
 from replay.fio import Interrupted, Stopped, prepare_dir, trap
-from replay.headroom_render import scale_text
+from replay.headroom import ceiling as headroom_ceiling
+from replay.headroom.render import scale_text
 
 Note = Callable[[str], None]
 DEFAULT_SCALES = (1.0, 1.5, 2.0, 3.0, 4.0)
@@ -51,12 +51,12 @@ DEFAULT_PRECISION = 0.05
 DEFAULT_BUDGET = 12
 CEILING_SHARE = 0.8  # a step demanding this much of fio's ceiling that misses the rate: the replayer's
 MIN_RATE_WINDOW_S = 0.1  # a fast step's rate windows: 1 ms of pacing jitter stays within 1% of one
-GROWTH_FLOOR_US = fidmod.ON_SCHEDULE_LATE_P99_NS / 1e3
+GROWTH_FLOOR_US = run.ON_SCHEDULE_LATE_P99_NS / 1e3
 
 
 @dataclass
 class HeadroomOptions:
-    replay: runner.ReplayOptions  # its output: the headroom directory; its time_scale: unused
+    replay: run.ReplayOptions  # its output: the headroom directory; its time_scale: unused
     slo: Slo
     scales: tuple[float, ...] = DEFAULT_SCALES
     max_scale: float = DEFAULT_MAX_SCALE
@@ -107,7 +107,7 @@ def parse_precision(text: str) -> float:
 
 @dataclass
 class _Sweep:
-    prep: runner.Prepared
+    prep: run.Prepared
     opts: HeadroomOptions
     out: Path
     res: hr.HeadroomResult
@@ -126,7 +126,7 @@ def headroom(trace: Trace, opts: HeadroomOptions, note: Note | None = None) -> t
     _check_output(out, opts.replay.force)
     with trap():  # also over the cleanup: a second signal is remembered, not obeyed
         try:
-            prep = runner.prepare(trace, opts.replay)
+            prep = run.prepare(trace, opts.replay)
         except Interrupted as e:
             raise Stopped(
                 f"headroom stopped by {e.name} before anything was written", e.signum
@@ -229,7 +229,7 @@ def _step(sw: _Sweep, scale: float, phase: str) -> hr.Step:
         t0 = time.monotonic()
         opts = replace(sw.opts.replay, output=sw.out / hr.STEPS_DIR / name, time_scale=scale, force=False)
         opts.fidelity_window_s = _rate_window(res.demand, scale)
-        _, rres = runner.run_step(sw.prep, opts)
+        _, rres = run.run_step(sw.prep, opts)
         _demand(res, rres, scale)
         step = judge(rres, scale, phase, f"{hr.STEPS_DIR}/{name}", sw.opts.slo, limit)
         step.wall_s = round(time.monotonic() - t0, 3)
@@ -250,7 +250,7 @@ def _rate_window(demand: dict, scale: float) -> float | None:
     if not demand.get("span_s"):
         return None  # the first step: the fidelity check's own rule
     span = demand["span_s"] / scale
-    return max(fidmod.rate_window(span, demand["data_ios"] + demand["syncs"]), min(MIN_RATE_WINDOW_S, span))
+    return max(run.rate_window(span, demand["data_ios"] + demand["syncs"]), min(MIN_RATE_WINDOW_S, span))
 
 
 def _demand(res: hr.HeadroomResult, rres: ReplayResult, scale: float) -> None:
@@ -289,7 +289,7 @@ def judge(rres: ReplayResult, scale: float, phase: str, where: str, slo: Slo, li
             fid["late_growth_us"],
         )
         step.rate_failures = list(fid["reasons"])
-        allowed_us = max(GROWTH_FLOOR_US, fidmod.FAITHFUL_STRETCH * rres.demanded.span_s * 1e6)
+        allowed_us = max(GROWTH_FLOOR_US, run.FAITHFUL_STRETCH * rres.demanded.span_s * 1e6)
         if (step.late_growth_us or 0) > allowed_us:
             step.rate_failures.append(
                 f"lateness grew {step.late_growth_us / 1e3:,.1f} ms over the run "
@@ -372,7 +372,7 @@ def _load(res: hr.HeadroomResult, scale: float) -> str:
     return f" ({', '.join(parts)})" if parts else ""
 
 
-def _new_result(prep: runner.Prepared, opts: HeadroomOptions) -> hr.HeadroomResult:
+def _new_result(prep: run.Prepared, opts: HeadroomOptions) -> hr.HeadroomResult:
     t, r = prep.target, opts.replay
     return hr.HeadroomResult(
         tool_version=__version__, host=socket.gethostname(), kernel=platform.release(),

@@ -1,0 +1,19 @@
+"""`iofp headroom`: one plan replayed at rising load until the SLO breaks, then bisected. The sweep
+and its verdicts (sweep.py: `headroom`), the replayer's own ceiling on this machine (ceiling.py) and
+the terminal text (render.py: `summary`, `stopped_line`).
+
+Other families import only these names; the modules behind them are this package's own.
+"""
+
+from replay.headroom.render import stopped_line, summary
+from replay.headroom.sweep import HeadroomOptions, default_output, headroom, parse_precision, parse_scales
+
+__all__ = [
+    "HeadroomOptions",
+    "default_output",
+    "headroom",
+    "parse_precision",
+    "parse_scales",
+    "stopped_line",
+    "summary",
+]
