@@ -31,8 +31,8 @@ import pyarrow as pa
 
 from bpf.btf import kernel_btf
 from bpf.devices import device_names, resolve_devices, stacked_devices
+from bpf.doctor import check_syscall_tracepoints
 from bpf.loader import KernelOptions
-from bpf.probe import check_syscall_tracepoints
 from bpf.record import InflightFixes, ReqBits
 from bpf.spool import Interval, Spool, segments
 from iofp.contract import (
@@ -180,7 +180,7 @@ def max_buffer_bytes() -> int:
 
 def validate(opts: CaptureOptions) -> dict[str, int]:
     """Check the options before anything is loaded or written; returns {device name: dev_t}."""
-    from bpf.probe import require_capture
+    from bpf.doctor import require_capture
 
     if opts.duration_s is not None and opts.duration_s <= 0:
         raise BadInput(f"--duration must be positive, got {opts.duration_s:g}s")

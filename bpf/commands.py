@@ -182,7 +182,7 @@ def doctor_cmd(
 
     Example: sudo iofp doctor
     """
-    from bpf.probe import capture_ready, doctor_checks
+    from bpf.doctor import capture_ready, doctor_checks
 
     json_target(json_out, force=force)
     checks = doctor_checks(mount=True)

@@ -11,7 +11,7 @@ import pytest
 from conftest import REPO, is_root
 from helpers import IOFP
 
-from bpf.probe import Check, capture_ready, check_raw_tracepoint, doctor_checks
+from bpf.doctor import Check, capture_ready, check_raw_tracepoint, doctor_checks
 
 
 def test_doctor_says_ready_and_exits_0_where_capture_works() -> None:

@@ -1,4 +1,4 @@
-"""What this machine can do, probed rather than guessed from a kernel version.
+"""`iofp doctor`'s checks: what this machine can do, tested rather than guessed from a kernel version.
 
 Each check returns a `Check` (ok, detail, fix). `iofp doctor` prints them all; the loader calls
 `require_capture()` before it compiles anything, so a missing piece is reported as one line naming
