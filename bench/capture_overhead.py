@@ -48,6 +48,8 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from replay.fio import fio_json
+
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "bench" / "out" / "capture_overhead"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -159,7 +161,7 @@ def fio(dev: str, seconds: int, out: Path, wl: Workload, rate: int = 0) -> dict:
     (out / "fio.exit_code").write_text(f"{r.returncode}\n")
     if r.returncode != 0:
         raise RuntimeError(f"fio failed: {r.stderr.strip()}")
-    j = json.loads(r.stdout[r.stdout.index("{") :])["jobs"][0]
+    j = fio_json(r.stdout)["jobs"][0]
     job = j[wl.direction]
     # fio's own thread: where the submit-side programs and the syscall tracepoints' slow path run
     cpu_ns = (j["usr_cpu"] + j["sys_cpu"]) / 100 * j["job_runtime"] * 1e6

@@ -28,6 +28,7 @@ import pytest
 from conftest import assert_tracer_lost_nothing, destroy_loop_device, is_root, make_loop_device
 
 from iofp.contract import MANIFEST, META_KEY, TraceMeta, open_trace
+from replay.fio import fio_json
 
 pytestmark = [
     pytest.mark.skipif(not is_root(), reason="needs root (eBPF capture, loop devices)"),
@@ -91,8 +92,7 @@ def run_fio(name: str, dev: str, where: Path, *opts: str) -> FioRun:
     (d / "stderr").write_text(err)
     (d / "exit_code").write_text(f"{p.returncode}\n")
     assert p.returncode == 0, err
-    text = out[out.index("{") :]  # fio may print notes before the JSON
-    run.result = json.loads(text)
+    run.result = fio_json(out)  # fio may print notes before the JSON
     (d / "result.json").write_text(json.dumps(run.result, indent=2))
     return run
 
@@ -457,7 +457,7 @@ def test_pid_filter_keeps_only_that_process(tmp_path: Path, loop_device: str) ->
     finally:
         stop_dd.set()
         other.join()
-    fsyncs = json.loads(out[out.index("{") :])["jobs"][0]["sync"]["total_ios"]
+    fsyncs = fio_json(out)["jobs"][0]["sync"]["total_ios"]
     trace = open_trace(tmp_path / "t")
     io = pa.concat_tables(pq.read_table(f) for f in trace.files["io"]).to_pylist()
     assert {r["pid"] for r in io} == {p.pid}

@@ -5,6 +5,7 @@ documents they draw, and the CLI assembly sits on top."""
 from __future__ import annotations
 
 import ast
+import importlib
 import re
 from pathlib import Path
 
@@ -112,7 +113,6 @@ def test_other_stages_enter_the_new_stages_through_their_package(door):
     assert offenders == {}
 
 
-
 PRODUCT = ("iofp", *STAGES, REPORT, TOP)
 # A query in a Python string: the house style keeps every one in a .sql file, loaded with
 # iofp.sqlfiles.load_sql and run with bound parameters.
@@ -153,4 +153,160 @@ def test_duckdb_is_opened_one_way():
         if isinstance(n, ast.Attribute) and n.attr in ("connect", "sql", "query", "execute")
         and isinstance(n.value, ast.Name) and n.value.id == "duckdb"
     ]  # fmt: skip
+    assert offenders == []
+
+
+# replay/ is a stage of rooms: each family a subpackage whose __init__ names what the others may use.
+REPLAY = REPO / "replay"
+FAMILIES = sorted(p.parent.name for p in REPLAY.glob("*/__init__.py"))
+# what may sit in replay/ itself, outside every room: the stage's CLI assembly
+REPLAY_TOP = {"__init__.py", "commands.py", "options.py"}
+
+
+def public_names(family: str) -> set[str]:
+    """The names a family's __init__ exports (its __all__, read without importing it)."""
+    tree = ast.parse((REPLAY / family / "__init__.py").read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__all__" for t in node.targets):
+            return set(ast.literal_eval(node.value))
+    return set()
+
+
+def family_of(path: Path) -> str | None:
+    rel = path.relative_to(REPO).parts
+    return rel[1] if rel[0] == "replay" and len(rel) > 2 else None
+
+
+def reaches_into(path: Path) -> list[str]:
+    """What `path` uses of a replay family other than its own that is not among the family's public
+    names: an import of one of its modules, or a name (or `family.name`) its __init__ does not export."""
+    own, tree, bad = family_of(path), ast.parse(path.read_text()), []
+    bound = {}  # local name -> the family it was imported as (`from replay import run as runner`)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            parts = [a.name.split(".") for a in node.names]
+            bad += [".".join(p) for p in parts if len(p) > 2 and p[0] == "replay" and p[1] != own]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            parts = node.module.split(".")
+            if parts[0] != "replay" or (len(parts) > 1 and parts[1] == own):
+                continue
+            if len(parts) > 2:
+                bad.append(node.module)
+            elif len(parts) == 2 and parts[1] in FAMILIES:
+                bad += [f"{node.module}.{a.name}" for a in node.names if a.name not in public_names(parts[1])]
+            else:
+                bound |= {
+                    a.asname or a.name: a.name for a in node.names if a.name in FAMILIES and a.name != own
+                }
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in bound:
+            family = bound[node.value.id]
+            if node.attr not in public_names(family):
+                bad.append(f"replay.{family}.{node.attr}")
+    return sorted(set(bad))
+
+
+def test_replay_is_rooms_and_its_top_is_the_cli_assembly():
+    assert {p.name for p in REPLAY.glob("*.py")} <= REPLAY_TOP
+    assert {"compare", "fio", "fiojob", "headroom", "iolog", "probe", "run"} <= set(FAMILIES)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_every_room_says_what_it_holds_and_exports_names_it_has(family):
+    pkg = importlib.import_module(f"replay.{family}")
+    assert (pkg.__doc__ or "").strip(), f"replay/{family}/__init__.py needs a docstring caption"
+    names = public_names(family)
+    assert names and all(hasattr(pkg, n) for n in names)
+    # an exported name that is also a module of the room would hide the module
+    assert not names & {p.stem for p in (REPLAY / family).glob("*.py")}
+
+
+def test_no_module_reaches_into_another_replay_family():
+    """Outside its own room a module uses only a family's public names (its __init__'s __all__)."""
+    offenders = {str(p.relative_to(REPO)): bad for p in product_modules() if (bad := reaches_into(p))}
+    assert offenders == {}
+
+
+def test_the_family_check_finds_a_reach(tmp_path):
+    bad = REPLAY / "run" / f"_reach_{tmp_path.name}.py"  # inside run/: fio's internals are fio's own
+    bad.write_text(
+        "from replay.fio.launcher import stop\nfrom replay.fio import launch, _keep\n"
+        "from replay import fio as f, run\nf.launch(); f.stop(); run.anything()\n"
+    )
+    try:
+        assert reaches_into(bad) == ["replay.fio._keep", "replay.fio.launcher", "replay.fio.stop"]
+    finally:
+        bad.unlink()
+
+
+# One fio launcher: replay/fio/launcher.py starts every fio run, iofp/fioversion.py reads its version.
+FIO_STARTERS = {REPO / "replay" / "fio" / "launcher.py", REPO / "iofp" / "fioversion.py"}
+SPAWNERS = {("subprocess", f) for f in ("run", "Popen", "call", "check_call", "check_output")}
+SPAWNERS |= {("os", f) for f in ("system", "popen", "execv", "execvp", "execvpe", "spawnv", "spawnvp")}
+
+
+def processes_started(path: Path) -> list[tuple[int, str]]:
+    """(line, what it runs) of every process `path` starts: the argv's source and, for each name in
+    it, the source of what the module assigns to that name."""
+    tree = ast.parse(path.read_text())
+    assigned: dict[str, list[str]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            for t in node.targets:
+                for n in ast.walk(t):
+                    if isinstance(n, ast.Name):
+                        assigned.setdefault(n.id, []).append(ast.unparse(node.value))
+    out = []
+    for node in ast.walk(tree):
+        f = node.func if isinstance(node, ast.Call) else None
+        if (
+            isinstance(f, ast.Attribute)
+            and isinstance(f.value, ast.Name)
+            and (f.value.id, f.attr) in SPAWNERS
+        ):
+            argv = ast.unparse(node.args[0]) if node.args else ""
+            names = {n.id for n in ast.walk(node.args[0]) if isinstance(n, ast.Name)} if node.args else set()
+            out.append(
+                (node.lineno, " ".join([argv, *(v for n in sorted(names) for v in assigned.get(n, []))]))
+            )
+    return out
+
+
+def test_fio_is_started_in_one_place():
+    offenders = [
+        f"{p.relative_to(REPO)}:{line}: {what}"
+        for p in product_modules()
+        if p not in FIO_STARTERS
+        for line, what in processes_started(p)
+        if "fio" in what
+    ]
+    assert offenders == []
+
+
+def test_the_fio_check_finds_a_fio_started_elsewhere(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text(
+        "import shutil, subprocess\nexe = shutil.which('fio')\nsubprocess.run([exe, '--version'])\n"
+        "subprocess.run(['blkid', '-p'])\n"
+    )
+    assert [(line, "fio" in what) for line, what in processes_started(bad)] == [(3, True), (4, False)]
+
+
+# fio prints notes before its JSON: replay/fio/launcher.py's fio_json trims them, and nothing else does.
+TRIMS = re.compile(r"""\.(r?find|r?index)\(\s*["'][{}]["']""")
+
+
+def test_fios_output_is_trimmed_to_json_in_one_place():
+    modules = [
+        *product_modules(),
+        *sorted((REPO / "tests").glob("*.py")),
+        *sorted((REPO / "bench").glob("*.py")),
+    ]
+    offenders = [
+        f"{p.relative_to(REPO)}:{i}"
+        for p in modules
+        if p not in (REPO / "replay" / "fio" / "launcher.py", Path(__file__))
+        for i, line in enumerate(p.read_text().splitlines(), 1)
+        if TRIMS.search(line)
+    ]
     assert offenders == []

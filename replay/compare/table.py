@@ -14,7 +14,7 @@ only by its headroom result is shown with the figures of its 1x step (a whole re
 (fio's figures; commits and fsync from iofp's capture) is a row beside the replay and headroom figures.
 
 `--baseline TRACE` adds the original trace as the first column: its own captured figures over the
-replays' selection (the same span and device), measured by the same code (replay/run/measure.py), so a
+replays' selection (the same span and device), measured by the same code (replay/run/figures.py), so a
 candidate is compared with production as it ran, not with a replay onto it.
 
 The table has one row per figure and one column per device, and is split into as many tables as it

@@ -7,7 +7,7 @@
 Order matters for safety: the target is inspected and checked (replay/fio/safety.py) before anything is
 written, and fio is only started once the iologs exist and every check passed. While fio runs, iofp's
 own capture (the capture stage's public `bpf.start_capture`) records the target's block I/O and sync
-calls; the run's figures (measure.py) and its fidelity (fidelity.py) come from that capture. A
+calls; the run's figures (figures.py) and its fidelity (fidelity.py) come from that capture. A
 regular-file target has no block device of its own, so neither is measured (the record says so).
 
 The job file (kept in the results directory): one job per stream (replay/iolog/streams.py says which engine,
@@ -57,7 +57,7 @@ from replay.fio import (
     write_job,
 )
 from replay.run import fidelity as fidmod
-from replay.run.measure import measure
+from replay.run.figures import measure
 
 ENGINES = ("auto", "libaio", "io_uring", "psync", "pvsync2")
 CHUNKED_ABOVE = 100_000
