@@ -35,6 +35,7 @@ from bpf.doctor import check_syscall_tracepoints
 from bpf.loader import KernelOptions
 from bpf.record import InflightFixes, ReqBits
 from bpf.spool import Interval, Spool, segments
+from iofp import terminal
 from iofp.contract import (
     IO_TABLE,
     PARQUET_DEFAULTS,
@@ -49,6 +50,7 @@ from iofp.contract import (
     read_meta,
 )
 from iofp.errors import BadInput, Interrupted, IofpError, OutputFailed, warn
+from iofp.output import shell_command
 from iofp.signals import StopRequest, stop_on_signals
 
 FLUSH_TICK_S = 0.1
@@ -712,7 +714,7 @@ def start_capture(opts: CaptureOptions, *, kernel: KernelOptions | None = None) 
 
 def progress_line(stream: Any = None) -> ProgressFn | None:
     """A one-line live display on a terminal; None (quiet) when stderr is not a TTY."""
-    stream = stream or sys.stderr
+    stream = stream or terminal.raw(sys.stderr)  # its own escape sequences: numbers only
     if not stream.isatty():
         return None
 
@@ -733,7 +735,7 @@ def render_summary(s: CaptureSummary) -> list[str]:
     ]
     if s.unmatched:
         lines.append(f"{s.unmatched} completions of requests issued before the capture were left out.")
-    lines.append(f"Wrote {s.output}. Next: iofp fingerprint {s.output}")
+    lines.append(f"Wrote {s.output}. Next: {shell_command('iofp', 'fingerprint', s.output)}")
     return lines
 
 

@@ -17,7 +17,7 @@ import typer.main
 import typer.models
 from typer.core import TyperGroup, TyperOption
 
-from iofp import __version__
+from iofp import __version__, terminal
 from iofp.errors import IofpError, OutputFailed
 
 
@@ -176,9 +176,24 @@ def _walk(cmd: Any) -> list[Any]:
     return [cmd, *(c for sub in subs.values() for c in _walk(sub))]
 
 
+def _control_argument(args: list[str]) -> str | None:
+    """Why an argument is refused: one holding a control character (a newline, an escape sequence).
+    No path, name or value iofp takes has one, and a path that did would carry it into every
+    message, hint and job file that names it."""
+    for i, a in enumerate(args, 1):
+        if terminal.has_control(a):
+            return (f"argument {i} ({terminal.one_line(a)[:80]!r}) holds a control character; "
+                    "iofp takes none in a path, name or value: rename the file, or leave it out")  # fmt: skip
+    return None
+
+
 def main() -> None:
     """Console-script entry point. Usage errors (an unknown option, a value of the wrong type) are
     one line and exit 2 like every other bad input, not click's boxed usage panel."""
+    terminal.install()
+    if (bad := _control_argument(sys.argv[1:])) is not None:
+        typer.echo(f"iofp: {bad}", err=True)
+        sys.exit(2)
     try:
         rv = command()(standalone_mode=False)
     except typer.TyperException as e:  # click's exceptions, whose base typer re-exports under this name

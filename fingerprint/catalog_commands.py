@@ -6,14 +6,13 @@ import json
 from pathlib import Path
 
 import typer
-from rich.console import Console
 
 from fingerprint.catalog import Catalog
 from fingerprint.catalog_view import render_list, render_trend
-from iofp import fingerprint_doc
+from iofp import fingerprint_doc, terminal
 from iofp import slo as slomod
 from iofp.errors import BadInput
-from iofp.output import JSON_HELP, echo, emit_json, human_console, json_target
+from iofp.output import JSON_HELP, echo, emit_json, human_console, json_target, shell_command
 
 catalog_app = typer.Typer(
     help="Store fingerprints per service and review their drift over time (quarterly reviews).",
@@ -49,7 +48,7 @@ def add(
     with Catalog(catalog) as cat:
         entry_id = cat.add(doc, service, str(fingerprint))
         typer.echo(f"Added {fingerprint} as #{entry_id} of {service} in {cat.path}.")
-        typer.echo(f"Next: iofp catalog trend --service {service}")
+        typer.echo(f"Next: {shell_command('iofp', 'catalog', 'trend', '--service', service)}")
 
 
 @catalog_app.command("list")
@@ -63,7 +62,7 @@ def list_(
     """
     with Catalog(catalog, read_only=True) as cat:
         found = cat.entries() if service is None else cat.service_entries(service)
-        render_list(Console(), str(cat.path), found)
+        render_list(terminal.console(), str(cat.path), found)
 
 
 @catalog_app.command("show")

@@ -11,6 +11,7 @@ from rich.text import Text
 from fingerprint.catalog import Entry, TrendStep
 from fingerprint.diff import RULE
 from fingerprint.diff_view import change_text, human, slo_line
+from iofp import terminal
 
 
 def _num(v: float | None, fmt: str = ",.1f") -> str:
@@ -56,7 +57,7 @@ def render_list(console: Console, path: str, entries: list[Entry]) -> None:
 
 def _indented(console: Console, text: str) -> None:
     """A line of a step's details, its continuation lines indented under it."""
-    console.print(Padding(Text(text), (0, 0, 0, 4)))
+    console.print(Padding(Text(terminal.inert(text)), (0, 0, 0, 4)))
 
 
 def render_trend(console: Console, service: str, entries: list[Entry], steps: list[TrendStep]) -> None:

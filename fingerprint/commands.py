@@ -11,7 +11,7 @@ import typer
 
 from fingerprint.tolerance import SPEC_HELP as TOL_HELP
 from iofp import slo as slomod
-from iofp.output import JSON_HELP, echo, emit_json, human_console, json_target
+from iofp.output import JSON_HELP, echo, emit_json, human_console, json_target, shell_command
 from iofp.values import device_list
 from iofp.windows import DEFAULT_WINDOW
 
@@ -47,7 +47,7 @@ def import_cmd(
             + (f" and {r.sync_rows:,} syncs" if r.sync_rows else "")
             + f" ({r.format}; devices {device_list(r.devices)}{'; ' + notes if notes else ''})."
         )
-        typer.echo(f"Wrote {r.out}. Next: iofp fingerprint {r.out}")
+        typer.echo(f"Wrote {r.out}. Next: {shell_command('iofp', 'fingerprint', r.out)}")
 
 
 def fingerprint_cmd(
@@ -83,7 +83,7 @@ def fingerprint_cmd(
     fp = fingerprint_trace(trace, opts)
     render(fp, human_console(json_out))
     if (path := emit_json(json_out, None, force=force, text=dumps(fp))) is not None:
-        typer.echo(f"Wrote {path}. Next: iofp report {trace} -o report.html")
+        typer.echo(f"Wrote {path}. Next: {shell_command('iofp', 'report', trace, '-o', 'report.html')}")
 
 
 def diff_cmd(

@@ -8,6 +8,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from fingerprint.diff import Change, DiffResult, ScopeDiff, Side
+from iofp import terminal
 
 
 def human(x: float | None, unit: str = "") -> str:
@@ -64,7 +65,7 @@ def scope_table(d: ScopeDiff) -> Table:
 def render(r: DiffResult, console: Console | None = None) -> None:
     """The comparison, fitting 80 columns: both sides named, device changes, warnings, each regime's
     table (values in the unit the metric names), the SLO and the verdict."""
-    console = console or Console()
+    console = console or terminal.console()
     for line in side_lines("A", r.a) + side_lines("B", r.b):
         console.print(escape(line), overflow="fold")
     for d in r.device_changes:

@@ -378,7 +378,7 @@ class FioIolog(Format):
                 ts_ns = self.clock_ns
             if len(p) < 2:
                 raise LineError("expected `file action [offset length]`")
-            fname, act = p[0], p[1]
+            fname, act = self._device(p[0]), p[1]
             if act in ("add", "open", "close"):
                 if act == "add":
                     st.devices.add(fname)
@@ -403,6 +403,18 @@ class FioIolog(Format):
             st.devices.add(fname)
             offset = bounded(int(p[2]), "offset", INT64_MAX, "bytes")
             yield (ts_ns, fname, offset, bounded(int(p[3]), "length", SIZE_MAX, "bytes"), op)
+
+
+    @staticmethod
+    def _device(fname: str) -> str:
+        """The device a log's file name stands for: its last component (/dev/sdb is sdb). A name is
+        never a path, and one that climbs out of its directory is no device."""
+        if ".." in fname.split("/"):
+            raise LineError(f"file {fname[:60]!r} climbs out of its directory ('..'); an iolog names devices")
+        name = fname.rstrip("/").rsplit("/", 1)[-1]
+        if not name:
+            raise LineError(f"file {fname[:60]!r} names no device")
+        return name
 
 
 # blkparse default output: `maj,min cpu seq time pid action rwbs rest`

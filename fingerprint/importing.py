@@ -36,7 +36,9 @@ from fingerprint.formats import (
 from iofp import fingerprint_doc
 from iofp.contract import IO_SCHEMA, IO_TABLE, SYNC_SCHEMA, SYNC_TABLE, TraceMeta, TraceWriter
 from iofp.errors import BadInput, Interrupted
+from iofp.filecheck import name_problem
 from iofp.signals import StopRequest, stop_on_signals
+from iofp.terminal import one_line
 
 # Rows per Parquet file. A row is a Python tuple until its chunk is converted, ~0.5-1 KB with
 # blkparse's 17 columns, so 512 Ki rows bound the parser's memory to a few hundred MB.
@@ -189,6 +191,7 @@ def _run(
     sync_types = {f.name: f.type for f in SYNC_SCHEMA}
     lo, hi = None, None
     files = 0
+    checked: set[str] = set()  # device names found valid
 
     def flush(buf: list[tuple], columns: tuple[str, ...], table: str, types: dict, where: str) -> None:
         nonlocal lo, hi, files
@@ -214,6 +217,10 @@ def _run(
             raise BadInput(
                 f"{where}: more than {MAX_DEVICES:,} device names; is the device column another field?"
             )
+        for name in state.devices - checked:
+            if (why := name_problem(name)) is not None:
+                raise BadInput(f"{where}: device {one_line(name)[:60]!r} is {why}; a trace names devices")
+        checked.update(state.devices)
         writer.write(table, tbl)
         files += 1
         buf.clear()

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from iofp import regimes
+from iofp import regimes, terminal
 from iofp.fingerprint_doc import Burst, Fingerprint, Scope
 from iofp.values import device_list, duration_text
 
@@ -183,7 +183,7 @@ def spike_table(fp: Fingerprint) -> Table:
 
 
 def render(fp: Fingerprint, console: Console | None = None) -> None:
-    console = console or Console()
+    console = console or terminal.console()
     prov = fp.provenance
     title = f"{prov.source} · {device_list(prov.devices)} · {span_text(prov.duration_s)}"
     t = Table(title=escape(title), title_justify="left")
@@ -204,4 +204,6 @@ def render(fp: Fingerprint, console: Console | None = None) -> None:
     if prov.lost_events:
         console.print(f"[red]the capture lost {prov.lost_events:,} events[/red]: {escape(str(prov.loss))}")
     b = fp.whole.bound
-    console.print(f"[bold]{escape(fp.whole.shape.name)}, {b.verdict}[/bold] ({b.side}): {escape(b.why)}")
+    console.print(
+        f"[bold]{escape(fp.whole.shape.name)}, {escape(b.verdict)}[/bold] ({escape(b.side)}): {escape(b.why)}"
+    )

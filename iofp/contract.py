@@ -35,9 +35,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from iofp import __version__, fingerprint_doc, objstore
+from iofp import __version__, artifact_json, fingerprint_doc, objstore
 from iofp.errors import BadInput, OutputFailed, SchemaMismatch, warn
-from iofp.filecheck import RowRules, check_columns, check_rows, damage_in, read_schema
+from iofp.filecheck import RowRules, check_columns, check_rows, damage_in, name_problem, read_schema
 
 SCHEMA_VERSION = 1
 META_KEY = b"iofp"  # Parquet key-value metadata key holding the JSON metadata
@@ -95,6 +95,7 @@ ROW_RULES = {
         not_negative=("ts_ns", "lat_ns", "offset", "size"),
         closed="op",
         allowed=OPS,
+        names=("device",),
     ),
     SYNC_TABLE: RowRules(not_null=("ts_ns", "call"), not_negative=("ts_ns", "lat_ns"), closed="call",
                          allowed=SYNC_CALLS),
@@ -137,10 +138,7 @@ class TraceMeta:
 
     @classmethod
     def from_json(cls, text: str | bytes, where: str = "trace") -> TraceMeta:
-        try:
-            raw = json.loads(text)
-        except ValueError as e:
-            raise BadInput(f"{where}: metadata is not valid JSON ({e})") from None
+        raw = artifact_json.parse(text, where, "trace metadata", "not an iofp trace")
         if not isinstance(raw, dict):
             what = type(raw).__name__
             raise BadInput(f"{where}: metadata is a JSON {what}, not an object; not an iofp trace")
@@ -185,6 +183,10 @@ def _check_meta_value(key: str, value: Any, where: str) -> None:
         if bad is not None:
             shown = _short(value[bad])
             raise BadInput(f"{where}: {key}.{bad} is {shown}, not a count; not a valid iofp trace")
+    if key == "devices" and ok:
+        for name in value:
+            if (why := name_problem(name)) is not None:
+                raise BadInput(f"{where}: device {name[:60]!r} is {why}; not a valid iofp trace")
     if not ok:
         want = " or ".join("null" if t is type(None) else _JSON_NAMES[t] for t in types)
         raise BadInput(f"{where}: {key} is {_short(value)}, not {want}; not a valid iofp trace")

@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from iofp.errors import BadInput, SchemaMismatch
+from iofp.terminal import has_control, one_line
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,21 @@ class RowRules:
     not_negative: tuple[str, ...]
     closed: str
     allowed: tuple[str, ...]
+    names: tuple[str, ...] = ()  # columns whose every value is a name (name_problem), never a path
+
+
+def name_problem(name: str) -> str | None:
+    """Why `name` (a device's, from an artifact) cannot be a name, or None: iofp builds paths from
+    device names (/sys/block/NAME, /dev/NAME), so a name is one path component of printable text."""
+    if not name or name in (".", ".."):
+        return "an empty or dot name"
+    if "/" in name:
+        return "a path, not a name (it holds '/')"
+    if has_control(name) or name != name.strip():
+        return "it holds control characters or surrounding blanks"
+    if len(name.encode()) > 255:
+        return "longer than 255 bytes"
+    return None
 
 
 AGAIN = "not a valid iofp trace (import or capture it again)"
@@ -81,6 +97,10 @@ def check_rows(path: Path, rules: RowRules) -> None:
             raise BadInput(
                 f"{path}: {rules.closed} {unknown[0]!r} is not one of {', '.join(rules.allowed)}; {AGAIN}"
             )
+        for column in rules.names:
+            for name in _names(pf, column):
+                if (why := name_problem(name)) is not None:
+                    raise BadInput(f"{path}: {column} {one_line(name)[:60]!r} is {why}; {AGAIN}")
     except (OSError, pa.ArrowException) as e:
         raise damage_in([path], e) or BadInput(f"{path}: cannot read it ({_first_line(e)})") from None
 
@@ -118,6 +138,24 @@ def _from_rows(pf: pq.ParquetFile, columns: list[str], closed: str, found: dict)
         values |= _values(tbl.column(closed))
     found.update(acc)
     return values
+
+
+def _names(pf: pq.ParquetFile, column: str) -> set[str]:
+    """The distinct values of a string column: from the footer when every row group holds one value
+    (a capture of one device: min == max), else read a row group at a time."""
+    md = pf.metadata
+    idx = md.schema.names.index(column)
+    stats = [md.row_group(i).column(idx).statistics for i in range(md.num_row_groups)]
+    if all(s is not None and s.has_min_max and s.min == s.max and not s.null_count for s in stats):
+        return {_text(s.min) for s in stats if s is not None}
+    found: set[str] = set()
+    for i in range(md.num_row_groups):
+        found |= {v for v in _values(pf.read_row_group(i, columns=[column]).column(column)) if v is not None}
+    return found
+
+
+def _text(v: object) -> str:
+    return v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
 
 
 def _values(col: pa.ChunkedArray) -> set[str | None]:

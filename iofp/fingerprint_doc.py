@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from iofp import artifact_json
 from iofp.errors import BadInput
 
 FINGERPRINT_VERSION = 2
@@ -394,7 +395,13 @@ def from_dict(doc: Any, where: str) -> Fingerprint:
             f"{where}: fingerprint v{doc['fingerprint_version']!r}; this iofp reads v{FINGERPRINT_VERSION} "
             f"({MAKE_ONE} again from its trace)"
         )
-    return _convert(Fingerprint, doc, where, "")
+    fp = _convert(Fingerprint, doc, where, "")
+    for name in SCOPES:  # code picks a scope by its name: a scope is what its key says
+        scope = getattr(fp, name)
+        if scope is not None and scope.name != name:
+            raise BadInput(f"{where}: `{name}.name` is {scope.name[:40]!r}, not {name!r}; not a valid iofp "
+                           f"fingerprint ({MAKE_ONE})")  # fmt: skip
+    return fp
 
 
 def is_fingerprint_file(path: Path) -> bool:
@@ -412,15 +419,8 @@ def load(path: Path | str) -> Fingerprint:
     """Read and check the fingerprint JSON at `path` (a file, or an s3:// object)."""
     from iofp import objstore
 
-    try:
-        url = objstore.url_of(path)
-        doc = json.loads(objstore.get_bytes(url) if url else Path(path).read_text())
-        path = url or path
-    except OSError as e:
-        raise BadInput(f"{path}: cannot read it ({e.strerror})") from None
-    except ValueError as e:
-        raise BadInput(f"{path}: not JSON ({e})") from None
-    return from_dict(doc, str(path))
+    doc = artifact_json.load(path, "fingerprint", MAKE_ONE)
+    return from_dict(doc, str(objstore.url_of(path) or path))
 
 
 def dumps(obj: Any) -> str:

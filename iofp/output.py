@@ -9,6 +9,7 @@ clean JSON. Imports no stage.
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,12 +17,18 @@ from typing import Any
 import typer
 from rich.console import Console
 
-from iofp import objstore
+from iofp import objstore, terminal
 from iofp.contract import atomic_write_bytes, check_output_file
 from iofp.errors import BadInput
 
 JSON_HELP = "Write the result as JSON to FILE, or to stdout with - (the summary then goes to stderr)."
 OUTPUT_METAVAR = "PATH"
+
+
+def shell_command(*words: object) -> str:
+    """A command line to print for the user to run (a `Next:` hint): every word shell-quoted, so a
+    path or a service named `x; rm -rf ~` is one word of it, never a second command."""
+    return shlex.join(str(w) for w in words)
 
 
 def json_target(arg: str | None, *, force: bool) -> Path | objstore.Url | None:
@@ -44,7 +51,7 @@ def check_output_object(url: objstore.Url, *, force: bool) -> None:
 
 def human_console(arg: str | None) -> Console:
     """Where the human summary goes: stderr when the JSON takes stdout."""
-    return Console(stderr=arg == "-")
+    return terminal.console(stderr=arg == "-")
 
 
 def echo(text: str, arg: str | None) -> None:

@@ -4,10 +4,10 @@ in one line naming the file and the fix. Imports no stage."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from iofp import artifact_json
 from iofp.errors import BadInput
 
 
@@ -17,16 +17,10 @@ def read(path: Path | str, record: str, kind: str, version: int, command: str) -
     p = Path(path)
     f = p / record if p.is_dir() else p
     noun = f"{command} result"
-    try:
-        doc = json.loads(f.read_text())
-    except OSError as e:
-        raise BadInput(
-            f"{f}: cannot read it ({e.strerror}); pass a directory written by `iofp {command}`"
-        ) from None
-    except ValueError as e:
-        raise BadInput(
-            f"{f}: not valid JSON ({e}); the record is damaged: run `iofp {command}` again"
-        ) from None
+    if not f.exists():
+        raise BadInput(f"{f}: cannot read it (No such file or directory); pass a directory written by "
+                       f"`iofp {command}`")  # fmt: skip
+    doc = artifact_json.load(f, "result", f"the record is damaged: run `iofp {command}` again")
     if not isinstance(doc, dict) or doc.get("kind") != kind:
         raise BadInput(f"{f}: not an iofp {noun}; pass a directory written by `iofp {command}`")
     if doc.get("version") != version:

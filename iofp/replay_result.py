@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from iofp import artifact_json
 from iofp.contract import atomic_write_bytes
 from iofp.errors import BadInput
 
@@ -151,10 +152,7 @@ def load(path: Path | str) -> tuple[Path, ReplayResult]:
         raise BadInput(f"{p}: no such directory; pass a directory written by `iofp replay`")
     if not f.is_file():
         raise BadInput(f"{p}: no {RECORD}; pass a directory written by `iofp replay`")
-    try:
-        raw = json.loads(f.read_text())
-    except (ValueError, UnicodeDecodeError) as e:
-        raise BadInput(f"{f}: not valid JSON ({e})") from None
+    raw = artifact_json.load(f, "result", "run the replay again")
     if not isinstance(raw, dict) or raw.get("kind") != KIND:
         raise BadInput(f"{f}: not an iofp replay result; pass a directory written by `iofp replay`")
     if raw.get("version") != VERSION:

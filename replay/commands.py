@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from iofp.errors import BadInput
-from iofp.output import JSON_HELP, echo, emit_json, json_target
+from iofp.output import JSON_HELP, echo, emit_json, json_target, shell_command
 from iofp.slo import HELP as slo_help
 from iofp.values import parse_labels, parse_size_bytes
 from iofp.windows import DEFAULT_WINDOW, between_seconds, parse_window_option
@@ -330,7 +330,7 @@ def replay_cmd(
     opts.fidelity = not no_fidelity
     path, res = runner.replay(open_trace(trace), opts)
     typer.echo(runner.replay_summary(res))
-    typer.echo(f"Wrote {path}. Next: iofp compare {path.parent}")
+    typer.echo(f"Wrote {path}. Next: {shell_command('iofp', 'compare', path.parent)}")
 
 
 def replay_options(args: SelectionArgs, run: RunArgs, output: Path) -> Any:
@@ -387,7 +387,8 @@ def headroom_cmd(
     emit_json(json_out, res.to_dict(), force=args.force)
     if res.interrupted:
         raise Stopped(headroom.stopped_line(res), signal.Signals[res.interrupted])
-    echo(f"Wrote {path}; each step's replay is under steps/. Next: iofp compare {path.parent}", json_out)
+    compare = shell_command("iofp", "compare", path.parent)
+    echo(f"Wrote {path}; each step's replay is under steps/. Next: {compare}", json_out)
 
 
 def compare_cmd(

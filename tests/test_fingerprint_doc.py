@@ -92,7 +92,7 @@ def test_load_refuses_what_is_not_a_fingerprint(tmp_path):
     with pytest.raises(BadInput, match=r"x.json: not an iofp fingerprint; make one with iofp fingerprint"):
         load(bad)
     bad.write_text("{")
-    with pytest.raises(BadInput, match=r"x.json: not JSON"):
+    with pytest.raises(BadInput, match=r"x.json: not valid JSON"):
         load(bad)
     with pytest.raises(BadInput, match=r"nope.json: cannot read it"):
         load(Path(tmp_path / "nope.json"))

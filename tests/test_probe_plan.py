@@ -33,7 +33,7 @@ def test_bad_input_is_one_line_before_any_io(args, message, tmp_path):
 
 
 @pytest.mark.parametrize(
-    "content, why", [(None, "cannot read it (No such file or directory)"), ("{", "not JSON")]
+    "content, why", [(None, "cannot read it (No such file or directory)"), ("{", "not valid JSON")]
 )
 def test_an_unreadable_like_is_bad_input_before_any_io(content, why, tmp_path):
     fp = tmp_path / "fp.json"

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from iofp import terminal
 from replay.fio import interrupt
 from replay.fio.capabilities import installed
 
@@ -163,11 +164,10 @@ def _group_alive(pgid: int) -> bool:
 
 
 def _wait_with_progress(proc: subprocess.Popen, p: Progress) -> None:
-    from rich.console import Console
     from rich.progress import BarColumn, TextColumn, TimeElapsedColumn
     from rich.progress import Progress as Bar
 
-    console = Console(stderr=True)
+    console = terminal.console(stderr=True)  # its bar on the raw stream, its text inert
     cols = (
         TextColumn("{task.description}"),
         BarColumn(),

@@ -10,6 +10,7 @@ from pathlib import Path
 import typer
 
 from iofp.contract import atomic_write_bytes, check_output_file
+from iofp.output import shell_command
 from replay.fiojob.job import THINK_MAX, FioJob, Stream
 
 
@@ -117,4 +118,6 @@ def write(job: FioJob, out: Path | None, *, force: bool) -> None:
     atomic_write_bytes(out, text.encode())
     for line in summary(job):
         typer.echo(line)
-    typer.echo(f"Wrote {out}. Next: DEV=/dev/sdX fio {out} on a scratch device, under iofp capture")
+    typer.echo(
+        f"Wrote {out}. Next: DEV=/dev/sdX {shell_command('fio', out)} on a scratch device, under iofp capture"
+    )

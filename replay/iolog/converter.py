@@ -50,6 +50,7 @@ import pyarrow.compute as pc
 
 from iofp.contract import IO_TABLE, OPS, SYNC_TABLE, Trace, TraceMeta, TraceWriter, check_output_file
 from iofp.errors import BadInput
+from iofp.output import shell_command
 from iofp.sqlfiles import load_sql
 from replay.iolog import pacing as pacemod
 from replay.iolog import plan as planmod
@@ -539,13 +540,12 @@ def cli_mapping(
 
 def fio_command(report: ConvertReport) -> str:
     """The fio command line that replays the written logs as iofp replay would (one job per log)."""
-    jobs = []
+    words = ["fio", "--direct=1"]
     for i, s in enumerate(report.streams):
-        direct = "" if s["direct"] else " --direct=0"
-        jobs.append(
-            f"--name=s{i} --ioengine={s['engine']} --iodepth={s['iodepth']}{direct} --read_iolog={s['iolog']}"
-        )
-    return "fio --direct=1 " + " ".join(jobs)
+        words += [f"--name=s{i}", f"--ioengine={s['engine']}", f"--iodepth={s['iodepth']}"]
+        words += [] if s["direct"] else ["--direct=0"]
+        words.append(f"--read_iolog={s['iolog']}")
+    return shell_command(*words)
 
 
 def expected_of(trace: Trace) -> Expected:
