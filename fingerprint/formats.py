@@ -404,7 +404,6 @@ class FioIolog(Format):
             offset = bounded(int(p[2]), "offset", INT64_MAX, "bytes")
             yield (ts_ns, fname, offset, bounded(int(p[3]), "length", SIZE_MAX, "bytes"), op)
 
-
     @staticmethod
     def _device(fname: str) -> str:
         """The device a log's file name stands for: its last component (/dev/sdb is sdb). A name is
