@@ -25,9 +25,11 @@ from typing import Any
 from iofp import records
 from iofp.contract import atomic_write_bytes
 from iofp.errors import BadInput
+from iofp.host_evidence import HostEvidence
 
 KIND = "iofp-headroom-result"
-VERSION = 1
+VERSION = 2  # v2: a step's `host` (what the host was doing while it ran); v1 is read without it
+READS = (1, 2)
 RECORD = "headroom.json"
 STEPS_DIR = "steps"
 CEILING_DIR = "ceiling"
@@ -62,6 +64,7 @@ class Step:
     rate_failures: list[str] = field(default_factory=list)  # the demanded rate not kept: why
     saturation: str | None = None  # "device" | "replayer" when the rate was not kept
     wall_s: float = 0.0
+    host: HostEvidence | None = None  # what the host and the target were doing while the step ran
 
 
 @dataclass
@@ -124,7 +127,8 @@ class HeadroomResult:
     def from_dict(cls, d: dict[str, Any]) -> HeadroomResult:
         d = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
         d["ceiling"] = Ceiling(**d["ceiling"])
-        d["steps"] = [Step(**s) for s in d.get("steps") or []]
+        steps = d.get("steps") or []
+        d["steps"] = [Step(**(s | {"host": HostEvidence.from_dict(s.get("host"))})) for s in steps]
         d["headroom"] = None if d.get("headroom") is None else Headroom(**d["headroom"])
         return cls(**d)
 
@@ -143,7 +147,7 @@ def is_result(path: Path | str) -> bool:
 
 def load(path: Path | str) -> tuple[Path, HeadroomResult]:
     """The record of a headroom directory (or its headroom.json), checked; BadInput if it is not one."""
-    f, doc = records.read(path, RECORD, KIND, VERSION, "headroom")
+    f, doc = records.read(path, RECORD, KIND, READS, "headroom")
     try:
         return f.parent, _checked(HeadroomResult.from_dict(doc))
     except (TypeError, KeyError, ValueError, AttributeError) as e:

@@ -28,9 +28,11 @@ from typing import Any
 from iofp import records
 from iofp.contract import atomic_write_bytes
 from iofp.errors import BadInput
+from iofp.host_evidence import HostEvidence
 
 KIND = "iofp-probe-result"
-VERSION = 1
+VERSION = 2  # v2: a run's `host` (what the host was doing while it ran); v1 is read without it
+READS = (1, 2)
 RECORD = "probe.json"
 RUNS_DIR = "runs"
 CAPTURE_DIR = "capture"
@@ -98,6 +100,7 @@ class Run:
     fio: FioFigures | None = None
     capture: CaptureFigures | None = None
     steady: Steadiness | None = None
+    host: HostEvidence | None = None  # what the host and the target were doing while fio ran
 
 
 @dataclass
@@ -212,7 +215,7 @@ def write(root: Path, result: ProbeResult) -> Path:
 
 def load(path: Path | str) -> tuple[Path, ProbeResult]:
     """The record of a probe directory (or its probe.json), checked; BadInput if it is not one."""
-    f, doc = records.read(path, RECORD, KIND, VERSION, "probe")
+    f, doc = records.read(path, RECORD, KIND, READS, "probe")
     try:
         return f.parent, _build(ProbeResult, doc)
     except (TypeError, KeyError, ValueError) as e:

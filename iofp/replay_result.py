@@ -8,8 +8,11 @@ candidate), the achieved rates; next to the demand, the settings and plan, the t
 fio's own summary (labelled as fio's) and the fidelity verdict. `status` says whether the run is
 complete or was cut short (`interrupted` names the signal); a partial run's figures cover what ran.
 
-Version 2 (this one): `measured`, `demanded`, `plan` and `status` are new; v1 results (fio's figures,
-captures reopened by compare) are refused with the versions named.
+Version 3 (this one): `host_evidence` is new: what the host and the target were doing while fio ran
+(iofp/host_evidence.py), so a verdict names the device only when the device set the limit. v2
+results are read (without it: their verdicts are stated as before, and say the host was not
+recorded); v1 results (fio's figures, captures reopened by compare) are refused with the versions
+named.
 """
 
 from __future__ import annotations
@@ -22,9 +25,11 @@ from typing import Any
 from iofp import artifact_json
 from iofp.contract import atomic_write_bytes
 from iofp.errors import BadInput
+from iofp.host_evidence import HostEvidence
 
 KIND = "iofp-replay-result"
-VERSION = 2
+VERSION = 3
+READS = (2, 3)  # the versions this iofp reads
 RECORD = "results.json"
 PCTS = ("p50", "p99", "p99.9")
 
@@ -118,6 +123,7 @@ class ReplayResult:
     demanded: Demand
     measured: Measured | None  # None: no capture (a file target, --no-fidelity)
     fidelity: dict[str, Any]  # status, and when measured the verdict and its figures
+    host_evidence: HostEvidence | None = None  # None: not sampled (a v2 result, a stopped run)
     artifacts: list[str] = field(default_factory=list)
     status: str = "complete"  # "complete" | "partial"
     interrupted: str | None = None  # e.g. "SIGTERM while fio ran (2.1 s of 6.0 s)"
@@ -135,6 +141,7 @@ class ReplayResult:
         dem = {k: v for k, v in (d.get("demanded") or {}).items() if k in Demand.__dataclass_fields__}
         d["demanded"] = Demand(**dem)
         d["measured"] = None if d.get("measured") is None else Measured.from_dict(d["measured"])
+        d["host_evidence"] = HostEvidence.from_dict(d.get("host_evidence"))
         return cls(**d)
 
 
@@ -155,9 +162,10 @@ def load(path: Path | str) -> tuple[Path, ReplayResult]:
     raw = artifact_json.load(f, "result", "run the replay again")
     if not isinstance(raw, dict) or raw.get("kind") != KIND:
         raise BadInput(f"{f}: not an iofp replay result; pass a directory written by `iofp replay`")
-    if raw.get("version") != VERSION:
+    if raw.get("version") not in READS:
         raise BadInput(
-            f"{f}: replay result v{raw.get('version')}; this iofp reads v{VERSION}: run the replay again"
+            f"{f}: replay result v{raw.get('version')}; this iofp reads v{READS[0]}-v{VERSION}: "
+            "run the replay again"
         )
     try:
         return f.parent, ReplayResult.from_dict(raw)

@@ -12,7 +12,7 @@ from iofp.errors import BadInput
 
 def test_a_result_of_another_kind_or_version_is_refused(tmp_path):
     (tmp_path / "probe.json").write_text(json.dumps({"kind": pr.KIND, "version": 99}))
-    with pytest.raises(BadInput, match="probe result v99; this iofp reads v1"):
+    with pytest.raises(BadInput, match="probe result v99; this iofp reads v1-v2"):
         pr.load(tmp_path)
     (tmp_path / "probe.json").write_text(json.dumps({"kind": "iofp-replay-result", "version": 1}))
     with pytest.raises(BadInput, match="not an iofp probe result"):

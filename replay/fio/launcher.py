@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from iofp import terminal
+from iofp.host_evidence import HostEvidence, Sampler, fio_cpu
 from replay.fio import interrupt
 from replay.fio.capabilities import installed
 
@@ -53,11 +54,13 @@ class Progress:
 
 @dataclass(frozen=True)
 class FioRun:
-    """One finished fio run: its command line, exit status and JSON (None when it printed none)."""
+    """One finished fio run: its command line, exit status and JSON (None when it printed none), and
+    what the host was doing while it ran (when the caller asked for it: `launch(watch=...)`)."""
 
     cmd: list[str]
     rc: int
     doc: dict[str, Any] | None
+    evidence: HostEvidence | None = None
 
 
 def write_job(out: Path, text: str) -> str:
@@ -81,17 +84,23 @@ def launch(
     name: str = "fio",
     progress: Progress | None = None,
     timeout_s: float | None = None,
+    watch: str | bool | None = False,
 ) -> FioRun:
     """Run fio with `args` (options, and the job file `write_job` wrote) in `out`, its working
     directory, keeping every raw artifact there. A run past `timeout_s` is stopped (its status then negative);
-    an exception (a stop signal) stops fio's whole group, keeps what it printed, and goes on up."""
+    an exception (a stop signal) stops fio's whole group, keeps what it printed, and goes on up.
+    `watch`: sample the host (and this block device, by kernel name; None for none) while fio runs,
+    into `FioRun.evidence` (iofp/host_evidence.py); False (the default): do not."""
     cmd = command(args)
     (out / f"{name}.cmd").write_text(shlex.join(cmd) + "\n")
     proc: subprocess.Popen | None = None
+    sampler = None if watch is False else Sampler(watch or None)
     with open(out / f"{name}.stdout", "wb") as so, open(out / f"{name}.stderr", "wb") as se:
         try:
             with interrupt.deferred():  # a stop signal finds `proc` set, never a fio it cannot name
                 proc = subprocess.Popen(cmd, stdout=so, stderr=se, cwd=out, start_new_session=True)
+                if sampler is not None:
+                    sampler.start()
             if progress is not None:
                 _wait_with_progress(proc, progress)
             rc = _wait(proc, timeout_s)
@@ -101,7 +110,14 @@ def launch(
                 with interrupt.deferred():
                     _keep(out, name, proc.returncode)
             raise
-    return FioRun(cmd, rc, _keep(out, name, rc))
+        finally:
+            if sampler is not None and proc is not None:
+                sampler.stop()
+    doc = _keep(out, name, rc)
+    evidence = sampler.evidence if sampler is not None else None
+    if evidence is not None and doc is not None:
+        evidence.fio_cpu = fio_cpu(doc)
+    return FioRun(cmd, rc, doc, evidence)
 
 
 def _wait(proc: subprocess.Popen, timeout_s: float | None) -> int:

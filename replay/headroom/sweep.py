@@ -272,6 +272,7 @@ def judge(rres: ReplayResult, scale: float, phase: str, where: str, slo: Slo, li
     m, fid = rres.measured, rres.fidelity
     step = hr.Step(scale, phase, where, hr.PASS, demanded_iops=rres.demanded.iops,
                    demanded_commits_per_s=rres.demanded.commits_per_s)  # fmt: skip
+    step.host = rres.host_evidence
     if m is not None:
         step.achieved_iops, step.commits_per_s = m.achieved_iops, m.commits_per_s
         step.latency_ns = {op: {p: m.latency(op, p) for p in PCTS} for op in hr.OPS}

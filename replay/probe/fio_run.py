@@ -12,6 +12,8 @@ No fio is left writing to the target.
 
 from __future__ import annotations
 
+import os
+import stat
 import time
 from pathlib import Path
 from typing import Any
@@ -27,7 +29,7 @@ def run(spec: RunSpec, target: str, probed: int, run_dir: Path, rel: str) -> Run
     run_dir.mkdir(parents=True)
     args = [write_job(run_dir, spec.job_file(target, probed))]
     started = time.time_ns()
-    res = launch(run_dir, args)
+    res = launch(run_dir, args, watch=block_name(target))
     ended = time.time_ns()
     rc, doc = res.rc, res.doc
     if rc != 0 or doc is None:
@@ -46,7 +48,17 @@ def run(spec: RunSpec, target: str, probed: int, run_dir: Path, rel: str) -> Run
         started_ns=started,
         ended_ns=ended,
         fio=figures(doc, "read" if spec.rw in ("read", "randread") else "write"),
+        host=res.evidence,
     )
+
+
+def block_name(target: str) -> str | None:
+    """The kernel name of the block device `target` (a symlink resolved), None for a file."""
+    path = Path(target).resolve()
+    try:
+        return path.name if stat.S_ISBLK(os.stat(path).st_mode) else None
+    except OSError:
+        return None
 
 
 def figures(doc: dict[str, Any], ddir: str) -> FioFigures:

@@ -37,6 +37,7 @@ from iofp import __version__
 from iofp import replay_result as rr
 from iofp.contract import Trace, device_facts, open_trace
 from iofp.errors import BadInput, IofpError, MissingCapability
+from iofp.host_evidence import HostEvidence
 from replay import iolog
 from replay.fio import (
     FioCaps,
@@ -121,6 +122,7 @@ class Run:
     capture: dict[str, Any] | None = None  # the capture's summary
     fidelity: dict[str, Any] = field(default_factory=dict)
     measured: rr.Measured | None = None
+    evidence: HostEvidence | None = None  # what the host was doing while fio ran
     interrupted: str | None = None
 
 
@@ -236,7 +238,9 @@ def _run_captured(run: Run) -> None:
         _start_capture(run)
         t0 = time.monotonic()
         shown = Progress(report.kept, report.duration_us / 1e6, run.target.path)
-        run.rc = launch(run.out, run.args, progress=shown if run.opts.progress else None).rc
+        watch = run.target.name if run.target.is_block else None
+        fio_run = launch(run.out, run.args, progress=shown if run.opts.progress else None, watch=watch)
+        run.rc, run.evidence = fio_run.rc, fio_run.evidence
     finally:
         with deferred():
             run.fio_s = None if t0 is None else time.monotonic() - t0
@@ -255,6 +259,12 @@ def _judge(run: Run) -> None:
     try:
         fid = fidmod.compare(run.conv.expected, capture, window_s=run.opts.fidelity_window_s)
         run.fidelity = {"status": "measured", "capture": run.capture} | fid.to_dict()
+        if run.evidence is not None and fid.late_p50_us is not None:
+            run.evidence.lateness = {
+                "p50_ns": fid.late_p50_us * 1e3, "p99_ns": (fid.late_p99_us or 0) * 1e3,
+                "growth_ns": None if fid.late_growth_us is None else fid.late_growth_us * 1e3,
+                "source": "the fidelity check (issue time, capture vs demand)",
+            }  # fmt: skip
     except IofpError as e:
         run.fidelity = {"status": "failed", "reason": str(e), "capture": run.capture}
 
@@ -335,6 +345,7 @@ def result(run: Run) -> rr.ReplayResult:
         ),
         measured=run.measured,
         fidelity=run.fidelity,
+        host_evidence=run.evidence,
         artifacts=sorted(
             p.name for p in run.out.iterdir() if p.name not in run.foreign and p.name != rr.RECORD
         ),
