@@ -36,6 +36,16 @@ VERSION = 1
 SAMPLE_S = 0.1  # in-flight and pressure sampled this often
 PEAK_WINDOW_S = 1.0  # the peak shares are over windows this long
 MAX_SAMPLES = 200_000  # ~5.5 h at SAMPLE_S; beyond it, every other sample is dropped (the peaks coarsen)
+# The host limited a run when its tasks waited for a CPU this share of the run (PSI cpu some, the
+# CPUs' average), had less than HOST_IDLE of its CPUs' time to spare, or lost HOST_STEAL to the
+# hypervisor. Measured (BENCHMARKS.md, bench.verdict_flips): a replay's own share on this 2-core VM
+# was 13% with other sessions' work beside it, where the device kept its rate; beside two CPU hogs
+# 27-51% with no CPU idle; RAM-loop steps that missed at 1x with the device idle 94-96% of the run
+# had 19-32%.
+HOST_PRESSURE = 0.10
+HOST_IDLE = 0.05
+HOST_STEAL = 0.10
+DEVICE_BUSY = 0.8  # the device set the limit: in flight this share of the run (iostat's %util)
 PROC = Path("/proc")
 SYS_BLOCK = Path("/sys/class/block")
 
@@ -94,6 +104,40 @@ class HostEvidence:
         devices = d.get("devices") or []
         known["devices"] = [DeviceLoad(**{k: v for k, v in x.items() if k in fields}) for x in devices]
         return cls(**known)
+
+
+@dataclass
+class Limit:
+    """Whose limit a run met, from its evidence: "device" (it was busy, or its queue full, while the
+    host had CPU to spare), "host" (tasks waited for a CPU, none was idle, or the hypervisor took
+    it), "neither" (nothing was saturated) or "unknown" (no evidence: a result from before iofp
+    recorded it)."""
+
+    who: str
+    why: str
+
+
+def limit(ev: HostEvidence | None) -> Limit:
+    """Whose limit the run met (the rule in this module's docstring)."""
+    if ev is None:
+        return Limit("unknown", "the host was not recorded (a result written before iofp recorded it)")
+    pressure, idle = ev.cpu_pressure or 0.0, ev.cpu_idle
+    steal = max(ev.cpu_steal, default=0.0)
+    dev = ev.device()
+    util = None if dev is None else max((d.util or 0.0) for d in ev.devices)
+    full = dev is not None and bool(dev.queue_size) and (dev.inflight_max or 0) >= (dev.queue_size or 0)
+    cpu = f"pressure {pressure:.0%}" + (f", {idle:.0%} idle" if idle is not None else "")
+    if pressure >= HOST_PRESSURE or (idle is not None and idle < HOST_IDLE) or steal >= HOST_STEAL:
+        taken = f", the hypervisor took {steal:.0%} of a CPU" if steal >= HOST_STEAL else ""
+        device = "" if util is None else f"; the device was idle {1 - util:.0%} of the run"
+        return Limit("host", f"the host's CPU was busy ({cpu}{taken}){device}")
+    if util is not None and (util >= DEVICE_BUSY or full):
+        assert dev is not None
+        queue = f", its queue full ({dev.inflight_max} of {dev.queue_size})" if full else ""
+        what = f"the device was busy {util:.0%} of the run (aqu-sz {dev.aqu_sz or 0:.1f}{queue})"
+        return Limit("device", f"{what} while the host had CPU to spare ({cpu})")
+    busy = "" if util is None else f"the device (busy {util:.0%} of the run) nor "
+    return Limit("neither", f"neither {busy}the host's CPU ({cpu}) was saturated")
 
 
 # ---- reading the kernel's counters -------------------------------------------------------------

@@ -100,3 +100,32 @@ def test_the_sampler_counts_a_fio_jobs_ios_on_the_device_and_sees_cpu_hogs(tmp_p
     assert busy.cpu_pressure is not None and busy.cpu_pressure > 0.8, busy
     assert busy.cpu_pressure_peak >= busy.cpu_pressure - 0.05
     assert min(busy.cpu_busy) > 0.8 and busy.cpu_idle < 0.2 and busy.device().ios == 0, busy
+
+
+def evidence(pressure: float, busy: list[float], util: float | None, *, steal: float = 0.0,
+             inflight_max: int = 1) -> he.HostEvidence:  # fmt: skip
+    devices = (
+        [] if util is None else [he.DeviceLoad("loop9", "target", util, 0.5, 0.4, inflight_max, 128, 10)]
+    )
+    return he.HostEvidence(
+        2.0, 20, len(busy), pressure, pressure, 0.0, 0.0, busy, [steal] * len(busy), devices
+    )
+
+
+def test_the_device_is_named_only_when_it_was_busy_while_the_host_had_cpu_to_spare():
+    # the case: the host's tasks waited for a CPU; the device sat idle most of the run
+    lim = he.limit(evidence(0.31, [0.9, 0.8], 0.4))
+    assert (lim.who, lim.why) == ("host", "the host's CPU was busy (pressure 31%, 15% idle); the device was "
+                                          "idle 60% of the run")  # fmt: skip
+    assert he.limit(evidence(0.02, [1.0, 0.99], 0.9)).who == "host"  # no CPU to spare
+    assert "the hypervisor took 20% of a CPU" in he.limit(evidence(0.0, [0.2, 0.2], 0.9, steal=0.2)).why
+    lim = he.limit(evidence(0.03, [0.3, 0.2], 0.92))
+    assert (lim.who, lim.why) == ("device", "the device was busy 92% of the run (aqu-sz 0.5) while the host "
+                                            "had CPU to spare (pressure 3%, 75% idle)")  # fmt: skip
+    assert he.limit(evidence(0.03, [0.3, 0.2], 0.5, inflight_max=128)).why.startswith(
+        "the device was busy 50% of the run (aqu-sz 0.5, its queue full (128 of 128))"
+    )
+    lim = he.limit(evidence(0.03, [0.3, 0.2], 0.4))
+    assert (lim.who, lim.why) == ("neither", "neither the device (busy 40% of the run) nor the host's CPU "
+                                             "(pressure 3%, 75% idle) was saturated")  # fmt: skip
+    assert he.limit(None).who == "unknown"

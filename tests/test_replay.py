@@ -84,6 +84,14 @@ def test_mysql_spike_replayed_exactly_with_measured_fidelity(mysql_trace, loop_d
         "jittery",
         "drifting",
     )
+    # What the host and the target did while fio ran (iofp/host_evidence.py): the target's counters
+    # saw the replay's requests, every one (/sys/block stat, sampled around fio alone)
+    ev = rec["host_evidence"]
+    (dev,) = ev["devices"]
+    assert (dev["name"], dev["role"], dev["ios"]) == (Path(loop_device).name, "target", len(want))
+    assert 0 < dev["util"] <= 1 and ev["cpus"] == len(ev["cpu_busy"]) and ev["cpu_pressure"] is not None
+    assert ev["fio_cpu"]["source"] == "fio's own report"
+    assert ev["lateness"]["p50_ns"] == fid["late_p50_us"] * 1e3
     assert rec["labels"] == {"device": "ram-loop"}
     assert rec["target"]["device_facts"]["backing_file"].startswith("/dev/shm/")
     assert rec["fio"]["version"] == installed().version
