@@ -178,7 +178,9 @@ def one_run(out: Path, src: str, dst: str, replay_first: bool, args: argparse.Na
     def replay() -> None:
         with contextlib.closing(Lab(args.out, args.ram_prefix)) as rl:
             target = rl.loop(dst, args.size_mib)
-            opts = runner.ReplayOptions(Path(target), out / "replay", force=True, progress=False)
+            opts = runner.ReplayOptions(
+                target=Path(target), output=out / "replay", force=True, progress=False
+            )
             _, res = runner.replay(open_trace(out / "source"), opts)
         row["replay"] = commit_figures(out / "replay" / "capture", "fio") | {
             "fidelity": res.fidelity.get("verdict"),

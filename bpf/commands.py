@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from iofp.output import JSON_HELP, echo, emit_json, json_target
+from iofp.output import echo, emit_json, force_option, json_option, json_target
 from iofp.signals import StopRequest, stop_on_signals
 from iofp.values import parse_duration_ns, parse_labels, parse_size_bytes
 
@@ -61,10 +61,8 @@ def capture_cmd(
         "BPF program for: agent (PID 1's threads, as on the lab VM), all (any task; costs ~0.4 µs "
         "per completion), off.",
     ),
-    json_out: str | None = typer.Option(None, "--json", help=JSON_HELP),
-    force: bool = typer.Option(
-        False, "--force", help="Overwrite an existing, non-empty output directory (and --json file)."
-    ),
+    json_out: str | None = json_option(),
+    force: bool = force_option("an existing, non-empty output directory (and --json file)"),
     no_syscalls: bool = typer.Option(False, "--no-syscalls", help="Do not trace fsync-family syscalls."),
     at: str | None = typer.Option(
         None, "--at", help="Start at this local time, HH:MM[:SS] (today, else tomorrow), e.g. 09:14."
@@ -147,8 +145,8 @@ def _announce(ready: threading.Event, opts: CaptureOptions) -> None:
 
 def recover_cmd(
     trace: Path = typer.Argument(..., help="The trace directory of a capture that was killed."),
-    json_out: str | None = typer.Option(None, "--json", help=JSON_HELP),
-    force: bool = typer.Option(False, "--force", help="Overwrite an existing --json file."),
+    json_out: str | None = json_option(),
+    force: bool = force_option(),
 ) -> None:
     """Add to a killed capture's trace the records it had spooled and not yet encoded.
 
@@ -172,8 +170,8 @@ def recover_cmd(
 
 
 def doctor_cmd(
-    json_out: str | None = typer.Option(None, "--json", help=JSON_HELP),
-    force: bool = typer.Option(False, "--force", help="Overwrite an existing --json file."),
+    json_out: str | None = json_option(),
+    force: bool = force_option(),
 ) -> None:
     """Check that this machine can capture: privileges, tracefs, BTF, tracepoints, bcc, headers, fio.
 

@@ -16,6 +16,7 @@ from iofp import probe_result as pr
 from iofp import replay_result as rr
 from iofp import slo as slomod
 from iofp.errors import BadInput
+from iofp.output import force_option
 from iofp.slo import Slo
 
 if TYPE_CHECKING:  # the stage itself is imported when a report is drawn
@@ -37,7 +38,7 @@ def report_cmd(
         None, "--window", help=WINDOW_HELP + " Traces only.", show_default=False
     ),
     device: str | None = typer.Option(None, "--device", help="Only this device (traces only)."),
-    force: bool = typer.Option(False, "--force", help="Overwrite an existing report."),
+    force: bool = force_option("an existing report"),
 ) -> None:
     """Write one self-contained HTML report; it needs no network to view. Of a trace: the timeline
     with steady and spike regions shaded, histograms, fingerprint tables. Of replay results (a

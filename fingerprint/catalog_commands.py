@@ -12,7 +12,7 @@ from fingerprint.catalog_view import render_list, render_trend
 from iofp import fingerprint_doc, terminal
 from iofp import slo as slomod
 from iofp.errors import BadInput
-from iofp.output import JSON_HELP, echo, emit_json, human_console, json_target, shell_command
+from iofp.output import echo, emit_json, force_option, human_console, json_option, json_target, shell_command
 
 catalog_app = typer.Typer(
     help="Store fingerprints per service and review their drift over time (quarterly reviews).",
@@ -82,8 +82,8 @@ def show(
 def trend(
     service: str = typer.Option(..., "--service", help="The service to review."),
     slo: list[str] = typer.Option([], "--slo", metavar="TERMS", help=slomod.HELP),
-    json_out: str | None = typer.Option(None, "--json", metavar="FILE|-", help=JSON_HELP),
-    force: bool = typer.Option(False, "--force", help="Overwrite an existing --json file."),
+    json_out: str | None = json_option(),
+    force: bool = force_option(),
     catalog: Path | None = CATALOG_OPT,
 ) -> None:
     """A service's fingerprints over time, each diffed with the one before (as iofp diff does);

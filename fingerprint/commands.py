@@ -11,9 +11,9 @@ import typer
 
 from fingerprint.tolerance import SPEC_HELP as TOL_HELP
 from iofp import slo as slomod
-from iofp.output import JSON_HELP, echo, emit_json, human_console, json_target, shell_command
+from iofp.output import echo, emit_json, force_option, human_console, json_option, json_target, shell_command
 from iofp.values import device_list
-from iofp.windows import DEFAULT_WINDOW
+from iofp.windows import BETWEEN_HELP, DEFAULT_WINDOW
 
 WINDOW_HELP = (
     f"Window of the regimes (1s, 500ms; at least 1ms). Default {DEFAULT_WINDOW}: the smallest of 1, 2, 5, "
@@ -29,7 +29,7 @@ def import_cmd(
         ..., metavar="PATH...", help="Input files, read in order; .gz is fine."
     ),
     out: Path = typer.Option(..., "-o", "--output", help="The trace directory to write."),
-    force: bool = typer.Option(False, "--force", help="Overwrite an existing trace."),
+    force: bool = force_option("an existing trace"),
     time_unit: str = typer.Option("ns", "--time-unit", help="disksim arrival unit: ns (MQSim), us, ms, s."),
 ) -> None:
     """Import another tool's trace into an iofp trace (streaming; constant memory).
@@ -55,16 +55,14 @@ def fingerprint_cmd(
     window: str | None = typer.Option(None, "--window", help=WINDOW_HELP, show_default=False),
     device: str | None = typer.Option(None, "--device", help="Only this device (as named in the trace)."),
     between: tuple[str, str] | None = typer.Option(
-        None, "--between", help="Also summarise T1..T2: HH:MM:SS[.fff] wall clock or seconds from start."
+        None, "--between", help="Also summarise [T1, T2): " + BETWEEN_HELP
     ),
-    json_out: str | None = typer.Option(
-        None,
-        "--json",
+    json_out: str | None = json_option(
         "-o",  # the fingerprint is this command's artifact, and every other command writes one with -o
-        help="Write the fingerprint JSON to FILE, or to stdout with - (the table then goes to stderr).",
+        text="Write the fingerprint JSON to FILE, or to stdout with - (the table then goes to stderr).",
     ),
     label: list[str] = typer.Option([], "--label", help="key=value added to the provenance (repeatable)."),
-    force: bool = typer.Option(False, "--force", help="Overwrite an existing --json file."),
+    force: bool = force_option(),
 ) -> None:
     """Fingerprint a trace: IOPS/MB/s/latency, mix, sizes, locality, burstiness, flushes, the
     steady, baseline and spike regimes (spikes ranked biggest first), the workload shape and its bound.
@@ -76,9 +74,11 @@ def fingerprint_cmd(
     from fingerprint.summary import render
     from iofp.fingerprint_doc import dumps
     from iofp.values import parse_labels
-    from iofp.windows import parse_window_option
+    from iofp.windows import parse_between, parse_window_option
 
     json_target(json_out, force=force)
+    if between:
+        parse_between(*between)  # its form now, before the trace is read; its span once it is
     opts = Options(parse_window_option(window), device, between, parse_labels(label))
     fp = fingerprint_trace(trace, opts)
     render(fp, human_console(json_out))
@@ -92,8 +92,8 @@ def diff_cmd(
     slo: list[str] = typer.Option(
         [], "--slo", metavar="TERMS", help=slomod.HELP + " With it, drift exits 1 only when B misses it."
     ),
-    json_out: str | None = typer.Option(None, "--json", metavar="FILE|-", help=JSON_HELP),
-    force: bool = typer.Option(False, "--force", help="Overwrite an existing --json file."),
+    json_out: str | None = json_option(),
+    force: bool = force_option(),
     tolerances: str | None = typer.Option(
         None, "--tolerances", help="Also check B (a capture of iofp fio-job's job) against A: " + TOL_HELP
     ),

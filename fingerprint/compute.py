@@ -18,7 +18,6 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -30,7 +29,7 @@ from iofp import fingerprint_doc as doc
 from iofp.contract import TraceMeta
 from iofp.errors import BadInput
 from iofp.sqlfiles import load_sql
-from iofp.windows import between_seconds, check_between_s, check_window_ns
+from iofp.windows import check_window_ns, parse_between
 
 SQL = "fingerprint.sql"
 
@@ -99,38 +98,6 @@ class Frame:
         return len(self.windows(scope)) * self.window_ns / 1e9
 
 
-def parse_between(t1: str, t2: str, meta: TraceMeta) -> tuple[int, int]:
-    """--between T1 T2 -> (lo, hi) in ts_ns. Seconds from capture start, or HH:MM:SS[.fff] wall
-    clock (local time zone; set TZ to read another's) on the capture's date."""
-    a, b = between_seconds(t1), between_seconds(t2)
-    if a is not None and b is not None:
-        check_between_s(a, b)  # the rule replay's --between follows too
-        return round(a * 1e9), round(b * 1e9)
-    if a is not None or b is not None:
-        raise BadInput(f"--between {t1} {t2}: give both as seconds from the start or both as HH:MM:SS")
-
-    def one(text: str) -> int:
-        if meta.capture_start_ns is None:
-            raise BadInput(
-                f"--between {text}: this trace has no wall clock (source {meta.source}); "
-                "give seconds from its start instead, e.g. --between 30 90"
-            )
-        try:
-            tod = datetime.strptime(text, "%H:%M:%S.%f" if "." in text else "%H:%M:%S").time()
-        except ValueError:
-            raise BadInput(f"--between {text}: use HH:MM:SS[.fff] or seconds from the start") from None
-        start = datetime.fromtimestamp(meta.capture_start_ns / 1e9)
-        at = datetime.combine(start.date(), tod)
-        if at < start - timedelta(hours=12):  # a time of day before the start means the next day
-            at += timedelta(days=1)
-        return round((at.timestamp() - start.timestamp()) * 1e9)
-
-    lo, hi = one(t1), one(t2)
-    if hi <= lo:
-        raise BadInput(f"--between {t1} {t2}: the end must come after the start")
-    return lo, hi
-
-
 def compute(con: Any, io: Any, sync: Any, meta: TraceMeta, options: Options | None = None) -> doc.Fingerprint:
     """Fingerprint the I/O relation `io` (and the sync-call relation `sync`) of a trace."""
     return fingerprint(con, frame(con, io, sync, meta, options))
@@ -192,7 +159,7 @@ def _frame(con: Any, meta: TraceMeta, opt: Options) -> Frame:
     t0, t1 = int(b["t0"]), int(b["t1"])
     lo = hi = None
     if opt.between:
-        lo, hi = parse_between(*opt.between, meta)
+        lo, hi = parse_between(*opt.between).span_ns(meta.capture_start_ns, meta.source)
         if hi < t0 or lo > t1:
             raise BadInput(f"--between {opt.between[0]} {opt.between[1]}: no I/O in that window")
     reg = regimes.classify(regimes.series(con, opt.window_ns, opt.device))

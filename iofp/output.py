@@ -31,6 +31,16 @@ def shell_command(*words: object) -> str:
     return shlex.join(str(w) for w in words)
 
 
+def json_option(*aliases: str, text: str = JSON_HELP) -> Any:
+    """`--json FILE|-` as every command declares it (the one declaration; typer's default value)."""
+    return typer.Option(None, "--json", *aliases, help=text)
+
+
+def force_option(what: str = "an existing --json file") -> Any:
+    """`--force` as every command declares it: overwrite `what`, which it otherwise refuses."""
+    return typer.Option(False, "--force", help=f"Overwrite {what}.")
+
+
 def json_target(arg: str | None, *, force: bool) -> Path | objstore.Url | None:
     """The --json file (or s3:// object), checked before any work; None for none or stdout (-)."""
     if arg is None or arg == "-":

@@ -7,17 +7,93 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, time, timedelta
 
 import numpy as np
 
 from iofp.errors import BadInput
 from iofp.values import MAX_DURATION_NS, duration_text, parse_duration_ns
 
+WALL_CLOCK = ("%H:%M:%S.%f", "%H:%M:%S", "%H:%M")  # --between's times of day, as `date +%T` writes them
+# what --between takes, after each command's own first words ("Only I/Os issued in [T1, T2): ")
+BETWEEN_HELP = (
+    "seconds from the trace's start (30, 1.5m) or times of day, HH:MM[:SS[.fff]] (local time; set TZ to "
+    "read another's)."
+)
+
+
+@dataclass(frozen=True)
+class Between:
+    """--between T1 T2 as given, checked before any trace is read: both seconds on the trace's clock
+    (`seconds`) or both wall-clock times of day (`seconds` None), which `span_ns` places on the
+    trace's clock from its capture start. The one parser of --between, for every command."""
+
+    t1: str
+    t2: str
+    seconds: tuple[float, float] | None
+
+    @property
+    def text(self) -> str:
+        return f"{self.t1} {self.t2}"
+
+    def span_ns(self, capture_start_ns: int | None, source: str) -> tuple[int, int]:
+        """(lo, hi) in ns on the trace's clock. A time of day is on the capture's date in the local
+        time zone; one more than 12 h before the capture started is the next day's."""
+        if self.seconds is not None:
+            return round(self.seconds[0] * 1e9), round(self.seconds[1] * 1e9)
+        if capture_start_ns is None:
+            raise BadInput(
+                f"--between {self.text}: this trace has no wall clock (source {source}); "
+                "give seconds from its start instead, e.g. --between 30 90"
+            )
+        start_s, start_ns = divmod(capture_start_ns, 10**9)
+        start = datetime.fromtimestamp(start_s)
+
+        def at(text: str) -> int:
+            t = datetime.combine(start.date(), _time_of_day(text, self.text))
+            if t < start - timedelta(hours=12):
+                t += timedelta(days=1)
+            # whole seconds through the time zone (exact in a float), the rest in integers: to the ns
+            whole = int(t.replace(microsecond=0).timestamp())
+            return (whole - start_s) * 10**9 + t.microsecond * 1000 - start_ns
+
+        lo, hi = at(self.t1), at(self.t2)
+        if hi <= lo:
+            raise BadInput(f"--between {self.text}: the end must come after the start")
+        return lo, hi
+
+
+def parse_between(t1: str, t2: str) -> Between:
+    """--between T1 T2 -> Between: both seconds (checked by check_between_s) or both times of day."""
+    a, b = between_seconds(t1), between_seconds(t2)
+    if a is not None and b is not None:
+        check_between_s(a, b)
+        return Between(t1, t2, (a, b))
+    for text, secs in ((t1, a), (t2, b)):
+        if secs is None:
+            _time_of_day(text, f"{t1} {t2}")  # neither seconds nor a time of day: say what either is
+    if a is not None or b is not None:
+        raise BadInput(f"--between {t1} {t2}: give both as seconds from the start or both as HH:MM:SS")
+    return Between(t1, t2, None)
+
+
+def _time_of_day(text: str, given: str) -> time:
+    for fmt in WALL_CLOCK:
+        try:
+            return datetime.strptime(text, fmt).time()
+        except ValueError:
+            continue
+    raise BadInput(
+        f"--between {given}: give seconds from the trace's start (30, 1.5m) or times of day "
+        "(HH:MM[:SS[.fff]]), e.g. --between 09:15 09:30"
+    )
+
 
 def between_seconds(text: str) -> float | None:
     """One end of --between as seconds on the trace's clock: a number of seconds or a duration with
     its unit (30, 30s, 1500ms, 2m), as every other time is written; None when it is neither (it may
-    be a wall-clock time, which only iofp fingerprint resolves)."""
+    be a wall-clock time)."""
     try:
         return float(text)
     except ValueError:

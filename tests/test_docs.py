@@ -44,6 +44,10 @@ def _callbacks(group: typer.Typer) -> Iterator[str]:
         yield from _callbacks(sub.typer_instance)
 
 
+# typer's own, and iofp/output.py's one declaration of --json and --force
+OPTION_MAKERS = ("typer.Option", "typer.Argument", "json_option", "force_option")
+
+
 def command_functions() -> set[str]:
     """module:function of every function in the product that takes typer options or arguments: the
     commands the stages define, found in the source, whether or not anything registers them."""
@@ -53,7 +57,7 @@ def command_functions() -> set[str]:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.FunctionDef):
                 defaults = [*node.args.defaults, *node.args.kw_defaults]
-                if any(isinstance(d, ast.Call) and ast.unparse(d.func) in ("typer.Option", "typer.Argument")
+                if any(isinstance(d, ast.Call) and ast.unparse(d.func) in OPTION_MAKERS
                        for d in defaults):  # fmt: skip
                     out.add(f"{module}:{node.name}")
     return out

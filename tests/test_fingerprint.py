@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -178,6 +179,18 @@ def test_between_selects_a_user_window_by_seconds_and_wall_clock(tmp_path):
 
     with pytest.raises(BadInput, match="no wall clock"):
         fingerprint_trace(trace, Options(between=("09:15:00", "09:16:00")))
+
+
+def test_between_takes_hours_and_minutes_of_the_wall_clock():
+    """--between 09:15 09:30 (README's market-open example): HH:MM as well as HH:MM:SS[.fff], placed
+    on the trace's clock to the ns (iofp/windows.py, the parser every command uses)."""
+    trace = REPO / "samples/traces/commit-heavy"  # 10 s of commits, captured with a wall clock
+    start_ns = open_trace(trace).meta.capture_start_ns
+    minute = datetime.fromtimestamp(start_ns // 10**9).replace(second=0)
+    t1, t2 = ((minute + timedelta(minutes=m)).strftime("%H:%M") for m in (0, 1))
+    fp = fingerprint_trace(trace, Options(between=(t1, t2)))
+    into = start_ns - int(minute.timestamp()) * 10**9  # how far into its minute the capture started
+    assert (fp.between.span.from_, fp.between.span.lo_ns) == (t1, -into)
 
 
 def test_cli_fingerprint_writes_json_and_refuses_to_overwrite(tiny_trace, tmp_path):

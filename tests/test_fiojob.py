@@ -115,7 +115,7 @@ def test_phases_put_the_spike_between_two_calm_phases(tmp_path: Path) -> None:
 
 def test_bursty_scope_gets_a_burst_second_and_keeps_its_mean(tmp_path: Path) -> None:
     fp = fd.load(SAMPLES / "mysql-1and1.fp.json")
-    job = fiojob.plan(fp, fiojob.JobOptions("whole", 60.0))
+    job = fiojob.plan(fp, fiojob.JobOptions(regime="whole", runtime_s=60.0))
     ios = sum(s.rate * s.runtime_s for s in job.streams)
     mean = fp.whole.ios / fp.provenance.io_span_s
     assert abs(ios / 60 / mean - 1) < 1e-9
@@ -123,7 +123,7 @@ def test_bursty_scope_gets_a_burst_second_and_keeps_its_mean(tmp_path: Path) -> 
     peak = burst + sum(s.rate for s in job.streams if "burst" not in s.name)
     p = fp.whole.burstiness["1s"].peak_ios / mean  # the busiest second (489 I/Os) over the mean rate
     assert abs(peak / mean / p - 1) < 1e-9
-    short = fiojob.plan(fp, fiojob.JobOptions("whole", 10.0))  # 21.8x cannot fit in 10 s
+    short = fiojob.plan(fp, fiojob.JobOptions(regime="whole", runtime_s=10.0))  # 21.8x cannot fit in 10 s
     assert not [s for s in short.streams if "burst" in s.name]
     assert any(g.what == "peak/mean IOPS at 1 s" and "--runtime 23s" in g.job for g in short.gaps)
 

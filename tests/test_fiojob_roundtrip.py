@@ -79,7 +79,7 @@ def test_the_job_reproduces_the_fingerprint(name: str, tmp_path: Path) -> None:
     rt = round_trip(fp_path, regime, runtime, tmp_path / "rt", nice=MEASURE_NICE)
     assert rt.fio_exit == 0, (tmp_path / "rt" / "fio.stderr").read_text()
     rows = {r["key"]: r for r in rt.check["rows"]}
-    job = fiojob.plan(fd.load(fp_path), fiojob.JobOptions(regime, float(runtime[:-1])))
+    job = fiojob.plan(fd.load(fp_path), fiojob.JobOptions(regime=regime, runtime_s=float(runtime[:-1])))
     _, se = fiojob.sampling_error(job)
     for key, row in rows.items():
         if key in cannot:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -13,9 +14,10 @@ from helpers import blkreplay_records, io_lines, mysql_load, run_iofp, write_tra
 
 from iofp.contract import open_trace
 from iofp.fioversion import parse_version
+from iofp.windows import parse_between
 from replay import iolog
 from replay.fio import installed
-from replay.iolog import Selection, pacing
+from replay.iolog import Selection, pacing, selection
 
 # --------------------------------------------------------------------------------------------
 # Format rules (fio 3.33's iolog.c, as replay/iolog/converter.py's docstring lists them)
@@ -251,7 +253,7 @@ def test_between_selects_exactly_the_window(mysql_trace, tmp_path):
     rep = iolog.convert(
         open_trace(mysql_trace),
         out,
-        Selection(between=(1640, 1650)),
+        Selection(between=parse_between("1640", "1650")),
         iolog.Mapping("/dev/loop3", fold_size=1 << 28),
     )
     assert rep.kept == len(want)
@@ -419,6 +421,29 @@ def test_between_takes_durations_as_every_time_does(tmp_path):
     assert logs[0] == logs[1] == logs[2] and len(logs[0]) > 1000
     code, _, err = run_iofp("iolog", trace, "-o", tmp_path / "x.iolog", "--between", "soon", "8")
     assert code == 2 and err.startswith("iofp: --between soon 8: give seconds from the trace's start")
+
+
+def test_between_takes_the_wall_clock_as_iofp_fingerprint_does(mysql_trace, tmp_path):
+    """--between HH:MM:SS.ffffff HH:MM:SS.ffffff (times of day on the capture's date, local time) selects
+    what the same span in seconds from the start does: one parser (iofp/windows.py) for every command."""
+    trace = REPO / "samples/traces/commit-heavy"
+    start_ns = open_trace(trace).meta.capture_start_ns
+    start = datetime.fromtimestamp(start_ns / 1e9)
+    wall = [(start + timedelta(seconds=s)).strftime("%H:%M:%S.%f") for s in (2, 8)]  # to the µs
+    logs = []
+    for i, span in enumerate((("2", "8"), wall)):
+        out = tmp_path / f"{i}.iolog"
+        code, _, err = run_iofp("iolog", trace, "-o", out, "--between", *span)
+        assert code == 0, err
+        logs.append(io_lines(out))
+    assert logs[0] == logs[1] and len(logs[0]) > 1000
+    con = selection.connect(open_trace(trace))
+    stats = selection.resolve(con, open_trace(trace), Selection(between=parse_between(*wall)))
+    cut = start_ns % 1000  # the ns of the start that a time of day to the µs leaves out
+    assert (stats.t_lo_ns, stats.t_hi_ns) == (2 * 10**9 - cut, 8 * 10**9 - cut)
+    assert stats.how == f"between {wall[0]} and {wall[1]} (2.000 s to 8.000 s)"
+    code, _, err = run_iofp("iolog", mysql_trace, "-o", tmp_path / "n.iolog", "--between", "09:15", "09:30")
+    assert code == 2 and err.startswith("iofp: --between 09:15 09:30: this trace has no wall clock"), err
 
 
 def test_a_log_naming_no_device_here_says_so(mysql_trace, tmp_path):

@@ -310,3 +310,19 @@ def test_fios_output_is_trimmed_to_json_in_one_place():
         if TRIMS.search(line)
     ]
     assert offenders == []
+
+
+def long_functions(path: Path, most: int = 80) -> list[str]:
+    """Functions of `path` whose body (docstring to last line) runs past `most` lines; a command's
+    typer option declarations sit in its signature, which is not counted."""
+    kinds = (ast.FunctionDef, ast.AsyncFunctionDef)
+    defs = [n for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, kinds)]
+    return [
+        f"{path.relative_to(REPO)}:{n.lineno} {n.name} ({lines} lines)"
+        for n in defs
+        if (lines := n.end_lineno - n.body[0].lineno + 1) > most
+    ]
+
+
+def test_no_function_runs_over_80_lines():
+    assert [f for p in product_modules() for f in long_functions(p)] == []

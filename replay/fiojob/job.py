@@ -28,7 +28,7 @@ THINK_MAX = 50  # streams slower than this are paced by count (think time), not 
 LITTLE_US = 100  # without in-flight counts, the depth that sustains the rate at 100 µs per I/O
 
 
-@dataclass
+@dataclass(kw_only=True)
 class JobOptions:
     regime: str = "whole"
     runtime_s: float = 60.0

@@ -29,7 +29,7 @@ import platform
 import socket
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -54,7 +54,7 @@ MIN_RATE_WINDOW_S = 0.1  # a fast step's rate windows: 1 ms of pacing jitter sta
 GROWTH_FLOOR_US = run.ON_SCHEDULE_LATE_P99_NS / 1e3
 
 
-@dataclass
+@dataclass(kw_only=True)
 class HeadroomOptions:
     replay: run.ReplayOptions  # its output: the headroom directory; its time_scale: unused
     slo: Slo
@@ -383,7 +383,7 @@ def _new_result(prep: run.Prepared, opts: HeadroomOptions) -> hr.HeadroomResult:
         target={"path": str(t.path), "name": t.name, "kind": t.kind, "size_bytes": t.size},
         labels=dict(r.labels), slo=opts.slo.text,
         settings={"scales": list(opts.scales), "max_scale": opts.max_scale, "precision": opts.precision,
-                  "budget": opts.budget, "selection": asdict(r.selection), "engine": r.engine,
+                  "budget": opts.budget, "selection": r.selection.to_dict(), "engine": r.engine,
                   "iodepth": r.iodepth, "streams": prep.plan.streams.mode, "pace": r.pace,
                   "fold_size": prep.mapping.fold_size, "align": prep.mapping.align,
                   "ceiling_share": CEILING_SHARE, "min_rate_window_s": MIN_RATE_WINDOW_S},

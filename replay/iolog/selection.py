@@ -29,7 +29,7 @@ from iofp.contract import IO_SCHEMA, IO_TABLE, OPS, SYNC_TABLE, Trace
 from iofp.errors import BadInput
 from iofp.sqlfiles import load_sql
 from iofp.values import duration_text
-from iofp.windows import check_between_s, check_window_ns
+from iofp.windows import Between, check_between_s, check_window_ns
 
 SQL = "replay.iolog.sql"
 REGIMES = regimes.REGIME_NAMES
@@ -39,7 +39,7 @@ _ALL = (-(2**63), 2**63 - 1)
 @dataclass(frozen=True)
 class Selection:
     device: str | None = None
-    between: tuple[float, float] | None = None  # seconds on the trace's clock (ts_ns / 1e9), half-open
+    between: Between | None = None  # --between as given (seconds or times of day), half-open
     regime: str | None = None  # "steady" | "spike" | "baseline"
     reads_only: bool = False
     # The width of --regime's windows; None: the fingerprint's default rule, so both name the same windows.
@@ -48,12 +48,19 @@ class Selection:
     def check(self) -> None:
         if self.between is not None and self.regime is not None:
             raise BadInput("--between and --regime both choose the time span; pass only one of them")
-        if self.between is not None:
-            check_between_s(*self.between)
+        if self.between is not None and self.between.seconds is not None:
+            check_between_s(*self.between.seconds)
         if self.regime is not None and self.regime not in REGIMES:
             raise BadInput(f"--regime {self.regime}: choose one of {', '.join(REGIMES)}")
         if self.window_ns is not None:
             check_window_ns(self.window_ns)  # the fingerprint's limits; the count once the span is known
+
+    def to_dict(self) -> dict[str, Any]:
+        """As a result records it: --between as seconds, or as the times of day it was given."""
+        d = asdict(self)
+        if self.between is not None:
+            d["between"] = list(self.between.seconds or (self.between.t1, self.between.t2))
+        return d
 
 
 @dataclass
@@ -133,8 +140,11 @@ def resolve(con: duckdb.DuckDBPyConnection, trace: Trace, sel: Selection) -> Sel
     how = "whole trace"
     t_lo, t_hi = _ALL
     if sel.between is not None:
-        t_lo, t_hi = round(sel.between[0] * 1e9), round(sel.between[1] * 1e9)
-        how = f"between {sel.between[0]:g} s and {sel.between[1]:g} s"
+        t_lo, t_hi = sel.between.span_ns(trace.meta.capture_start_ns, trace.meta.source)
+        a, b = sel.between.seconds or (t_lo / 1e9, t_hi / 1e9)
+        how = f"between {a:g} s and {b:g} s"
+        if sel.between.seconds is None:  # a wall-clock span: the times as given, then where they fall
+            how = f"between {sel.between.t1} and {sel.between.t2} ({a:,.3f} s to {b:,.3f} s)"
     elif sel.regime is not None:
         t_lo, t_hi, how = _regime_span(con, trace, sel)
     params = {"device": sel.device, "t_lo_ns": t_lo, "t_hi_ns": t_hi, "reads_only": sel.reads_only}

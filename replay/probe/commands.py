@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from iofp.output import JSON_HELP, echo, emit_json, json_target
+from iofp.output import echo, emit_json, force_option, json_option, json_target
 from iofp.values import parse_labels, parse_size_bytes
 from replay.probe import plan as probe_plan
 
@@ -49,11 +49,11 @@ def probe_cmd(
     output: Path | None = typer.Option(
         None, "-o", "--output", help="Results directory (default results/probe-TARGET-TIME)."
     ),
-    json_out: str | None = typer.Option(None, "--json", metavar="FILE|-", help=JSON_HELP),
+    json_out: str | None = json_option(),
     allow_destructive: bool = typer.Option(
         False, "--allow-destructive", help="Write even to a device that is mounted, partitioned or formatted."
     ),
-    force: bool = typer.Option(False, "--force", help="Overwrite an existing output."),
+    force: bool = force_option("an existing output"),
 ) -> None:
     """Measure a candidate device: random small reads at the production queue depth, sequential
     throughput, the fsync-bounded commit rate, tail latency at 80% load, and the queue-depth knee.

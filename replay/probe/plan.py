@@ -78,7 +78,7 @@ def parse_precondition(text: str) -> str:
     return text
 
 
-@dataclass
+@dataclass(kw_only=True)
 class ProbeOptions:
     target: Path
     output: Path

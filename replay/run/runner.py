@@ -64,7 +64,7 @@ ENGINES = ("auto", "libaio", "io_uring", "psync", "pvsync2")
 CHUNKED_ABOVE = 100_000
 
 
-@dataclass
+@dataclass(kw_only=True)
 class ReplayOptions:
     target: Path
     output: Path
@@ -373,7 +373,7 @@ def _trace_info(trace: Trace) -> dict[str, Any]:
 def _settings(run: Run) -> dict[str, Any]:
     opts, m = run.opts, run.mapping
     return {
-        "selection": asdict(opts.selection),
+        "selection": opts.selection.to_dict(),
         "engine": opts.engine,
         "iodepth": opts.iodepth,
         "streams": run.plan.streams.mode,
