@@ -3,13 +3,19 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 IOFP := $(VENV)/bin/iofp
 
-.PHONY: setup test demo lint bench clean
+.PHONY: setup test test-fast demo lint bench clean
 
 setup:
 	bash scripts/setup.sh
 
+# Every test (CI): real eBPF capture, fio on lab loop devices, the demo.
 test: setup
 	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+# Between edits: every test but those that make lab block devices (`device`) or take seconds (`slow`);
+# tests/conftest.py marks them. No heavy-run lock needed.
+test-fast: setup
+	$(PY) -m pytest -q -m "not device and not slow" $(PYTEST_ARGS)
 
 lint: setup
 	$(VENV)/bin/ruff check .

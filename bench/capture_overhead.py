@@ -49,6 +49,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from replay.fio import fio_json
+from tests import lab
 
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "bench" / "out" / "capture_overhead"
@@ -85,21 +86,12 @@ class Run:
 # Where the loop device's data lives. shm: RAM, the fastest device here, where a tracer's per-request
 # cost shows most. disk: a file on the VM's disk read with direct I/O (--direct-io=on), so every
 # request costs what a real device's does (~68k 4k random reads/s at QD32 here, fio ~43% of a CPU).
-BACKINGS = {"shm": "/dev/shm", "disk": "/tmp"}
+BACKINGS = {"shm": lab.RAM, "disk": lab.DISK}
 
 
 def make_loop(size_mib: int, backing_kind: str = "shm") -> tuple[str, Path]:
-    backing = Path(BACKINGS[backing_kind]) / f"iofp-bench-{uuid.uuid4().hex[:8]}.img"
-    with open(backing, "wb") as f:
-        f.truncate(size_mib << 20)
     # written out, not sparse: a read of a hole costs the disk nothing
-    fill = ["dd", "if=/dev/zero", f"of={backing}", "bs=1M", f"count={size_mib}", "conv=notrunc,fsync"]
-    subprocess.run(fill, check=True, capture_output=True)
-    direct = ["--direct-io=on"] if backing_kind == "disk" else []
-    dev = subprocess.run(
-        ["losetup", "-f", "--show", *direct, str(backing)], check=True, capture_output=True, text=True
-    )
-    return dev.stdout.strip(), backing
+    return lab.make_loop(size_mib, BACKINGS[backing_kind], fill=True, prefix="iofp-bench")
 
 
 @dataclass(frozen=True)
@@ -673,14 +665,13 @@ def main() -> None:
     finally:
         if args.prog_stats:
             BPF_STATS.write_text("0")
-        subprocess.run(["losetup", "-d", dev], check=False)
-        backing.unlink(missing_ok=True)
+        lab.destroy_loop(dev, backing)
     result = {
         "command": " ".join(["python -m bench.capture_overhead", *sys.argv[1:]]),
         "host": platform.node(),
         "kernel": platform.release(),
         "cpus": os.cpu_count(),
-        "device": f"loop over a 1 GiB file in {BACKINGS[args.backing]}"
+        "device": f"loop over a 1 GiB file in {lab.WHERE[BACKINGS[args.backing]]}"
         + (" (--direct-io=on)" if args.backing == "disk" else ""),
         "workload": f"{wl.what}, {args.seconds}s per run" + (f", at {args.rate} IOPS" if args.rate else ""),
         "unrunnable": unrunnable,

@@ -45,9 +45,10 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 from typing import Any
+
+from tests import lab
 
 PG_BIN = Path("/usr/lib/postgresql")
 KINDS = ("ram", "disk")
@@ -87,19 +88,13 @@ class Lab:
         self.stack.callback(shutil.rmtree, self.mnt_root, ignore_errors=True)
 
     def loop(self, kind: str, size_mib: int) -> str:
-        tag = uuid.uuid4().hex[:8]
-        backing = Path(f"{self.ram_prefix}{tag}.img") if kind == "ram" else self.workdir / f"disk-{tag}.img"
-        self.stack.callback(backing.unlink, missing_ok=True)
-        with open(backing, "wb") as f:  # written whole: see the module docstring (thin provisioning)
-            chunk = bytes(8 << 20)
-            for _ in range(-(-size_mib // 8)):
-                f.write(chunk)
-            f.flush()
-            os.fsync(f.fileno())
-        opt = ["--direct-io=on"] if kind == "disk" else []
-        dev = sh("losetup", "-f", "--show", *opt, backing).stdout.strip()
-        self.stack.callback(subprocess.run, ["losetup", "-d", dev], check=False, capture_output=True)
-        return dev
+        """A lab loop device of `kind` (ram: its file named by ram_prefix; disk: in workdir), its file
+        written whole: see the module docstring (thin provisioning)."""
+        ram = Path(self.ram_prefix)
+        where, prefix = (ram.parent, ram.name.rstrip("-")) if kind == "ram" else (self.workdir, "disk")
+        device = lab.loop_device(size_mib, lab.RAM if kind == "ram" else lab.DISK, fill=True, where=where,
+                                 prefix=prefix)  # fmt: skip
+        return self.stack.enter_context(device)
 
     def cluster(self, kind: str, size_mib: int, scale: int) -> tuple[str, Path]:
         """A fresh PostgreSQL cluster on ext4 on a new `kind` loop device, pgbench tables loaded,

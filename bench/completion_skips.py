@@ -29,6 +29,7 @@ from collections import Counter
 from pathlib import Path
 
 from bench.capture_overhead import BACKINGS, make_loop
+from tests import lab
 
 TRACEFS = Path("/sys/kernel/tracing")
 HERE = Path(__file__).resolve().parent
@@ -137,8 +138,7 @@ def main() -> None:
             results.append(r)
             print(json.dumps(r), flush=True)
     finally:
-        subprocess.run(["losetup", "-d", dev], check=False)
-        backing.unlink(missing_ok=True)
+        lab.destroy_loop(dev, backing)
     result = {"command": " ".join(["python -m bench.completion_skips", *sys.argv[1:]]), "runs": results}
     (OUT / "result.json").write_text(json.dumps(result, indent=2))
 

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import os
-import subprocess
 import tempfile
 from pathlib import Path
 
@@ -23,24 +21,18 @@ from bpf import CaptureOptions, start_capture
 from fingerprint import diff as diffmod
 from fingerprint.api import fingerprint_trace
 from iofp.fingerprint_doc import Fingerprint
+from tests import lab
 
 REPO = Path(__file__).resolve().parent.parent
 JOB = REPO / "samples" / "workloads" / "order-router-15s.fio"
 
 
 def capture(where: Path, name: str, backing_dir: str, direct_io: bool, prefix: str) -> Fingerprint:
-    img = Path(tempfile.mkstemp(dir=backing_dir, prefix=prefix, suffix=".img")[1])
-    img.write_bytes(b"")
-    os.truncate(img, 256 << 20)
-    args = ["losetup", "-f", "--show", *(["--direct-io=on"] if direct_io else []), str(img)]
-    dev = subprocess.run(args, check=True, capture_output=True, text=True).stdout.strip()
-    try:
+    kind = lab.DISK if direct_io else lab.RAM
+    with lab.loop_device(256, kind, where=Path(backing_dir), prefix=prefix.rstrip("-")) as dev:
         opts = CaptureOptions(output=where / name, devices=[dev.removeprefix("/dev/")])
         with start_capture(opts):
-            subprocess.run(["fio", str(JOB)], env={**os.environ, "DEV": dev}, check=True, capture_output=True)
-    finally:
-        subprocess.run(["losetup", "-d", dev], check=False)
-        img.unlink(missing_ok=True)
+            lab.fio(JOB, env={"DEV": dev}, timeout=None)
     return fingerprint_trace(where / name)
 
 

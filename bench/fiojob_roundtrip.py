@@ -18,10 +18,11 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from tests import lab
 
 IOFP = str(Path(sys.executable).with_name("iofp"))
 CAPTURE_READY_S = 60  # a capture compiles and attaches in ~3 s here; a loaded machine takes longer
@@ -46,19 +47,11 @@ def round_trip(
     _run([IOFP, "fio-job", str(fp), "--regime", regime, "--runtime", runtime, "-o", str(job), "--force",
           *extra], out / "fio-job")  # fmt: skip
     region = int(next(x for x in job.read_text().splitlines() if x.startswith("size=")).split("=")[1])
-    backing = Path(f"/dev/shm/h-fiojob-{uuid.uuid4().hex[:8]}.img")
-    with open(backing, "wb") as f:
-        f.truncate(region + (64 << 20))
-    dev = subprocess.run(["losetup", "-f", "--show", str(backing)], check=True, capture_output=True,
-                         text=True).stdout.strip()  # fmt: skip
-    try:
+    with lab.loop_device(-(-region // (1 << 20)) + 64, lab.RAM, prefix="h-fiojob") as dev:
         fio_exit = _captured_fio(dev, job, out, nice)
-    finally:
-        subprocess.run(["losetup", "-d", dev], check=False)
-        backing.unlink(missing_ok=True)
-    lab = out / "lab.fp.json"
-    _run([IOFP, "fingerprint", str(out / "lab"), "--json", str(lab), "--force"], out / "fingerprint")
-    diff = [IOFP, "diff", str(fp), str(lab), "--tolerances", f"regime={regime}", "--json", "-"]
+    lab_fp = out / "lab.fp.json"
+    _run([IOFP, "fingerprint", str(out / "lab"), "--json", str(lab_fp), "--force"], out / "fingerprint")
+    diff = [IOFP, "diff", str(fp), str(lab_fp), "--tolerances", f"regime={regime}", "--json", "-"]
     code = _run(diff, out / "diff", ok=(0, 1))
     check = json.loads((out / "diff.stdout").read_text())["tolerance"]
     (out / "check.json").write_text(json.dumps(check, indent=1) + "\n")

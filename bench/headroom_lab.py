@@ -18,10 +18,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from contextlib import ExitStack
 from pathlib import Path
 
-from bench.probe_lab import CGROUP, make_loop
+from bench.probe_lab import lab_devices
 from iofp import headroom_result as hr
+from tests import lab
 
 OUT = Path("bench/out/headroom_lab")
 
@@ -29,17 +31,12 @@ OUT = Path("bench/out/headroom_lab")
 def run(
     trace: str, dev: str, args: list[str], out: Path, group: Path | None
 ) -> tuple[hr.HeadroomResult, str]:
-    import os
     import subprocess
-
-    def join() -> None:
-        if group is not None:
-            (group / "cgroup.procs").write_text(str(os.getpid()))
 
     label = f"device={out.name.rsplit('-', 1)[0]}-loop"
     cmd = [sys.executable, "-c", "from cli.app import main; main()", "headroom", trace, "--target", dev,
            *args, "--label", label, "-o", str(out), "--force"]  # fmt: skip
-    res = subprocess.run(cmd, capture_output=True, text=True, preexec_fn=join)
+    res = subprocess.run(cmd, capture_output=True, text=True, preexec_fn=lab.join(group))
     (out.parent / f"{out.name}.txt").write_text(res.stdout + res.stderr)
     if res.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)}: exit {res.returncode}\n{res.stderr}")
@@ -71,20 +68,14 @@ def main() -> None:
     a = ap.parse_args(argv[:cut])
     args = argv[cut + 1 :]
     names = a.devices.split(",")
-    made = {n: make_loop(n, 256) for n in names}
-    group = None
-    try:
-        if "throttled" in made:
-            group = CGROUP / "iofp-bench-headroom"
-            group.mkdir(exist_ok=True)
-            majmin = Path(f"/sys/class/block/{Path(made['throttled'][0]).name}/dev").read_text().strip()
-            (group / "blkio.throttle.read_iops_device").write_text(f"{majmin} {a.throttle}\n")
+    with ExitStack() as stack:
+        made, group = lab_devices(stack, names, 256, a.throttle)
         rows = []
         for r in range(a.repeat):
             for name in names if r % 2 == 0 else names[::-1]:
                 out = OUT / f"{name}-{r}"
                 out.parent.mkdir(parents=True, exist_ok=True)
-                res, text = run(a.trace, made[name][0], args, out, group if name == "throttled" else None)
+                res, text = run(a.trace, made[name], args, out, group if name == "throttled" else None)
                 if r == 0:
                     print(f"## {name}\n{text}")
                 rows.append(row(name, r, res))
@@ -93,14 +84,6 @@ def main() -> None:
         print("|---|---|---|---|---|---|---|---|---|")
         print("\n".join(sorted(rows)))
         print(json.dumps({"args": args, "trace": a.trace}))
-    finally:
-        import subprocess
-
-        for dev, backing in made.values():
-            subprocess.run(["losetup", "-d", dev], check=False)
-            backing.unlink(missing_ok=True)
-        if group is not None:
-            group.rmdir()
 
 
 if __name__ == "__main__":

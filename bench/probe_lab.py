@@ -15,34 +15,32 @@ figures.
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
-import uuid
+from contextlib import ExitStack
 from pathlib import Path
 
 from iofp import probe_result as pr
+from tests import lab
 
 OUT = Path("bench/out/probe_lab")
-CGROUP = Path("/sys/fs/cgroup/blkio")
 
 
-def make_loop(kind: str, size_mib: int) -> tuple[str, Path]:
-    where, flags = ("/dev/shm", []) if kind != "disk" else ("/tmp", ["--direct-io=on"])
-    backing = Path(where) / f"iofp-bench-probe-{uuid.uuid4().hex[:8]}.img"
-    with open(backing, "wb") as f:
-        f.truncate(size_mib << 20)
-    dev = subprocess.run(
-        ["losetup", "-f", "--show", *flags, str(backing)], check=True, capture_output=True, text=True
-    ).stdout.strip()
-    return dev, backing
+def lab_devices(
+    stack: ExitStack, kinds: list[str], size_mib: int, throttle: int
+) -> tuple[dict[str, str], Path | None]:
+    """The lab devices named (ram; disk; throttled: a RAM loop under a blkio group capping its reads at
+    `throttle` IOPS), undone by `stack`; and the throttled device's group, if one was asked for."""
+    made = {k: stack.enter_context(lab.loop_device(size_mib, lab.DISK if k == "disk" else lab.RAM,
+                                                   prefix="iofp-bench")) for k in kinds}  # fmt: skip
+    if "throttled" not in made:
+        return made, None
+    return made, stack.enter_context(
+        lab.throttled(made["throttled"], read_iops=throttle, prefix="iofp-bench")
+    )
 
 
 def run_probe(dev: str, args: list[str], out: Path, group: Path | None) -> pr.ProbeResult:
-    def join() -> None:
-        if group is not None:
-            (group / "cgroup.procs").write_text(str(os.getpid()))
-
     cmd = [
         sys.executable,
         "-c",
@@ -54,7 +52,7 @@ def run_probe(dev: str, args: list[str], out: Path, group: Path | None) -> pr.Pr
         str(out),
         "--force",
     ]
-    res = subprocess.run(cmd, capture_output=True, text=True, preexec_fn=join)
+    res = subprocess.run(cmd, capture_output=True, text=True, preexec_fn=lab.join(group))
     (out.parent / f"{out.name}.txt").write_text(res.stdout + res.stderr)
     if res.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)}: exit {res.returncode}\n{res.stderr}")
@@ -89,22 +87,14 @@ def main() -> None:
     a = ap.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     devices = a.devices.split(",")
-    made: dict[str, tuple[str, Path]] = {}
-    group = None
-    try:
-        for d in devices:
-            made[d] = make_loop(d, a.size_mib)
-        if "throttled" in devices:
-            group = CGROUP / f"iofp-bench-{uuid.uuid4().hex[:8]}"
-            group.mkdir()
-            majmin = Path(f"/sys/class/block/{Path(made['throttled'][0]).name}/dev").read_text().strip()
-            (group / "blkio.throttle.read_iops_device").write_text(f"{majmin} {a.throttle}\n")
+    with ExitStack() as stack:
+        made, group = lab_devices(stack, devices, a.size_mib, a.throttle)
         rows, first = [], {}
         for rep in range(a.repeat):
             order = devices if rep % 2 == 0 else devices[::-1]
             for d in order:
                 res = run_probe(
-                    made[d][0], a.probe_args, OUT / f"{d}-{rep}", group if d == "throttled" else None
+                    made[d], a.probe_args, OUT / f"{d}-{rep}", group if d == "throttled" else None
                 )
                 first.setdefault(d, (OUT / f"{d}-{rep}.txt").read_text())
                 rows.append((d, rep, row(d, rep, res)))
@@ -113,12 +103,6 @@ def main() -> None:
         print("| device | repeat | knee | sweep QD:IOPS (fio's) | cells | wall |\n|---|---|---|---|---|---|")
         for _, _, r in sorted(rows):
             print(r)
-    finally:
-        if group is not None:
-            group.rmdir()
-        for dev, backing in made.values():
-            subprocess.run(["losetup", "-d", dev], check=False)
-            backing.unlink(missing_ok=True)
 
 
 if __name__ == "__main__":

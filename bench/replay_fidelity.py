@@ -35,7 +35,6 @@ import ctypes
 import json
 import subprocess
 import tempfile
-import uuid
 from pathlib import Path
 
 import bpf
@@ -44,6 +43,7 @@ from replay import run as runner
 from replay.fio import fio_json
 from replay.iolog import expected_of
 from replay.run import fidelity
+from tests import lab
 
 IODEPTH = 8
 VARIANTS = {
@@ -56,13 +56,7 @@ VARIANTS = {
 
 
 def loop_device(size_mib: int) -> tuple[str, Path]:
-    backing = Path("/dev/shm") / f"iofp-bench-{uuid.uuid4().hex[:8]}.img"
-    with open(backing, "wb") as f:
-        f.truncate(size_mib << 20)
-    dev = subprocess.run(
-        ["losetup", "-f", "--show", str(backing)], check=True, capture_output=True, text=True
-    )
-    return dev.stdout.strip(), backing
+    return lab.make_loop(size_mib, lab.RAM, prefix="iofp-bench")
 
 
 def captured_fio(dev: str, out: Path, args: list[str]) -> dict:
@@ -193,8 +187,7 @@ def floor(repeat: int) -> list[dict]:
                     })  # fmt: skip
                     print(json.dumps(rows[-1]), flush=True)
     finally:
-        subprocess.run(["losetup", "-d", dev], check=False)
-        backing.unlink(missing_ok=True)
+        lab.destroy_loop(dev, backing)
     return rows
 
 
@@ -257,8 +250,7 @@ def main() -> None:
                         rows.append(replay_row(orig, dev, d / f"iofp-{len(rows)}", VARIANTS[name], i)[0])
                         print(json.dumps(rows[-1]), flush=True)
     finally:
-        subprocess.run(["losetup", "-d", dev], check=False)
-        backing.unlink(missing_ok=True)
+        lab.destroy_loop(dev, backing)
     table(rows)
 
 

@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 
 from bench.capture_overhead import make_loop
+from tests import lab
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "out" / "request_stamps"
@@ -103,8 +104,7 @@ def main() -> None:
                 result["cases"][f"{label}; {what}"] = r
                 print(f"{label}; {what}", json.dumps(r), flush=True)
     finally:
-        subprocess.run(["losetup", "-d", dev], check=False)
-        backing.unlink(missing_ok=True)
+        lab.destroy_loop(dev, backing)
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "result.json").write_text(json.dumps(result, indent=2))
 

@@ -1,15 +1,29 @@
-"""Shared fixtures: small real artifacts and scratch loop devices over /dev/shm files."""
+"""Shared fixtures (small real artifacts; lab devices, thin over tests/lab.py) and the test tiers.
+
+The tiers: `make test` runs every test; `make test-fast` (what a developer runs between edits) all but
+those marked `device` or `slow`. A test is marked here, at collection, by what it uses, so that a new
+test is marked without anyone remembering to:
+
+- `device`: it makes a lab block device or throttled group (tests/lab.py), itself or through a fixture
+  or helper it calls; it needs root and generates real I/O (run it under flock /tmp/iofp-heavy.lock);
+- `root`: it needs root (a `device` test, or one marked `needs_root`); skipped, naming it, when not
+  root (a test that only asks `is_root()` to choose what it checks is not marked);
+- `slow`: it takes seconds on its own here (a shared trace imported, a whole demo, a corpus of
+  malformed inputs): marked where it is written, from the per-test durations of a full run.
+"""
 
 from __future__ import annotations
 
+import inspect
 import os
 import shutil
-import subprocess
-import uuid
-from collections.abc import Iterator
+import sys
+import types
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import lab
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
@@ -21,35 +35,104 @@ def is_root() -> bool:
     return os.geteuid() == 0
 
 
-needs_root = pytest.mark.skipif(not is_root(), reason="needs root (eBPF capture, loop devices)")
+ROOT = "needs root (eBPF capture, loop devices)"
+needs_root = pytest.mark.root
 needs_fio = pytest.mark.skipif(shutil.which("fio") is None, reason="needs fio (apt install fio)")
 
-
-def make_loop_device(size_mib: int, *, direct_io: bool = False, where: str = "/dev/shm") -> tuple[str, Path]:
-    """Create a loop device over a fresh sparse file; returns (device path, backing file)."""
-    backing = Path(where) / f"iofp-test-{uuid.uuid4().hex[:8]}.img"
-    with open(backing, "wb") as f:
-        f.truncate(size_mib << 20)
-    args = ["losetup", "-f", "--show"] + (["--direct-io=on"] if direct_io else []) + [str(backing)]
-    dev = subprocess.run(args, check=True, capture_output=True, text=True).stdout.strip()
-    return dev, backing
+# What a `device` test calls (tests/lab.py, imported by the tests as `lab` and by bench/ as `tests.lab`).
+DEVICE = {"make_loop", "loop_device", "attach", "throttled"}
+OURS = (str(REPO / "tests"), str(REPO / "bench"))  # whose functions are followed into
 
 
-def destroy_loop_device(dev: str, backing: Path) -> None:
-    subprocess.run(["losetup", "-d", dev], check=False, capture_output=True)
-    backing.unlink(missing_ok=True)
+def _is_lab(obj: object) -> bool:
+    return getattr(obj, "__file__", None) == lab.__file__
+
+
+def _calls_lab(fn: Callable, seen: set[int]) -> bool:
+    """Whether `fn`, or a function of tests/ or bench/ it names (a helper, a module's own wrapper,
+    a benchmark's set-up), calls one of lab's DEVICE functions: each name its code (nested functions
+    and lambdas included) reads, resolved in its module (`lab.loop_device`: the module, and the
+    function among the same code's names; `from lab import ...` inside a function: the names)."""
+    fn = inspect.unwrap(fn)
+    code, names = getattr(fn, "__code__", None), getattr(fn, "__globals__", {})
+    if code is None or id(fn) in seen:
+        return False
+    seen.add(id(fn))
+    todo = [code]
+    while todo:
+        co = todo.pop()
+        todo += [c for c in co.co_consts if isinstance(c, types.CodeType)]
+        local_lab = any(n == "lab" or n.endswith(".lab") for n in co.co_names)
+        for name in co.co_names:
+            obj = names.get(name)
+            if name in DEVICE and (_is_lab(inspect.getmodule(obj)) or (obj is None and local_lab)):
+                return True
+            if _is_lab(obj) and DEVICE & set(co.co_names):
+                return True
+            if any(_calls_lab(f, seen) for f in _ours(obj)):
+                return True
+    return False
+
+
+def _ours(obj: object) -> list[Callable]:
+    """A function of tests/ or bench/, or a class's methods there (a benchmark's lab class)."""
+    if isinstance(obj, types.FunctionType) and obj.__code__.co_filename.startswith(OURS):
+        return [obj]
+    where = getattr(sys.modules.get(getattr(obj, "__module__", "")), "__file__", None) or ""
+    if isinstance(obj, type) and where.startswith(OURS):
+        return [f for f in vars(obj).values() if isinstance(f, types.FunctionType)]
+    return []
+
+
+def _uses_lab(item: pytest.Item) -> bool:
+    """Whether the test or any fixture it gets (at any depth) makes a lab device."""
+    fixtures = getattr(item, "_fixtureinfo", None)
+    funcs = [getattr(item, "function", None)]
+    funcs += [d.func for defs in (fixtures.name2fixturedefs.values() if fixtures else ()) for d in defs]
+    seen: set[int] = set()
+    return any(f is not None and _calls_lab(f, seen) for f in funcs)
+
+
+# A test that takes longer than this on its own (setup and call) belongs in `slow` (or is a `device`
+# test): the run's summary names any that is neither, so the fast tier stays fast. A report, not a
+# failure: a test's time varies with the machine's load.
+SLOW_S = 5.0
+_tiered: set[str] = set()
+_took: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when in ("setup", "call"):
+        _took[report.nodeid] = _took.get(report.nodeid, 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    untiered = sorted((t, n) for n, t in _took.items() if t > SLOW_S and n not in _tiered)
+    if untiered:
+        terminalreporter.section("tests over SLOW_S (tests/conftest.py) marked neither slow nor device")
+        for t, n in reversed(untiered):
+            terminalreporter.line(f"{t:6.1f} s  {n}: mark it @pytest.mark.slow (test-fast leaves it out)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if _uses_lab(item):
+            item.add_marker(pytest.mark.device)
+        says_root = any(m.name == "skipif" and str(m.kwargs.get("reason", "")).startswith("needs root")
+                        for m in item.iter_markers())  # fmt: skip
+        if item.get_closest_marker("device") or says_root:
+            item.add_marker(pytest.mark.root)
+        if item.get_closest_marker("root") and not is_root():
+            item.add_marker(pytest.mark.skip(reason=ROOT))
+        if item.get_closest_marker("slow") or item.get_closest_marker("device"):
+            _tiered.add(item.nodeid)
 
 
 @pytest.fixture
 def loop_device() -> Iterator[str]:
-    """A 256 MiB loop device over a /dev/shm file (a RAM-speed device), detached afterwards."""
-    if not is_root():
-        pytest.skip("needs root (loop devices)")
-    dev, backing = make_loop_device(256)
-    try:
+    """A 256 MiB RAM loop device (over a /dev/shm file), detached afterwards."""
+    with lab.loop_device(256) as dev:
         yield dev
-    finally:
-        destroy_loop_device(dev, backing)
 
 
 THROTTLE_IOPS = 3000  # the throttled lab device of ../shared/notes/lab-devices.md
@@ -59,22 +142,11 @@ THROTTLE_IOPS = 3000  # the throttled lab device of ../shared/notes/lab-devices.
 def blkio_throttle(
     dev: str, *, read_iops: int | None = None, write_iops: int | None = None
 ) -> Iterator[Path]:
-    """A blkio cgroup (v1) capping `dev`'s reads and/or writes (a flush is an empty write: it counts);
-    yields the group's directory. A test puts the process under test in it (its pid in the group's
-    cgroup.procs); the fio it starts inherits the group."""
-    base = Path("/sys/fs/cgroup/blkio")
-    if not (base / "blkio.throttle.read_iops_device").exists():
-        pytest.skip("needs the cgroup v1 blkio controller at /sys/fs/cgroup/blkio")
-    group = base / f"iofp-test-{uuid.uuid4().hex[:8]}"
-    group.mkdir()
-    majmin = Path(f"/sys/class/block/{Path(dev).name}/dev").read_text().strip()
-    for kind, iops in (("read", read_iops), ("write", write_iops)):
-        if iops is not None:
-            (group / f"blkio.throttle.{kind}_iops_device").write_text(f"{majmin} {iops}\n")
-    try:
+    """lab.throttled, skipped (naming it) where there is no cgroup v1 blkio controller."""
+    if not lab.has_blkio():
+        pytest.skip(f"needs the cgroup v1 blkio controller at {lab.BLKIO}")
+    with lab.throttled(dev, read_iops=read_iops, write_iops=write_iops) as group:
         yield group
-    finally:
-        group.rmdir()  # refused while a process is still in it: the process under test has exited
 
 
 @pytest.fixture
@@ -145,7 +217,7 @@ def reads_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def comparison(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A comparison directory: a real replay of 2 s of the commit-heavy sample onto a RAM loop and a
     short real probe of the same device (reads only: cell 1 and a two-depth sweep)."""
     from helpers import run_iofp
@@ -153,14 +225,11 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if shutil.which("fio") is None:
         pytest.skip("needs fio (apt install fio)")
     base = tmp_path_factory.mktemp("lab") / "cmp"
-    dev, backing = make_loop_device(256)
-    try:
+    with lab.loop_device(256) as dev:
         code, _, err = run_iofp("replay", str(COMMIT_HEAVY), "--between", "2", "4", "--target", dev,
                                 "--label", "device=ram-loop", "-o", str(base / "ram"))  # fmt: skip
         assert code == 0, err
         probe = ["--cells", "randread,sweep", "--qd", "1,4", "--runtime", "1s", "--reads-only", "--label"]
         code, _, err = run_iofp("probe", dev, *probe, "device=ram-loop", "-o", str(base / "probe-ram"))
         assert code == 0, err
-    finally:
-        destroy_loop_device(dev, backing)
     return base

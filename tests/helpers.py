@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import lab
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -43,15 +44,8 @@ def iofp_in(
     """`iofp ARGS` as a child process in the blkio group `group` if given (the fio it starts inherits
     it: a throttle applies to the process that submits the I/O), at `nice` (a negative value keeps a
     busy CI machine's other work off the replayer's CPU where a test measures the device: MEASURE_NICE)."""
-
-    def enter() -> None:
-        if nice:
-            os.nice(nice)
-        if group is not None:
-            (group / "cgroup.procs").write_text(str(os.getpid()))
-
     return subprocess.run([*IOFP, *map(str, args)], cwd=REPO, capture_output=True, text=True,
-                          preexec_fn=enter, timeout=timeout)  # fmt: skip
+                          preexec_fn=lab.join(group, nice), timeout=timeout)  # fmt: skip
 
 
 @contextmanager

@@ -25,7 +25,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import assert_tracer_lost_nothing, destroy_loop_device, is_root, make_loop_device
+from conftest import assert_tracer_lost_nothing, is_root
+from lab import destroy_loop, fio, make_loop, start_fio
 
 from iofp.contract import MANIFEST, META_KEY, TraceMeta, open_trace
 from replay.fio import fio_json
@@ -73,7 +74,6 @@ def run_fio(name: str, dev: str, where: Path, *opts: str) -> FioRun:
     d.mkdir(parents=True)
     iolog = d / "iolog"
     args = [
-        "fio",
         f"--name={name}",
         f"--filename={dev}",
         "--thread",
@@ -82,9 +82,9 @@ def run_fio(name: str, dev: str, where: Path, *opts: str) -> FioRun:
         f"--write_iolog={iolog}",
         *opts,
     ]
-    run = FioRun(name, args, d, iolog=iolog)
-    (d / "cmdline").write_text(" ".join(args) + "\n")
-    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    run = FioRun(name, ["fio", *args], d, iolog=iolog)
+    (d / "cmdline").write_text(" ".join(run.args) + "\n")
+    p = start_fio(*args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     run.pid = p.pid
     out, err = p.communicate(timeout=120)
     run.returncode = p.returncode
@@ -181,7 +181,7 @@ def workload(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workload]:
     if not (TRACEFS / "instances").is_dir():
         pytest.skip(f"needs tracefs mounted at {TRACEFS} (iofp doctor mounts it)")
     where = tmp_path_factory.mktemp("capture")
-    dev, backing = make_loop_device(256)
+    dev, backing = make_loop(256)
     name = dev.removeprefix("/dev/")
     oracle = TracefsOracle(Path(f"/sys/block/{name}/dev").read_text().strip())
     try:
@@ -256,7 +256,7 @@ def workload(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workload]:
         issues = oracle.issues()
     finally:
         oracle.close()
-        destroy_loop_device(dev, backing)
+        destroy_loop(dev, backing)
     trace = open_trace(out)
     io = pa.concat_tables(pq.read_table(p) for p in trace.files["io"])
     sync = pa.concat_tables(pq.read_table(p) for p in trace.files["sync"])
@@ -480,21 +480,8 @@ def test_lost_events_are_counted_and_reported(tmp_path: Path, loop_device: str) 
     name = loop_device.removeprefix("/dev/")
     opts = CaptureOptions(output=tmp_path / "t", devices=[name], syscalls=False)
     with start_capture(opts, kernel=KernelOptions(ringbuf_bytes=4096)) as bg:
-        subprocess.run(
-            [
-                "fio",
-                "--name=l",
-                f"--filename={loop_device}",
-                "--direct=1",
-                "--rw=read",
-                "--bs=4k",
-                "--size=4m",
-                "--ioengine=libaio",
-                "--iodepth=8",
-                "--output=/dev/null",
-            ],
-            check=True,
-        )
+        fio("--name=l", f"--filename={loop_device}", "--direct=1", "--rw=read", "--bs=4k", "--size=4m",
+            "--ioengine=libaio", "--iodepth=8", "--output=/dev/null")  # fmt: skip
         summary = bg.stop()
     lost = summary.loss["lost_io_ringbuf"]
     assert lost >= 1024 - 64  # all but (at most) the last partial batch
@@ -619,9 +606,9 @@ def test_requests_in_flight_at_the_start_count_in_inflight(tmp_path: Path) -> No
 
     if not (TRACEFS / "instances").is_dir():
         pytest.skip(f"needs tracefs mounted at {TRACEFS} (iofp doctor mounts it)")
-    dev, backing = make_loop_device(256)
+    dev, backing = make_loop(256)
     name = dev.removeprefix("/dev/")
-    fio = oracle = None
+    load = oracle = None
     try:
         # one clock for all CPUs: the default (local) is per-CPU, and the two CPUs' events, merged
         # by it, came out milliseconds apart here; in-flight counts need the true order
@@ -630,26 +617,25 @@ def test_requests_in_flight_at_the_start_count_in_inflight(tmp_path: Path) -> No
             events=("block_rq_issue", "block_rq_complete"),
             clock="mono",
         )
-        fio = subprocess.Popen(
-            ["fio", f"--filename={dev}", "--direct=1", "--ioengine=libaio", "--time_based", "--runtime=60",
-             "--output=/dev/null", "--name=big", "--rw=write", "--bs=8m", "--iodepth=2",
-             "--name=small", "--rw=randread", "--bs=4k", "--iodepth=4"],
-        )  # fmt: skip
+        load = start_fio(f"--filename={dev}", "--direct=1", "--ioengine=libaio", "--time_based",
+                         "--runtime=60", "--output=/dev/null", "--name=big", "--rw=write", "--bs=8m",
+                         "--iodepth=2", "--name=small", "--rw=randread", "--bs=4k", "--iodepth=4",
+                         stdout=None, stderr=None)  # fmt: skip
         time.sleep(1)
         opts = CaptureOptions(output=tmp_path / "t", devices=[name], syscalls=False)
         with start_capture(opts) as bg:
             time.sleep(0.3)
             summary = bg.stop()
-        fio.send_signal(signal.SIGINT)  # fio stops early and exits 128: not a failure here
-        fio.wait(timeout=30)
+        load.send_signal(signal.SIGINT)  # fio stops early and exits 128: not a failure here
+        load.wait(timeout=30)
         truth = tracefs_inflight(oracle.lines())
     finally:
-        if fio is not None and fio.poll() is None:
-            fio.kill()
-            fio.wait()
+        if load is not None and load.poll() is None:
+            load.kill()
+            load.wait()
         if oracle is not None:
             oracle.close()
-        destroy_loop_device(dev, backing)
+        destroy_loop(dev, backing)
     assert summary.counts["unmatched_completions"] >= 2  # 8 MiB writes were in flight at the start
     io = pa.concat_tables(pq.read_table(f) for f in open_trace(tmp_path / "t").files["io"]).sort_by("ts_ns")
     rows = list(zip(io.column("offset").to_pylist(), io.column("size").to_pylist(), strict=True))

@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 from conftest import REPO, assert_tracer_lost_nothing, is_root, needs_fio, needs_root
 from helpers import IOFP
+from lab import fio, start_fio
 
 from bpf import witness
 from bpf.record import IO_DTYPE
@@ -29,15 +30,14 @@ def iofp(*args: str, user: str | None = None) -> subprocess.CompletedProcess[str
     return subprocess.run([*prefix, *IOFP, *args], capture_output=True, text=True, cwd=REPO, timeout=120)
 
 
-def start_fio(dev: str, seconds: int = 30, rate_iops: int = 2000) -> subprocess.Popen[str]:
-    args = [
-        "fio", "--name=bg", f"--filename={dev}", "--direct=1", "--rw=randrw", "--bs=4k", "--size=64m",
+def background_load(dev: str, seconds: int = 30, rate_iops: int = 2000) -> subprocess.Popen[str]:
+    return start_fio(
+        "--name=bg", f"--filename={dev}", "--direct=1", "--rw=randrw", "--bs=4k", "--size=64m",
         "--thread",  # the job in fio's own process: kill() stops it (a forked job outlived it)
         "--ioengine=libaio", "--iodepth=4", "--time_based", f"--runtime={seconds}",
         f"--rate_iops={rate_iops}",
         "--fsync=50", "--output=/dev/null",
-    ]  # fmt: skip
-    return subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True)
+    )  # fmt: skip
 
 
 def wait_for_files(root: Path, n: int, timeout: float = 30.0) -> None:
@@ -64,7 +64,7 @@ def test_signal_ends_the_capture_with_valid_files(
 ) -> None:
     out = tmp_path / "t"
     name = loop_device.removeprefix("/dev/")
-    fio = start_fio(loop_device)
+    fio = background_load(loop_device)
     cap = subprocess.Popen(
         [*IOFP, "capture", "--device", name, "-o", str(out), "--rotate", "1s", "--json", "-"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
@@ -111,7 +111,7 @@ def test_a_full_disk_stops_the_capture_in_one_line_files_whole(tmp_path: Path, l
         with TraceWriter(small / "t", TraceMeta(source="earlier")) as w:
             w.write("io", pa.table({"ts_ns": [0], "device": ["loop9"], "offset": [0], "size": [4096],
                                     "op": ["read"]}))  # fmt: skip
-        fio = start_fio(loop_device, seconds=30, rate_iops=20000)
+        fio = background_load(loop_device, seconds=30, rate_iops=20000)
         try:
             r = iofp("capture", "--device", loop_device.removeprefix("/dev/"), "-o", str(small / "t"),
                      "--rotate", "1s", "--duration", "25s", "--force")  # fmt: skip
@@ -145,7 +145,7 @@ def test_a_full_disk_stops_the_capture_in_one_line_files_whole(tmp_path: Path, l
 def test_kill_9_leaves_only_valid_files(tmp_path: Path, loop_device: str) -> None:
     out = tmp_path / "t"
     name = loop_device.removeprefix("/dev/")
-    fio = start_fio(loop_device)
+    fio = background_load(loop_device)
     cap = subprocess.Popen(
         [*IOFP, "capture", "--device", name, "-o", str(out), "--rotate", "1s"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=REPO,
@@ -195,10 +195,9 @@ def full_rate_capture(dev: str, out: Path, seconds: int) -> tuple[int, int, dict
         time.sleep(0.05)
     (proc / "clear_refs").write_text("5")  # VmHWM := VmRSS: the compile's peak is not the capture's
     attached = rss("VmRSS")
-    load = subprocess.Popen(
-        ["fio", "--name=full", f"--filename={dev}", "--direct=1", "--rw=randread", "--bs=4k", "--iodepth=32",
-         "--ioengine=libaio", "--time_based", f"--runtime={seconds}", "--norandommap", "--output=/dev/null"],
-    )  # fmt: skip
+    load = start_fio("--name=full", f"--filename={dev}", "--direct=1", "--rw=randread", "--bs=4k",
+                     "--iodepth=32", "--ioengine=libaio", "--time_based", f"--runtime={seconds}",
+                     "--norandommap", "--output=/dev/null", stdout=None, stderr=None)  # fmt: skip
     peak = 0
     while load.poll() is None:
         peak = max(peak, rss("VmHWM"))
@@ -344,12 +343,9 @@ def test_the_live_display_shows_the_rate_as_it_happens(tmp_path: Path, loop_devi
     t.start()
     try:
         assert ready.wait(60)
-        subprocess.run(
-            ["fio", "--name=r", f"--filename={loop_device}", "--direct=1", "--rw=randread", "--bs=64k",
-             "--ioengine=libaio", "--iodepth=4", "--rate_iops=1000", "--time_based", "--runtime=4",
-             "--output=/dev/null"],
-            check=True,
-        )  # fmt: skip
+        fio("--name=r", f"--filename={loop_device}", "--direct=1", "--rw=randread", "--bs=64k",
+            "--ioengine=libaio", "--iodepth=4", "--rate_iops=1000", "--time_based", "--runtime=4",
+            "--output=/dev/null")  # fmt: skip
     finally:
         stop.set()
         t.join(60)

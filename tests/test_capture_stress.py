@@ -18,7 +18,6 @@ from __future__ import annotations
 import re
 import shutil
 import statistics
-import subprocess
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -28,8 +27,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import destroy_loop_device, is_root, make_loop_device
+from conftest import is_root
 from helpers import cpu_hogs
+from lab import destroy_loop, fio, fio_running, make_loop
 
 from iofp.contract import open_trace
 
@@ -91,7 +91,7 @@ def row_keys(io: pa.Table) -> list[Key]:
 def test_full_rate_mixed_load_under_a_cpu_hog_matches_tracefs_request_for_request(tmp_path: Path) -> None:
     from bpf import CaptureOptions, start_capture
 
-    dev, backing = make_loop_device(512)
+    dev, backing = make_loop(512)
     name = dev.removeprefix("/dev/")
     try:
         with tracefs_oracle(dev) as oracle_events, cpu_hogs():
@@ -100,17 +100,15 @@ def test_full_rate_mixed_load_under_a_cpu_hog_matches_tracefs_request_for_reques
                       f"--filename={dev}", "--output=/dev/null"]  # fmt: skip
             opts = CaptureOptions(output=tmp_path / "t", devices=[name], rotate_s=1.0)
             with start_capture(opts) as bg:
-                jobs = [
-                    subprocess.Popen(["fio", "--name=rr", "--rw=randread", "--bs=4k", "--iodepth=32",
-                                      "--size=256m", *common]),
-                    subprocess.Popen(["fio", "--name=ws", "--rw=randwrite", "--bs=4k", "--iodepth=1",
-                                      "--fsync=1", "--offset=256m", "--size=128m", *common]),
-                ]  # fmt: skip
-                assert [j.wait(timeout=120) for j in jobs] == [0, 0]
+                with (fio_running("--name=rr", "--rw=randread", "--bs=4k", "--iodepth=32", "--size=256m",
+                                  *common) as rr,
+                      fio_running("--name=ws", "--rw=randwrite", "--bs=4k", "--iodepth=1", "--fsync=1",
+                                  "--offset=256m", "--size=128m", *common) as ws):  # fmt: skip
+                    assert [j.wait(timeout=120) for j in (rr, ws)] == [0, 0]
                 summary = bg.stop()
             stat1 = [int(x) for x in Path(f"/sys/block/{name}/stat").read_text().split()]
     finally:
-        destroy_loop_device(dev, backing)
+        destroy_loop(dev, backing)
 
     # The oracle itself is exact: every completion the block layer accounted, nothing else
     oracle = Counter(k for k, _ in oracle_events)
@@ -159,18 +157,17 @@ def test_completions_the_program_never_sees_get_the_witness_time(tmp_path: Path,
     from bpf import CaptureOptions, start_capture
     from bpf.loader import KernelOptions
 
-    dev, backing = make_loop_device(256)
+    dev, backing = make_loop(256)
     try:
         with tracefs_oracle(dev) as oracle_events:
             opts = CaptureOptions(output=tmp_path / "t", devices=[dev.removeprefix("/dev/")], rotate_s=1.0)
             with start_capture(opts, kernel=KernelOptions(witness="all", unseen_every=every)) as bg:
-                fio = ["fio", "--name=q", f"--filename={dev}", "--direct=1", "--rw=randrw", "--bs=4k",
-                       "--ioengine=psync", "--rate_iops=1000", "--number_ios=3000", "--size=128m",
-                       "--output=/dev/null"]  # fmt: skip
-                subprocess.run(fio, check=True, timeout=60)
+                fio("--name=q", f"--filename={dev}", "--direct=1", "--rw=randrw", "--bs=4k",
+                    "--ioengine=psync", "--rate_iops=1000", "--number_ios=3000", "--size=128m",
+                    "--output=/dev/null", timeout=60)  # fmt: skip
                 summary = bg.stop()
     finally:
-        destroy_loop_device(dev, backing)
+        destroy_loop(dev, backing)
     io = rows(tmp_path / "t", ["ts_ns", "lat_ns", "rwbs", "offset", "size", "inflight"])
     assert Counter(row_keys(io)) == Counter(k for k, _ in oracle_events)
     assert io["lat_ns"].null_count == summary.loss["lost_completions"] == 0

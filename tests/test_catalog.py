@@ -257,6 +257,7 @@ def test_a_bad_catalog_wait_is_one_line_for_the_catalog_commands_only(tmp_path, 
     assert r.returncode == 0, r.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", ["foreign", "truncated", "empty"])
 def test_a_damaged_catalog_is_one_line_exit_2(tmp_path, quarters, damage):
     db = tmp_path / "cat.duckdb"

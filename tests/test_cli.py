@@ -174,6 +174,7 @@ def test_the_example_check_catches_an_unquoted_slo_and_a_bad_size():
         parse(["iolog", "t", "-o", "x.iolog", "--target-size", "256 MB"])
 
 
+@pytest.mark.slow
 def test_help_shows_no_python_types():
     for where, _ in examples():
         args = [] if where == "iofp" else where.split()

@@ -6,14 +6,14 @@ PostgreSQL's pgbench) and on small traces written through the contract."""
 from __future__ import annotations
 
 import contextlib
-import subprocess
 from pathlib import Path
 
 import duckdb
 import pyarrow as pa
 import pytest
-from conftest import destroy_loop_device, make_loop_device, needs_fio, needs_root
+from conftest import needs_fio, needs_root
 from helpers import load_result, run_iofp
+from lab import destroy_loop, fio, make_loop
 
 from iofp.contract import TraceMeta, TraceWriter, open_trace
 from replay import iolog
@@ -46,17 +46,17 @@ def buffered_writer(tmp_path_factory) -> Path:
     import bpf
 
     out = tmp_path_factory.mktemp("c") / "orig"
-    dev, backing = make_loop_device(64)
+    dev, backing = make_loop(64)
     job = [
-        "fio", "--name=wal", f"--filename={dev}", "--direct=0", "--ioengine=psync", "--rw=write", "--bs=8k",
+        "--name=wal", f"--filename={dev}", "--direct=0", "--ioengine=psync", "--rw=write", "--bs=8k",
         "--fdatasync=1", f"--number_ios={N}", "--rate_iops=500", "--size=32m",
     ]  # fmt: skip
     try:
         with bpf.start_capture(bpf.CaptureOptions(output=out, devices=[Path(dev).name])) as bg:
-            res = subprocess.run(job, capture_output=True, text=True, timeout=120)
+            res = fio(*job, timeout=120, check=False)
             bg.stop()
     finally:
-        destroy_loop_device(dev, backing)
+        destroy_loop(dev, backing)
     assert res.returncode == 0, res.stderr
     return out
 
@@ -73,12 +73,12 @@ def test_the_kernel_gives_forced_writes_the_callers_pid_inside_its_call(buffered
 @needs_root
 @needs_fio
 def test_a_replayed_commit_covers_the_writes_it_forced(buffered_writer, tmp_path):
-    dev, backing = make_loop_device(64)
+    dev, backing = make_loop(64)
     out = tmp_path / "r"
     try:
         code, stdout, err = run_iofp("replay", buffered_writer, "--target", dev, "--output", out)
     finally:
-        destroy_loop_device(dev, backing)
+        destroy_loop(dev, backing)
     assert code == 0, err
     rec = load_result(out)
     commits = rec["plan"]["commits"]
@@ -209,12 +209,12 @@ def test_postgres_commits_replay_serialized_in_one_job_and_whole(pgbench_trace, 
     # PostgreSQL's backends fdatasync the WAL under its write lock: several processes, never two at once.
     calls, procs, overlapped = overlapping(pgbench_trace, "postgres")
     assert calls >= 200 and procs >= 2 and overlapped == 0
-    dev, backing = make_loop_device(512)
+    dev, backing = make_loop(512)
     out = tmp_path / "r"
     try:
         code, stdout, err = run_iofp("replay", pgbench_trace, "--target", dev, "--output", out)
     finally:
-        destroy_loop_device(dev, backing)
+        destroy_loop(dev, backing)
     assert code == 0, err
     rec = load_result(out)
     c = rec["plan"]["commits"]

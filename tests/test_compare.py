@@ -9,8 +9,9 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from conftest import REPO, destroy_loop_device, make_loop_device, needs_fio, needs_root
+from conftest import REPO, needs_fio, needs_root
 from helpers import load_result, run_iofp, write_trace
+from lab import DISK, RAM, destroy_loop, make_loop
 
 from iofp import slo
 from replay import compare
@@ -26,8 +27,8 @@ LADDER_STEP_NS = 50_000  # the disk loop's commit p50 above the RAM loop's, at l
 def results(tmp_path_factory) -> dict[str, Path]:
     base = tmp_path_factory.mktemp("results")
     out = {}
-    for name, where, direct in (("ram-loop", "/dev/shm", False), ("disk-loop", "/tmp", True)):
-        dev, backing = make_loop_device(256, direct_io=direct, where=where)
+    for name, kind in (("ram-loop", RAM), ("disk-loop", DISK)):
+        dev, backing = make_loop(256, kind)
         try:
             code, _, err = run_iofp(
                 "replay", SAMPLE, "--between", *BETWEEN, "--target", dev, "--label", f"device={name}",
@@ -35,7 +36,7 @@ def results(tmp_path_factory) -> dict[str, Path]:
             )  # fmt: skip
             assert code == 0, err
         finally:
-            destroy_loop_device(dev, backing)
+            destroy_loop(dev, backing)
         out[name] = base / name
     return out
 
@@ -198,6 +199,7 @@ def two_stream_results(tmp_path_factory) -> dict[str, Path]:
     return out
 
 
+@pytest.mark.slow
 def test_without_a_capture_the_figures_are_fios_and_say_so(two_stream_results):
     rec = load_result(two_stream_results["pid"])
     assert len(rec["settings"]["jobs"]) == 2 and rec["measured"] is None

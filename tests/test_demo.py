@@ -10,9 +10,12 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, assert_tracer_lost_nothing, needs_fio, needs_root
+from conftest import REPO, assert_tracer_lost_nothing, needs_fio
 
 DEMO = REPO / "scripts" / "demo.sh"
+# The whole demo (minutes); its live part makes its own scratch loop devices (scripts/lib.sh), not
+# through tests/lab.py, so it says `device` itself.
+pytestmark = pytest.mark.slow
 
 
 def _demo(out: Path, live: bool, **kw) -> subprocess.Popen[str]:
@@ -46,9 +49,8 @@ def test_samples_part(tmp_path):
     assert "device changed: loop1: rotational no -> yes" in log and "iofp diff exit status: 1" in log
 
 
-@needs_root
 @needs_fio
-@pytest.mark.slow
+@pytest.mark.device
 def test_live_part_captures_replays_compares_and_cleans_up(tmp_path):
     before = _scratch_devices()
     out = tmp_path / "demo"
@@ -92,8 +94,8 @@ def test_live_part_captures_replays_compares_and_cleans_up(tmp_path):
     assert _scratch_devices() == before
 
 
-@needs_root
 @needs_fio
+@pytest.mark.device
 def test_interrupted_demo_removes_its_scratch_devices(tmp_path):
     before = _scratch_devices()
     # Ctrl-C as on a terminal. A test run started in the background (`make test &`, a CI step run

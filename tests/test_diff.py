@@ -13,8 +13,9 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pytest
-from conftest import REPO, destroy_loop_device, make_loop_device, needs_fio, needs_root
+from conftest import REPO, needs_fio, needs_root
 from helpers import MEASURE_NICE, import_trace, mysql_load, run_iofp
+from lab import destroy_loop, fio, make_loop
 
 from fingerprint.api import fingerprint_trace, write_json
 from fingerprint.catalog import Catalog
@@ -337,8 +338,7 @@ def captured_job(tmp_path: Path, name: str, dev: str) -> Fingerprint:
     opts = CaptureOptions(output=tmp_path / name, devices=[dev.removeprefix("/dev/")],
                           labels={"service": "order-router"})  # fmt: skip
     with start_capture(opts):  # fio at nice -10: the demand is the job's, not a busy machine's
-        subprocess.run(["fio", str(JOB)], env={**os.environ, "DEV": dev}, check=True, capture_output=True,
-                       preexec_fn=lambda: os.nice(MEASURE_NICE))  # fmt: skip
+        fio(JOB, env={"DEV": dev}, nice=MEASURE_NICE)
     return fingerprint_trace(tmp_path / name)
 
 
@@ -352,11 +352,11 @@ def test_the_same_job_twice_on_the_same_kind_of_device_moves_no_demand(tmp_path)
     or at a high priority. So this test holds what no load on the machine can move: the demand,
     and the provenance's devices. Both runs use one loop device: one made per run takes whatever
     loop number is free then, and another user of loop devices between them renames it."""
-    dev, backing = make_loop_device(256)
+    dev, backing = make_loop(256)
     try:
         a, b = (captured_job(tmp_path, n, dev) for n in ("a", "b"))
     finally:
-        destroy_loop_device(dev, backing)
+        destroy_loop(dev, backing)
     r = diff(a, b)
     assert r.device_changes == [] and r.warnings == []
     # both regimes were compared (the like-for-like one steady, or the baseline if load on the

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +13,7 @@ import pyarrow as pa
 import pytest
 from conftest import REPO, needs_fio
 from helpers import run_iofp
+from lab import fio
 
 from fingerprint.api import fingerprint_trace, write_json
 from iofp import fingerprint_doc as fd
@@ -64,10 +64,7 @@ def test_fio_parses_every_sample_job(name: str, regime: str, tmp_path: Path) -> 
     args = ["--regime", *regime.split()]
     code, _, stderr = run_iofp("fio-job", str(SAMPLES / f"{name}.fp.json"), *args, "-o", str(job))
     assert code == 0, stderr
-    p = subprocess.run(
-        ["fio", "--parse-only", str(job)], env={"DEV": "/dev/null"}, capture_output=True, text=True
-    )
-    assert p.returncode == 0, p.stderr
+    fio("--parse-only", job, env={"DEV": "/dev/null"})
 
 
 def test_job_reproduces_the_scopes_rates_mix_and_sizes(tmp_path: Path) -> None:

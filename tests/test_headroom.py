@@ -11,16 +11,9 @@ from contextlib import nullcontext
 from pathlib import Path
 
 import pytest
-from conftest import (
-    COMMIT_HEAVY,
-    DEMAND_IOPS,
-    blkio_throttle,
-    destroy_loop_device,
-    make_loop_device,
-    needs_fio,
-    needs_root,
-)
+from conftest import COMMIT_HEAVY, DEMAND_IOPS, blkio_throttle, needs_fio, needs_root
 from helpers import MEASURE_NICE, headroom_record, interrupted_headroom, iofp_in, run_iofp, slowed_trace
+from lab import destroy_loop, make_loop
 
 from iofp import headroom_result as hr
 from replay.headroom import ceiling as headroom_ceiling
@@ -63,7 +56,7 @@ def test_bad_options_are_one_line_before_anything(args, message, tmp_path):
 @needs_root
 @needs_fio
 def test_a_target_smaller_than_the_selection_is_refused_before_any_io(tmp_path):
-    dev, backing = make_loop_device(4)
+    dev, backing = make_loop(4)
     out = tmp_path / "h"
     try:
         before = Path(f"/sys/block/{Path(dev).name}/stat").read_text()
@@ -71,7 +64,7 @@ def test_a_target_smaller_than_the_selection_is_refused_before_any_io(tmp_path):
                                      "--slo", "p99<=2ms", "-o", out)  # fmt: skip
         after = Path(f"/sys/block/{Path(dev).name}/stat").read_text()
     finally:
-        destroy_loop_device(dev, backing)
+        destroy_loop(dev, backing)
     assert code == 2 and stdout == "" and len(err.splitlines()) == 1 and "--fold" in err, err
     assert before.split()[4:8] == after.split()[4:8]  # not one write reached it (reads: the safety probe)
     assert not out.exists()
@@ -121,7 +114,7 @@ def test_a_throttled_device_holds_n_over_d(loop_device, reads_trace, tmp_path):
 @needs_root
 @needs_fio
 def test_a_scale_above_the_replayers_ceiling_is_the_replayers_limit(reads_trace, tmp_path):
-    dev, backing = make_loop_device(64)
+    dev, backing = make_loop(64)
     out = tmp_path / "h"
     try:
         # a budget of 1: a second step would be a bisection's midpoint below the ceiling (at nice -10,
@@ -130,7 +123,7 @@ def test_a_scale_above_the_replayers_ceiling_is_the_replayers_limit(reads_trace,
                        "--scales", f"1,{TOP_SCALE}", "--max-scale", str(TOP_SCALE), "--budget", "1",
                        "-o", out, nice=MEASURE_NICE)  # fmt: skip
     finally:
-        destroy_loop_device(dev, backing)
+        destroy_loop(dev, backing)
     code, stdout, err = proc.returncode, proc.stdout, proc.stderr
     assert code == 0, err
     _, res = hr.load(out)
@@ -176,7 +169,7 @@ def test_a_device_capped_below_todays_writes_misses_at_1x_and_ranks_last(tmp_pat
     trace = slowed_trace(COMMIT_HEAVY, (5, 6.5), SLOWED, tmp_path / "trace")
     factors, heads = {}, {}
     for name, cap in (("ram", None), ("capped", CAPPED_WRITE_IOPS)):
-        dev, backing = make_loop_device(256)
+        dev, backing = make_loop(256)
         try:
             with blkio_throttle(dev, write_iops=cap) if cap else nullcontext() as group:
                 for args in (
@@ -192,7 +185,7 @@ def test_a_device_capped_below_todays_writes_misses_at_1x_and_ranks_last(tmp_pat
                     proc = iofp_in(group, *args, "--label", f"device={name}", nice=MEASURE_NICE)
                     assert proc.returncode == 0, proc.stderr
         finally:
-            destroy_loop_device(dev, backing)
+            destroy_loop(dev, backing)
         heads[name] = hr.load(tmp_path / name)[1]
         factors[name] = heads[name].headroom.factor
     print("headroom factors", factors)
@@ -220,12 +213,12 @@ def test_a_device_capped_below_todays_writes_misses_at_1x_and_ranks_last(tmp_pat
 @needs_root
 @needs_fio
 def test_a_stop_signal_stops_fio_and_keeps_the_steps_done(reads_trace, tmp_path):
-    dev, backing = make_loop_device(64)
+    dev, backing = make_loop(64)
     out = tmp_path / "h"
     try:
         code, stdout, err = interrupted_headroom(reads_trace, dev, out)
     finally:
-        destroy_loop_device(dev, backing)
+        destroy_loop(dev, backing)
     assert code == 130, err
     _, res = hr.load(out)
     assert res.status == "partial" and res.interrupted == "SIGINT"

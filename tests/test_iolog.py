@@ -401,6 +401,7 @@ def test_a_replay_resolves_its_selection_once(tmp_path, monkeypatch):
     assert calls == {"classify": 1, "resolve": 1}
 
 
+@pytest.mark.slow
 def test_an_iolog_into_a_new_directory_is_written_like_every_artifact(tmp_path):
     """The directory is made, as for a report or a fio job (it was a FileNotFoundError traceback)."""
     out = tmp_path / "new" / "dir" / "x.iolog"

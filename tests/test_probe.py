@@ -11,9 +11,10 @@ from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
-from conftest import REPO, THROTTLE_IOPS, destroy_loop_device, make_loop_device, needs_fio, needs_root
+from conftest import REPO, THROTTLE_IOPS, needs_fio, needs_root
 from helpers import IOFP, MEASURE_NICE, iofp_in, run_iofp
-from test_safety import make_loop, mkfs, mount
+from lab import DISK, destroy_loop, make_loop
+from test_safety import mkfs, mount, prepared_loop
 
 from iofp import probe_result as pr
 
@@ -98,7 +99,7 @@ def test_like_shapes_the_cells_from_the_fingerprint(loop_device, tmp_path):
 
 def test_write_cells_refused_on_a_mounted_device_read_cells_allowed(tmp_path):
     with ExitStack() as stack:
-        dev = make_loop(stack, 32, prepare=mkfs)
+        dev = prepared_loop(stack, 32, prepare=mkfs)
         mnt = mount(stack, dev, tmp_path)
         code, _, err = run_iofp("probe", dev, "--quick", "-o", tmp_path / "w")
         assert (code, err) == (
@@ -116,7 +117,7 @@ def test_write_cells_refused_on_a_mounted_device_read_cells_allowed(tmp_path):
 
 def test_write_cells_refused_on_a_signed_device(tmp_path):
     with ExitStack() as stack:
-        dev = make_loop(stack, 32, prepare=mkfs)
+        dev = prepared_loop(stack, 32, prepare=mkfs)
         code, _, err = run_iofp("probe", dev, "--cells", "commit", "-o", tmp_path / "w")
         assert (code, err) == (
             2, f"iofp: {dev} carries a filesystem signature (ext4); pass --allow-destructive to probe it "
@@ -201,8 +202,8 @@ def test_a_throttled_device_probes_at_its_cap(throttled, tmp_path):
 
 def test_the_ram_loop_commits_far_faster_than_the_disk_loop(tmp_path):
     """The fsync ladder of ../shared/notes/lab-devices.md: RAM loop vs direct-io disk loop, alternated."""
-    ram, ram_file = make_loop_device(64)
-    disk, disk_file = make_loop_device(64, direct_io=True, where="/tmp")
+    ram, ram_file = make_loop(64)
+    disk, disk_file = make_loop(64, DISK)
     try:
         p50 = {"ram": [], "disk": []}
         for i in range(3):
@@ -214,8 +215,8 @@ def test_the_ram_loop_commits_far_faster_than_the_disk_loop(tmp_path):
                 assert proc.returncode == 0, proc.stderr
                 p50[name].append(pr.load(out)[1].run("01-commit-x1").capture.fsync_p50_us)
     finally:
-        destroy_loop_device(ram, ram_file)
-        destroy_loop_device(disk, disk_file)
+        destroy_loop(ram, ram_file)
+        destroy_loop(disk, disk_file)
     print("fsync p50 us", p50)
     # disk / ram, the median of three and the lowest: 5.7x-16x and 4.2x+ over 6 quiet runs; 5.0x-6.6x
     # and 4.2x+ over 8 runs beside a CPU hog (ram 15-19 us, disk 74-162); 3.2x and 2.9x in one

@@ -345,6 +345,7 @@ def test_iolog_window_selects_the_windows_of_the_fingerprint_with_that_window(bu
 
 
 @needs_fio
+@pytest.mark.slow
 @pytest.mark.parametrize("regime", ["spike", "steady"])
 def test_replay_window_replays_the_windows_of_the_fingerprint_with_that_window(burst_trace, tmp_path, regime):
     """The same through `iofp replay` (real fio, onto a new file; no capture, so no root needed)."""

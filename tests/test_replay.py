@@ -7,8 +7,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import assert_tracer_lost_nothing, destroy_loop_device, make_loop_device, needs_fio, needs_root
+from conftest import assert_tracer_lost_nothing, needs_fio, needs_root
 from helpers import blkreplay_records, load_result, mysql_load, run_iofp, write_trace
+from lab import destroy_loop, make_loop
 
 from iofp.contract import open_trace
 from replay.fio import fio_json, installed
@@ -122,7 +123,7 @@ def test_live_captured_trace_replays_onto_another_device(loop_device, tmp_path):
     """Capture a known fio workload (reads, writes, fsyncs) with iofp, then replay the capture."""
     import bpf
 
-    src, backing = make_loop_device(64)
+    src, backing = make_loop(64)
     try:
         job = [
             "fio", "--name=orig", f"--filename={src}", "--direct=1", "--ioengine=libaio", "--iodepth=4",
@@ -133,7 +134,7 @@ def test_live_captured_trace_replays_onto_another_device(loop_device, tmp_path):
             res = subprocess.run(job, capture_output=True, text=True, timeout=120)
             summary = bg.stop()
     finally:
-        destroy_loop_device(src, backing)
+        destroy_loop(src, backing)
     assert res.returncode == 0, res.stderr
     orig = fio_json(res.stdout)["jobs"][0]
     assert_tracer_lost_nothing(summary.loss, summary.io_events)

@@ -10,8 +10,9 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, destroy_loop_device, make_loop_device, needs_fio, needs_root
+from conftest import REPO, needs_fio, needs_root
 from helpers import IOFP, write_trace
+from lab import destroy_loop, make_loop
 
 pytestmark = [needs_root, needs_fio]
 
@@ -66,7 +67,7 @@ def wait_for(path: Path, timeout: float = 120) -> None:
     ],
 )
 def test_a_stop_signal_ends_fio_first_and_records_a_partial_run(six_seconds, tmp_path, sig, when, phase):
-    dev, backing = make_loop_device(64)
+    dev, backing = make_loop(64)
     out = tmp_path / "r"
     try:
         proc = subprocess.Popen(
@@ -84,7 +85,7 @@ def test_a_stop_signal_ends_fio_first_and_records_a_partial_run(six_seconds, tmp
         after = stat(dev)
         left = fio_of(out)
     finally:
-        destroy_loop_device(dev, backing)
+        destroy_loop(dev, backing)
     assert proc.returncode == 128 + sig, err
     assert left == []  # no fio, no job process of it
     assert before == after  # nothing reached the target after iofp exited

@@ -74,13 +74,13 @@ def test_a_directory_that_is_neither_trace_nor_results_is_one_line(tmp_path):
 
 @needs_root
 @needs_fio
-def test_a_replay_report_draws_the_candidate_against_its_slo(lab, tmp_path):
+def test_a_replay_report_draws_the_candidate_against_its_slo(comparison, tmp_path):
     from iofp import replay_result
     from iofp.slo import format_ns
 
     out = tmp_path / "replay.html"
     code, stdout, err = run_iofp(
-        "report", str(lab / "ram"), "-o", str(out), "--slo", "p99<=50ms,fsync.p99<=50ms"
+        "report", str(comparison / "ram"), "-o", str(out), "--slo", "p99<=50ms,fsync.p99<=50ms"
     )
     assert code == 0 and "(it reports 1 replay result(s), 0 probe result(s))" in stdout, err
     page = out.read_text()
@@ -89,28 +89,28 @@ def test_a_replay_report_draws_the_candidate_against_its_slo(lab, tmp_path):
     for line in ("demanded", "achieved", "write p99", "sync calls p99", "sync calls"):
         assert f'<polyline data-line="{line}"' in page, line
     assert page.count('class="ref h"') == 2 and page.count('class="ref v"') == 2  # the SLO's two limits
-    _, res = replay_result.load(lab / "ram")
+    _, res = replay_result.load(comparison / "ram")
     commit = res.measured.syncs["all"]  # the figures compare shows: the run's own capture
     assert f"<td>{format_ns(commit.p50)}</td><td>{format_ns(commit.p99)}</td>" in page
     assert_drawn(tmp_path, out, "1280,1600")
     code, _, _ = run_iofp(
-        "report", str(lab / "ram"), "-o", str(tmp_path / "miss.html"), "--slo", "fsync.p50<=1us"
+        "report", str(comparison / "ram"), "-o", str(tmp_path / "miss.html"), "--slo", "fsync.p50<=1us"
     )
     assert code == 0 and "<b>misses it</b>: fsync p50" in (tmp_path / "miss.html").read_text()
 
 
 @needs_root
 @needs_fio
-def test_a_probe_and_a_comparison_directory_report(lab, tmp_path):
+def test_a_probe_and_a_comparison_directory_report(comparison, tmp_path):
     out = tmp_path / "probe.html"
-    assert run_iofp("report", str(lab / "probe-ram"), "-o", str(out))[0] == 0
+    assert run_iofp("report", str(comparison / "probe-ram"), "-o", str(out))[0] == 0
     page = out.read_text()
     assert '<section class="probe" data-name="ram-loop">' in page and '<table class="cells">' in page
     iops = re.search(r'<polyline data-line="IOPS"[^>]* points="([^"]*)"', page)
     assert iops and len(iops.group(1).split()) == 2  # QD 1 and 4
     assert_drawn(tmp_path, out, "1400,700")
     both = tmp_path / "both.html"
-    code, stdout, err = run_iofp("report", str(lab), "-o", str(both))
+    code, stdout, err = run_iofp("report", str(comparison), "-o", str(both))
     assert code == 0 and "(it reports 1 replay result(s), 1 probe result(s))" in stdout, err
     text = both.read_text()
     assert 'class="candidate" data-name="ram-loop"' in text and 'class="probe" data-name="ram-loop"' in text

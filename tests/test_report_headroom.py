@@ -10,8 +10,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import destroy_loop_device, make_loop_device, needs_fio, needs_root
+from conftest import needs_fio, needs_root
 from helpers import MEASURE_NICE, assert_drawn, headroom_record, interrupted_headroom, iofp_in, run_iofp
+from lab import destroy_loop, make_loop
 
 from iofp import headroom_result as hr
 from iofp.slo import format_ns
@@ -30,7 +31,7 @@ def sweeps(reads_trace, tmp_path_factory) -> Path:
     of 2: a third step would be a bisection's midpoint below the ceiling; at nice -10 and 500-1,000
     reads/s judged on 1 s windows, a busy machine's other work does not stall a step here."""
     base = tmp_path_factory.mktemp("sweeps")
-    dev, backing = make_loop_device(64)
+    dev, backing = make_loop(64)
     try:
         proc = iofp_in(None, "headroom", reads_trace, "--target", dev, "--slo", "p99<=50ms",
                        "--scales", f"1,2,{TOP}", "--max-scale", str(TOP), "--budget", "2",
@@ -39,7 +40,7 @@ def sweeps(reads_trace, tmp_path_factory) -> Path:
         code, _, err = interrupted_headroom(reads_trace, dev, base / "stopped", "--label", "device=ram-stop")
         assert code == 130, err
     finally:
-        destroy_loop_device(dev, backing)
+        destroy_loop(dev, backing)
     return base
 
 
@@ -143,12 +144,12 @@ def test_a_stopped_step_is_marked_and_not_drawn(sweeps, tmp_path):
 
 @needs_root
 @needs_fio
-def test_headroom_beside_replay_and_probe_results_on_one_page(sweeps, lab, tmp_path):
+def test_headroom_beside_replay_and_probe_results_on_one_page(sweeps, comparison, tmp_path):
     both = tmp_path / "all"
     both.mkdir()
-    for name, src in (("h", sweeps / "ceiling"), ("r", lab / "ram"), ("p", lab / "probe-ram")):
+    for name, src in (("h", sweeps / "ceiling"), ("r", comparison / "ram"), ("p", comparison / "probe-ram")):
         (both / name).symlink_to(src)
-    for args in ([both], [sweeps / "ceiling", lab / "ram", lab / "probe-ram"]):
+    for args in ([both], [sweeps / "ceiling", comparison / "ram", comparison / "probe-ram"]):
         out = tmp_path / "mixed.html"
         code, stdout, err = run_iofp("report", *args, "-o", out, "--force", "--slo", "p99<=50ms")
         assert code == 0, err

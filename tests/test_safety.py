@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import needs_fio, needs_root
 from helpers import run_iofp, write_trace
+from lab import attach, detach
 
 from replay.fio import safety
 
@@ -32,7 +33,7 @@ def scratch() -> Iterator[ExitStack]:
         yield stack
 
 
-def make_loop(stack: ExitStack, size_mib: int, prepare=None, partscan: bool = False) -> str:
+def prepared_loop(stack: ExitStack, size_mib: int, prepare=None, partscan: bool = False) -> str:
     """A loop device over a /dev/shm file, prepared (mkfs, sfdisk) on the file first; `stack` cleans up."""
     img = Path("/dev/shm") / f"iofp-safety-{uuid.uuid4().hex[:8]}.img"
     with open(img, "wb") as f:
@@ -40,8 +41,8 @@ def make_loop(stack: ExitStack, size_mib: int, prepare=None, partscan: bool = Fa
     stack.callback(img.unlink, missing_ok=True)
     if prepare:
         prepare(img)
-    dev = _sh("losetup", "-f", "--show", *(["-P"] if partscan else []), str(img))
-    stack.callback(subprocess.run, ["losetup", "-d", dev], check=False)
+    dev = attach(img, partscan=partscan)
+    stack.callback(detach, dev)
     if partscan and not safety.partitions(Path(dev).name):
         # Kernels built without the msdos/gpt parsers (this one) see no partitions on their own;
         # partx reads the table in user space and adds them with BLKPG, as a disk tool would.
@@ -102,7 +103,7 @@ def assert_read_only_replay_ran(res: tuple[int, str, str], out: Path) -> None:
 
 
 def test_mounted_device_is_refused_and_reads_only_allowed(scratch, small_trace, tmp_path):
-    dev = make_loop(scratch, 16, prepare=mkfs)
+    dev = prepared_loop(scratch, 16, prepare=mkfs)
     mnt = mount(scratch, dev, tmp_path)
     assert_refused(
         replay(small_trace, dev, tmp_path / "o1"), f"{dev} is mounted on {mnt}; {OVERRIDE}", tmp_path / "o1"
@@ -111,7 +112,7 @@ def test_mounted_device_is_refused_and_reads_only_allowed(scratch, small_trace, 
 
 
 def test_filesystem_signature_is_refused_unless_allowed(scratch, small_trace, tmp_path):
-    dev = make_loop(scratch, 16, prepare=mkfs)
+    dev = prepared_loop(scratch, 16, prepare=mkfs)
     msg = f"{dev} carries a filesystem signature (ext4); {OVERRIDE} (or erase it first: wipefs -a {dev})"
     assert_refused(replay(small_trace, dev, tmp_path / "o1"), msg, tmp_path / "o1")
     assert_read_only_replay_ran(replay(small_trace, dev, tmp_path / "o2", "--reads-only"), tmp_path / "o2")
@@ -121,7 +122,7 @@ def test_filesystem_signature_is_refused_unless_allowed(scratch, small_trace, tm
 
 
 def test_partitioned_device_is_refused_and_reads_only_allowed(scratch, small_trace, tmp_path):
-    dev = make_loop(scratch, 16, prepare=partition, partscan=True)
+    dev = prepared_loop(scratch, 16, prepare=partition, partscan=True)
     name = Path(dev).name
     assert safety.partitions(name) == [f"{name}p1"]
     assert_refused(
@@ -157,7 +158,7 @@ def release(proc: subprocess.Popen) -> None:
 
 
 def test_exclusively_held_device_is_refused_until_released(scratch, small_trace, tmp_path):
-    dev = make_loop(scratch, 16)
+    dev = prepared_loop(scratch, 16)
     holder = hold_exclusively(scratch, dev)
     assert_refused(
         replay(small_trace, dev, tmp_path / "o1"),
@@ -174,7 +175,7 @@ def test_exclusively_held_device_is_refused_until_released(scratch, small_trace,
 def test_a_device_another_process_writes_is_refused_until_released(scratch, small_trace, tmp_path):
     """An open without O_EXCL (a database on a raw device, a dd) claims nothing in the kernel: the
     holder is found by its descriptor. Its content stays as the holder left it."""
-    dev = make_loop(scratch, 16)
+    dev = prepared_loop(scratch, 16)
     holder = hold_exclusively(scratch, dev, "os.O_RDWR")
     before = Path(dev).read_bytes()
     assert_refused(
@@ -231,7 +232,7 @@ def pvcreate(dev: str) -> None:
 
 @pytest.mark.skipif(shutil.which("pvcreate") is None, reason="needs pvcreate (apt install lvm2)")
 def test_lvm_physical_volume_is_refused_and_reads_only_allowed(scratch, small_trace, tmp_path):
-    dev = make_loop(scratch, 16)
+    dev = prepared_loop(scratch, 16)
     pvcreate(dev)
     assert_raid_member_refused(dev, "LVM2_member", small_trace, tmp_path)
 
@@ -263,13 +264,13 @@ def md_superblock_1_2(img: Path) -> None:
 
 
 def test_md_raid_member_is_refused_and_reads_only_allowed(scratch, small_trace, tmp_path):
-    dev = make_loop(scratch, 16, prepare=md_superblock_1_2)
+    dev = prepared_loop(scratch, 16, prepare=md_superblock_1_2)
     assert probe(dev).get("VERSION") == "1.2"
     assert_raid_member_refused(dev, "linux_raid_member", small_trace, tmp_path)
 
 
 def test_undersized_target_is_refused_even_for_reads_unless_folded(scratch, small_trace, tmp_path):
-    dev = make_loop(scratch, 1)
+    dev = prepared_loop(scratch, 1)
     msg = (
         f"{dev} (1 MiB) is smaller than the selection (up to 1.8 MiB); "
         "pass --fold to fold the offsets into it, or use a larger target"
@@ -282,7 +283,7 @@ def test_undersized_target_is_refused_even_for_reads_unless_folded(scratch, smal
 
 
 def test_blank_unused_device_is_accepted(scratch, small_trace, tmp_path):
-    dev = make_loop(scratch, 4)
+    dev = prepared_loop(scratch, 4)
     target = safety.inspect_target(dev)
     assert (target.kind, target.name, target.size) == ("block", Path(dev).name, 4 << 20)
     safety.check_target(target, writes=True, allow_destructive=False)  # raises when unsafe
@@ -344,7 +345,7 @@ def test_a_file_of_another_trace_is_not_overwritten(small_trace, tmp_path):
 
 
 def test_file_backing_a_mounted_loop_device_is_refused_under_any_name(scratch, small_trace, tmp_path):
-    dev = make_loop(scratch, 16, prepare=mkfs)
+    dev = prepared_loop(scratch, 16, prepare=mkfs)
     mnt = mount(scratch, dev, tmp_path)
     backing = Path((Path("/sys/block") / Path(dev).name / "loop" / "backing_file").read_text().strip())
     alias = backing.with_name(backing.name + ".link")  # another name for the same inode

@@ -127,6 +127,7 @@ def test_import_force_keeps_the_old_trace_or_writes_a_whole_new_one(tmp_path, di
         assert got == "old" or open_trace(out).num_rows() == ROWS
 
 
+@pytest.mark.slow
 def test_a_killed_import_is_said_incomplete_and_its_set_aside_trace_is_never_deleted(tmp_path, disksim_input):
     out = tmp_path / "t"
     before = old_trace(out)

@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 from conftest import REPO, assert_tracer_lost_nothing, needs_fio, needs_root
 from helpers import IOFP, cpu_hogs, run_iofp
+from lab import start_fio
 
 from bpf import witness
 from bpf.record import IO_DTYPE
@@ -29,10 +30,10 @@ def reads_done(dev: str) -> int:
 
 
 def full_rate_reads(dev: str, seconds: int) -> subprocess.Popen[str]:
-    args = ["fio", "--name=peak", f"--filename={dev}", "--direct=1", "--rw=randread", "--bs=4k",
-            "--ioengine=libaio", "--iodepth=32", "--time_based", f"--runtime={seconds}",
-            "--norandommap", "--randrepeat=0", "--output=/dev/null"]  # fmt: skip
-    return subprocess.Popen(args, text=True)
+    return start_fio("--name=peak", f"--filename={dev}", "--direct=1", "--rw=randread", "--bs=4k",
+                     "--ioengine=libaio", "--iodepth=32", "--time_based", f"--runtime={seconds}",
+                     "--norandommap", "--randrepeat=0", "--output=/dev/null",
+                     stdout=None, stderr=None)  # fmt: skip
 
 
 def start_capture(dev: str, out: Path, *extra: str) -> subprocess.Popen[str]:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import destroy_loop_device, make_loop_device, needs_fio, needs_root
+from conftest import needs_fio, needs_root
 from helpers import io_lines, load_result, run_iofp
+from lab import DISK, destroy_loop, fio, make_loop
 
 from iofp.contract import open_trace
 from replay.iolog import pacing
@@ -69,11 +69,11 @@ def test_pace_option_parses(text, mode, ns):
 @needs_root
 @needs_fio
 def test_calibration_measures_a_sane_overhead(tmp_path):
-    dev, backing = make_loop_device(64)
+    dev, backing = make_loop(64)
     try:
         p = pacing.calibrate(Path(dev), 64 << 20, ["libaio"], 300_000, tmp_path)
     finally:
-        destroy_loop_device(dev, backing)
+        destroy_loop(dev, backing)
     cal = p.calibration[0]
     assert cal["gap_us"] == 300 and cal["ios"] == 1666 and len(cal["runs_ms"]) == 3
     # fio's per-I/O cost beyond the gap: 14-23 µs quiet here, 29-53 beside two CPU hogs, 448 in a
@@ -89,15 +89,15 @@ def wal_trace(tmp_path_factory) -> Path:
     import bpf
 
     root = tmp_path_factory.mktemp("wal")
-    dev, backing = make_loop_device(64)
+    dev, backing = make_loop(64)
     try:
         job = root / "wal.fio"
         job.write_text(WAL_JOB.format(dev=dev))
         with bpf.start_capture(bpf.CaptureOptions(output=root / "trace", devices=[Path(dev).name])) as bg:
-            res = subprocess.run(["fio", str(job)], capture_output=True, text=True, timeout=60)
+            res = fio(job, timeout=60, check=False)
             bg.stop()
     finally:
-        destroy_loop_device(dev, backing)
+        destroy_loop(dev, backing)
     assert res.returncode == 0, res.stderr
     return root / "trace"
 
@@ -113,7 +113,7 @@ def replay(trace: Path, dev: str, out: Path, *args: str) -> dict:
 def test_per_stream_replay_keeps_every_io_exactly_once(wal_trace, tmp_path):
     n = open_trace(wal_trace).num_rows()
     # A direct-io loop over the VM disk: ~270 µs per flush.
-    dev, backing = make_loop_device(64, direct_io=True, where="/tmp")
+    dev, backing = make_loop(64, DISK)
     try:
         recs = {}
         for mode in ("pid", "single"):
@@ -122,7 +122,7 @@ def test_per_stream_replay_keeps_every_io_exactly_once(wal_trace, tmp_path):
                 wal_trace, dev, tmp_path / f"{mode}{i}", "--streams", mode, "--pace", "off"
             )
     finally:
-        destroy_loop_device(dev, backing)
+        destroy_loop(dev, backing)
     for (mode, i), rec in recs.items():
         fid = rec["fidelity"]
         assert (fid["expected"], fid["matched"], fid["missing"], fid["extra"]) == (n, n, 0, 0), mode
