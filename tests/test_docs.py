@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import re
+import tomllib
 from collections.abc import Iterator
 
 import pytest
@@ -13,7 +14,11 @@ from conftest import REPO
 
 from cli.app import app
 
-PRODUCT = ("iofp", "bpf", "fingerprint", "replay", "report", "store", "fleet", "cli")
+
+def product_packages() -> list[str]:
+    """The product's top-level packages, as pyproject.toml ships them: a new stage is searched too."""
+    shipped = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    return sorted({p.split(".")[0] for p in shipped})
 
 
 def _commands(group: typer.Typer, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
@@ -52,7 +57,7 @@ def command_functions() -> set[str]:
     """module:function of every function in the product that takes typer options or arguments: the
     commands the stages define, found in the source, whether or not anything registers them."""
     out = set()
-    for path in sorted(p for package in PRODUCT for p in (REPO / package).rglob("*.py")):
+    for path in sorted(p for package in product_packages() for p in (REPO / package).rglob("*.py")):
         module = ".".join(path.relative_to(REPO).with_suffix("").parts)
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.FunctionDef):
