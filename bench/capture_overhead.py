@@ -143,11 +143,11 @@ def busy_ticks() -> int:
 
 
 def fio(dev: str, seconds: int, out: Path, wl: Workload, rate: int = 0) -> dict:
-    args = ["fio", "--name=load", f"--filename={dev}", "--bs=4k", *wl.fio_args, "--direct=1",
+    args = ["--name=load", f"--filename={dev}", "--bs=4k", *wl.fio_args, "--direct=1",
             "--time_based", f"--runtime={seconds}", "--norandommap", "--randrepeat=0",
             "--output-format=json", *([f"--rate_iops={rate}"] if rate else [])]  # fmt: skip
-    r = subprocess.run(args, capture_output=True, text=True)
-    (out / "fio.cmdline").write_text(" ".join(args) + "\n")
+    r = lab.fio(*args, timeout=None, check=False)
+    (out / "fio.cmdline").write_text(" ".join(["fio", *args]) + "\n")
     (out / "fio.stdout").write_text(r.stdout)
     (out / "fio.stderr").write_text(r.stderr)
     (out / "fio.exit_code").write_text(f"{r.returncode}\n")

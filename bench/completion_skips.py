@@ -22,7 +22,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import uuid
 from collections import Counter
@@ -85,11 +84,11 @@ def one_run(dev: str, seconds: int, out: Path) -> dict:
         (event / "filter").write_text(f"dev == {kdev}")
         (event / "enable").write_text("1")
         witness = independent_witness(kdev)
-        fio = ["fio", "--name=r", f"--filename={dev}", "--direct=1", "--rw=randread", "--bs=4k",
+        fio = ["--name=r", f"--filename={dev}", "--direct=1", "--rw=randread", "--bs=4k",
                "--ioengine=libaio", "--iodepth=32", "--time_based", f"--runtime={seconds}",
                "--norandommap", "--output=/dev/null"]  # fmt: skip
         with start_capture(CaptureOptions(output=out, devices=[dev.removeprefix("/dev/")], force=True)) as bg:
-            subprocess.run(fio, check=True)
+            lab.fio(*fio, timeout=None)
             summary = bg.stop()
         witness_seen = int(witness["seen"][witness["seen"].Key(0)].value)
         witness.detach_raw_tracepoint(tp=b"block_rq_complete")

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -78,9 +77,9 @@ def _fio_under(cap: subprocess.Popen, dev: str, job: Path, out: Path, nice: int 
             if cap.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"capture did not start: {(out / 'capture.stderr').read_text()}")
             time.sleep(0.1)
-        cmd = (["nice", "-n", str(nice)] if nice else []) + ["fio", "--output-format=json", str(job)]
-        (out / "fio.cmd").write_text(f"DEV={dev} " + " ".join(cmd) + "\n")
-        fio = subprocess.run(cmd, env={**os.environ, "DEV": dev}, capture_output=True, text=True)
+        shown = (f"nice -n {nice} " if nice else "") + f"fio --output-format=json {job}"
+        (out / "fio.cmd").write_text(f"DEV={dev} {shown}\n")
+        fio = lab.fio("--output-format=json", job, env={"DEV": dev}, nice=nice, timeout=None, check=False)
         (out / "fio.stdout").write_text(fio.stdout)
         (out / "fio.stderr").write_text(fio.stderr)
         (out / "fio.exit").write_text(f"{fio.returncode}\n")

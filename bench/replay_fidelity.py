@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import ctypes
 import json
-import subprocess
 import tempfile
 from pathlib import Path
 
@@ -63,7 +62,7 @@ def captured_fio(dev: str, out: Path, args: list[str]) -> dict:
     """Run fio on `dev` while iofp captures it; returns fio's job JSON."""
     opts = bpf.CaptureOptions(output=out, devices=[Path(dev).name], force=True)
     with bpf.start_capture(opts) as bg:
-        res = subprocess.run(["fio", "--output-format=json", *args], capture_output=True, text=True)
+        res = lab.fio("--output-format=json", *args, timeout=None, check=False)
         bg.stop()
     if res.returncode != 0:
         raise SystemExit(f"fio failed: {res.stderr}")
@@ -149,15 +148,11 @@ def floor(repeat: int) -> list[dict]:
                 for name, (extra, slack) in FLOOR_SETTINGS.items():
                     out = Path(d) / f"cap-{len(rows)}"
                     opts = bpf.CaptureOptions(output=out, devices=[Path(dev).name], force=True)
-                    cmd = ["fio", "--name=floor", "--ioengine=libaio", "--direct=1", "--iodepth=8",
+                    cmd = ["--name=floor", "--ioengine=libaio", "--direct=1", "--iodepth=8",
                            f"--read_iolog={log}", *extra]  # fmt: skip
                     with bpf.start_capture(opts) as bg:
-                        res = subprocess.run(
-                            cmd,
-                            capture_output=True,
-                            text=True,
-                            preexec_fn=_timer_slack_1ns if slack else None,
-                        )
+                        fine_timer = _timer_slack_1ns if slack else None
+                        res = lab.fio(*cmd, setup=fine_timer, timeout=None, check=False)
                         bg.stop()
                     if res.returncode != 0:
                         raise SystemExit(f"fio failed: {res.stderr}")

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -62,10 +61,9 @@ def buckets(hist) -> dict[str, int]:  # -> {"lo-hi": count}
 
 def one(dev: str, kdev: int, args: list[str], seconds: int) -> dict:
     b = load(kdev)
-    fio = ["fio", "--name=s", f"--filename={dev}", "--bs=4k", "--direct=1", "--time_based",
-           f"--runtime={seconds}", "--norandommap", "--randrepeat=0", "--output=/dev/null",
-           *args]  # fmt: skip
-    subprocess.run(fio, check=True)
+    lab.fio("--name=s", f"--filename={dev}", "--bs=4k", "--direct=1", "--time_based",
+            f"--runtime={seconds}", "--norandommap", "--randrepeat=0", "--output=/dev/null",
+            *args, timeout=None)  # fmt: skip
     counts = {name: b["counts"][i].value for i, name in enumerate(COUNTS)}
     out = {
         "counts": counts,

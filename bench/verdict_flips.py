@@ -41,14 +41,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from bench.probe_lab import make_loop
+from tests import lab
 
 OUT = Path("bench/out/verdict_flips")
 TRACE = "samples/traces/commit-heavy"
 SLO = "p99<=2ms,commit.p99<=1ms"
 LOCK = "/tmp/iofp-heavy.lock"
 IOFP = [sys.executable, "-c", "from cli.app import main; main()"]
-DEVICES = {"ram-loop": "ram", "disk-loop": "disk"}  # label -> bench.probe_lab kind
+DEVICES = {"ram-loop": lab.RAM, "disk-loop": lab.DISK}  # label -> the lab device (tests/lab.py)
 
 
 @contextmanager
@@ -94,15 +94,11 @@ def decide_compare(run_dir: Path, order: list[str], log: list[dict]) -> dict:
     """Replay the 6 s on each device, compare them against the SLO: each candidate's verdict."""
     dirs = []
     for name in order:
-        dev, backing = make_loop(DEVICES[name], 256)
-        try:
+        with lab.loop_device(256, DEVICES[name], prefix="iofp-bench") as dev:
             out = run_dir / f"r-{name}"
             iofp("replay", TRACE, "--between", 2, 8, "--target", dev, "--label", f"device={name}",
                  "-o", out, "--force", log=log)  # fmt: skip
             dirs.append(out)
-        finally:
-            subprocess.run(["losetup", "-d", dev], check=False)
-            backing.unlink(missing_ok=True)
     doc_path = run_dir / "compare.json"
     proc = iofp("compare", *dirs, "--slo", SLO, "--json", doc_path, "--force", log=log)
     doc = json.loads(doc_path.read_text()) if doc_path.is_file() else {"rows": []}
@@ -117,16 +113,12 @@ def decide_headroom(run_dir: Path, order: list[str], log: list[dict]) -> dict:
 
     dirs, out = [], {"rc": {}, "factor": {}, "holds_1x": {}, "bound": {}, "finding": {}}
     for name in order:
-        dev, backing = make_loop(DEVICES[name], 256)
-        try:
+        with lab.loop_device(256, DEVICES[name], prefix="iofp-bench") as dev:
             d = run_dir / f"h-{name}"
             proc = iofp("headroom", TRACE, "--between", 5, 7, "--target", dev, "--slo", SLO,
                         "--scales", "1,2,4", "--budget", 5, "--label", f"device={name}", "-o", d,
                         "--force", log=log)  # fmt: skip
             dirs.append(d)
-        finally:
-            subprocess.run(["losetup", "-d", dev], check=False)
-            backing.unlink(missing_ok=True)
         out["rc"][name] = proc.returncode
         if not hr.is_result(d):
             continue

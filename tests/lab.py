@@ -81,6 +81,13 @@ def loop_device(size_mib: int = 256, kind: str = RAM, **options: object) -> Iter
         destroy_loop(dev, backing)
 
 
+def attached(containing: str) -> list[str]:
+    """The loop devices attached now whose backing file's name contains `containing` (`losetup -a`
+    lines): what a script that makes its own (the demo) left behind."""
+    out = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if containing in line]
+
+
 def has_blkio() -> bool:
     return (BLKIO / "blkio.throttle.read_iops_device").exists()
 
@@ -128,13 +135,22 @@ def fio(
     env: dict[str, str] | None = None,
     group: Path | None = None,
     nice: int = 0,
-    timeout: float = 300,
+    setup: Callable[[], None] | None = None,
+    timeout: float | None = 300,
     check: bool = True,
 ) -> subprocess.CompletedProcess[str]:
-    """`fio ARGS` run to its end, its output captured (in `group` and at `nice` if given; `env` added to
-    this environment); with `check`, an exit other than 0 fails naming fio's stderr."""
+    """`fio ARGS` run to its end, its output captured (in `group` and at `nice` if given, after `setup`
+    in the child, e.g. a timer slack; `env` added to this environment); with `check`, an exit other
+    than 0 fails naming fio's stderr."""
+    enter = join(group, nice)
+
+    def child() -> None:
+        enter()
+        if setup is not None:
+            setup()
+
     res = subprocess.run(["fio", *map(str, args)], capture_output=True, text=True, timeout=timeout,
-                         env={**os.environ, **(env or {})}, preexec_fn=join(group, nice))  # fmt: skip
+                         env={**os.environ, **(env or {})}, preexec_fn=child)  # fmt: skip
     if check and res.returncode != 0:
         raise AssertionError(f"fio {' '.join(map(str, args))}: exit {res.returncode}\n{res.stderr[-2000:]}")
     return res

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO, assert_tracer_lost_nothing, needs_fio
+from lab import attached
 
 DEMO = REPO / "scripts" / "demo.sh"
 # The whole demo (minutes); its live part makes its own scratch loop devices (scripts/lib.sh), not
@@ -25,8 +26,7 @@ def _demo(out: Path, live: bool, **kw) -> subprocess.Popen[str]:
 
 
 def _scratch_devices() -> list[str]:
-    out = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
-    return [line for line in out.splitlines() if "iofp-scratch-" in line]
+    return attached("iofp-scratch-")
 
 
 def test_samples_part(tmp_path):

@@ -8,7 +8,8 @@ import subprocess
 import sys
 
 import pytest
-from conftest import destroy_loop_device, make_loop_device, needs_fio, needs_root
+from conftest import needs_fio, needs_root
+from lab import destroy_loop, fio, make_loop
 
 from iofp import host_evidence as he
 
@@ -71,13 +72,13 @@ def test_a_stored_record_reads_back_and_an_old_result_has_none():
 def test_the_sampler_counts_a_fio_jobs_ios_on_the_device_and_sees_cpu_hogs(tmp_path):
     """2,000 direct 4 KiB reads at QD1 on a RAM loop: the target's count is fio's, its queue never
     held more than one; beside two hogs per CPU, a task always waited on each."""
-    dev, backing = make_loop_device(16)
+    dev, backing = make_loop(16)
     name = dev.rsplit("/", 1)[1]
-    fio = ["fio", "--name=r", f"--filename={dev}", "--rw=randread", "--bs=4k", "--direct=1",
+    job = ["--name=r", f"--filename={dev}", "--rw=randread", "--bs=4k", "--direct=1",
            "--ioengine=psync", "--number_ios=2000", "--size=16m", "--output-format=json"]  # fmt: skip
     try:
         with he.Sampler(name) as s:
-            subprocess.run(fio, check=True, capture_output=True)
+            fio(*job)
         quiet = s.evidence
         hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2 * quiet.cpus)]
         try:
@@ -89,7 +90,7 @@ def test_the_sampler_counts_a_fio_jobs_ios_on_the_device_and_sees_cpu_hogs(tmp_p
                 h.wait()
         busy = s.evidence
     finally:
-        destroy_loop_device(dev, backing)
+        destroy_loop(dev, backing)
     target = quiet.device()
     assert target is not None and target.name == name and quiet.device("backing") is None  # /dev/shm
     assert target.ios == 2000 and target.inflight_max is not None and target.inflight_max <= 1
