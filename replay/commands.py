@@ -55,7 +55,12 @@ def iolog_cmd(
     if (path := emit_json(json_out, report.to_dict(), force=args.force)) is not None:
         echo(f"Wrote {path}.", json_out)
     logs = ", ".join(s["iolog"] for s in report.streams)
-    if report.target.startswith("/dev/") and not Path(report.target).exists():
+    if iolog.names_no_target(report):
+        note = (f"note: no --target: the log names {report.target}, which fio cannot open (the trace's "
+                "device is where it was recorded, not where to write); replay it with fio's "
+                "--replay_redirect=DEVICE, a scratch device, or write it again with --target")  # fmt: skip
+        echo(note, json_out)
+    elif report.target.startswith("/dev/") and not Path(report.target).exists():
         # the log may travel to another machine's device, but an import's device is named after its
         # file: /dev/linux-mysql is nothing fio can open anywhere (a file fio creates itself)
         echo(f"note: the log names {report.target}, which is no device here; on the machine that "

@@ -153,8 +153,8 @@ def iolog_lines(path: Path) -> list[list[str]]:
 
 
 def assert_iolog_names_only(path: Path, target: str | None, where: str) -> None:
-    """Every line of a v2/v3 iolog is `[usec] FILE ACTION [offset length]`, FILE the one target (or
-    the placeholder iofp writes without --target), each field one word."""
+    """Every line of a v2/v3 iolog is `[usec] FILE ACTION [offset length]`, FILE the one target (or,
+    `target` None, the placeholder iofp writes without --target), each field one word."""
     head = path.read_text().splitlines()[0]
     assert head in ("fio version 3 iolog", "fio version 2 iolog"), (where, head)
     files = set()
@@ -171,6 +171,9 @@ def assert_iolog_names_only(path: Path, target: str | None, where: str) -> None:
     assert len(files) == 1, (where, files)
     if target is not None:
         assert files == {target}, (where, files)
+    else:  # the trace's device is where it was recorded: a placeholder fio cannot open, never /dev/NAME
+        (name,) = files
+        assert name.startswith("/iofp-no-target/") and name.count("/") == 2, (where, name)
 
 
 def trace_readers(trace: Path, out: Path, target: Path) -> dict[str, list[str]]:

@@ -129,10 +129,10 @@ def test_all_devices_go_to_the_one_target_and_default_target_needs_one_device(mi
     )
     code, out, _ = run_iofp("iolog", str(mixed_trace), "-o", str(tmp_path / "b.iolog"), "--device", "loop8")
     assert code == 0
-    assert io_lines(tmp_path / "b.iolog")[1:] == [
-        "1 /dev/loop8 add",
-        "1 /dev/loop8 open",
-        "1 /dev/loop8 read 0 4096",
+    assert io_lines(tmp_path / "b.iolog")[1:] == [  # a placeholder: the trace never chooses where to write
+        "1 /iofp-no-target/loop8 add",
+        "1 /iofp-no-target/loop8 open",
+        "1 /iofp-no-target/loop8 read 0 4096",
     ]
     assert out.splitlines()[-1].startswith(f"Wrote {tmp_path / 'b.iolog'}. Next: fio ")
 
@@ -227,8 +227,9 @@ def test_existing_output_needs_force_and_is_left_intact(mixed_trace, tmp_path):
         (["--align", "3KiB"], "--align 3072: must be a power of two >= 512"),
         (["--target-size", "256 MB"], "--target-size '256 MB' is not a size; use e.g. 64MiB, 512KiB or 1GiB"),
         (["--device", "sdz"], "no device 'sdz' in the trace (it has: loop8, loop9)"),
-        (["--target", "/tmp/a b"], "'/tmp/a b': fio iologs need a path without whitespace; rename it"),
-        (["--target", "x.img"], f"need an absolute path, e.g. --target {Path.cwd() / 'x.img'}"),
+        (["--target", "/tmp/a b"], "'/tmp/a b': fio iologs need a path without blanks or control characters; "
+                                   "rename it, or link it to a plain name"),
+        (["--target", "x.img"], f"need an absolute path, e.g. {Path.cwd() / 'x.img'}"),
     ],
 )
 def test_bad_options_are_one_line_exit_2(mixed_trace, tmp_path, args, message):
@@ -448,11 +449,12 @@ def test_between_takes_the_wall_clock_as_iofp_fingerprint_does(mysql_trace, tmp_
 
 
 def test_a_log_naming_no_device_here_says_so(mysql_trace, tmp_path):
-    """An import's device is named after its file: the default target /dev/linux-mysql is nothing
-    fio can open, and the printed fio command would fail; a note says what to pass."""
+    """Without --target a log names a placeholder fio cannot open (the trace's device is where it
+    was recorded, not where to write); a note says what to pass, and the hint redirects it."""
     code, out, err = run_iofp("iolog", mysql_trace, "-o", tmp_path / "m.iolog", "--between", "0", "60")
     assert code == 0, err
-    assert "note: the log names /dev/linux-mysql, which is no device here" in out
+    assert "note: no --target: the log names /iofp-no-target/linux-mysql, which fio cannot open" in out
+    assert "--replay_redirect=/dev/sdX" in out.splitlines()[-1]
     code, out, err = run_iofp("iolog", mysql_trace, "-o", tmp_path / "f.iolog", "--between", "0", "60",
                               "--target", tmp_path / "new.img")  # fmt: skip
     assert code == 0 and "note:" not in out  # a file fio creates

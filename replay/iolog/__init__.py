@@ -17,6 +17,7 @@ from replay.iolog.converter import (
     expected_of,
     fio_command,
     fold_modulus,
+    names_no_target,
     write,
 )
 from replay.iolog.pacing import PaceSpec, Pacing, calibrate, calibration_gap_ns
@@ -47,6 +48,7 @@ __all__ = [
     "expected_of",
     "fio_command",
     "fold_modulus",
+    "names_no_target",
     "resolve",
     "write",
 ]

@@ -52,6 +52,7 @@ from iofp.contract import IO_TABLE, OPS, SYNC_TABLE, Trace, TraceMeta, TraceWrit
 from iofp.errors import BadInput
 from iofp.output import shell_command
 from iofp.sqlfiles import load_sql
+from replay.fio import iolog_name
 from replay.iolog import pacing as pacemod
 from replay.iolog import plan as planmod
 from replay.iolog import selection as selmod
@@ -62,7 +63,10 @@ HEADER_V2 = "fio version 2 iolog\n"  # --pace absolute (pacing.WaitClock)
 # fio's action per row code (sql/selected_io.sql's opc): contract.OPS, then the two replayed calls
 FIO_ACTIONS = ("read", "write", "trim", "sync", "sync", "datasync")
 READ, WRITE, DISCARD, FLUSH, SYNC, DATASYNC = range(6)  # FLUSH and up: a sync line
-MAX_NAME = 256  # fio parses names with %256s
+# Where a log written without --target points: a directory no machine has, so fio cannot open the
+# file unless told where to write (its --replay_redirect). The trace's device is where it was
+# recorded, not where to write: on this machine /dev/vda may be the root disk.
+NO_TARGET = "/iofp-no-target"
 EXPECTED_ROWS_PER_FILE = 1 << 20
 SQL = "replay.iolog.sql"
 
@@ -78,13 +82,7 @@ class Mapping:
     trim: bool = False  # emit discards as `trim` (fio >= 3.34, block-device target)
 
     def check(self) -> None:
-        if any(c.isspace() for c in self.target):
-            raise BadInput(f"{self.target!r}: fio iologs need a path without whitespace; rename it")
-        if not self.target.startswith("/"):  # fio opens it from wherever it runs
-            raise BadInput(f"--target {self.target}: fio iologs need an absolute path, e.g. "
-                           f"--target {Path(self.target).absolute()}")  # fmt: skip
-        if len(self.target) > MAX_NAME:
-            raise BadInput(f"{self.target[:40]}...: fio reads at most {MAX_NAME} characters of a file name")
+        iolog_name(self.target)  # absolute (fio opens it from wherever it runs), one word, short
         if self.align < 512 or self.align & (self.align - 1):
             raise BadInput(f"--align {self.align}: must be a power of two >= 512")
         # 1000x either way: a 1 h trace in 3.6 s, or 1 s of it over 17 min. Beyond that the scaled
@@ -132,13 +130,18 @@ class ConvertReport:
 
 
 def default_target(stats: selmod.SelectionStats) -> str:
-    """The device the selection came from, when it is one device (the log must name a file)."""
+    """The placeholder a log names without --target: NO_TARGET/DEVICE (the device the selection came
+    from, when it is one device), which fio cannot open: never a device of this machine."""
     if len(stats.devices) != 1:
         raise BadInput(
             f"the selection spans devices {', '.join(stats.devices)}; pass --device to pick one "
             "or --target to name the file the log should use"
         )
-    return f"/dev/{stats.devices[0]}"
+    return f"{NO_TARGET}/{stats.devices[0]}"
+
+
+def names_no_target(report: ConvertReport) -> bool:
+    return report.target.startswith(NO_TARGET + "/")
 
 
 def fold_modulus(stats: selmod.SelectionStats, mapping: Mapping) -> int | None:
@@ -541,6 +544,8 @@ def cli_mapping(
 def fio_command(report: ConvertReport) -> str:
     """The fio command line that replays the written logs as iofp replay would (one job per log)."""
     words = ["fio", "--direct=1"]
+    if names_no_target(report):  # the user's scratch device, for the placeholder the log names
+        words.append("--replay_redirect=/dev/sdX")
     for i, s in enumerate(report.streams):
         words += [f"--name=s{i}", f"--ioengine={s['engine']}", f"--iodepth={s['iodepth']}"]
         words += [] if s["direct"] else ["--direct=0"]

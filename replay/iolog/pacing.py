@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 
 from iofp.errors import BadInput, IofpError
-from replay.fio import launch
+from replay.fio import fio_path, iolog_name, launch
 
 CAL_SECONDS = 0.5  # per run; three runs
 CAL_MAX_IOS = 2000
@@ -188,15 +188,17 @@ def calibrate(
     span = max(1, target_size // block - 1)
     rng = random.Random(0)
     log = workdir / "calibration.iolog"
-    lines = ["fio version 3 iolog", f"1 {target} add", f"1 {target} open"]
-    lines += [f"{1 + (i + 1) * gap_us} {target} read {rng.randrange(span) * block} {block}" for i in range(n)]
+    name = iolog_name(target)
+    lines = ["fio version 3 iolog", f"1 {name} add", f"1 {name} open"]
+    lines += [f"{1 + (i + 1) * gap_us} {name} read {rng.randrange(span) * block} {block}" for i in range(n)]
     log.write_text("\n".join(lines) + "\n")
+    read_log = f"--read_iolog={fio_path('read_iolog', log)}"
     pacing = Pacing(mode="auto")
     for engine in sorted(set(engines)):
         args = [
             "--name=calibrate", f"--ioengine={engine}", "--direct=1",
-            "--iodepth=4", f"--read_iolog={log}", "--stonewall",
-            "--name=calibrate2", f"--read_iolog={log}", "--name=calibrate3", f"--read_iolog={log}",
+            "--iodepth=4", read_log, "--stonewall",
+            "--name=calibrate2", read_log, "--name=calibrate3", read_log,
         ]  # fmt: skip
         res = launch(workdir, args, name=f"calibration-{engine}", timeout_s=CAL_TIMEOUT_S)
         doc = res.doc

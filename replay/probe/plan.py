@@ -26,6 +26,7 @@ from iofp import __version__
 from iofp.errors import BadInput
 from iofp.probe_result import Workload
 from iofp.values import parse_duration_ns
+from replay.fio import JobFile
 
 CELLS = ("randread", "sweep", "seq", "commit", "tail")
 DEFAULT_QD = (1, 2, 4, 8, 16, 32, 64, 128)
@@ -134,37 +135,29 @@ class RunSpec:
 
     def job_file(self, target: str, probed: int) -> str:
         """The fio job of this run on `target`, offsets in [0, probed)."""
-        lines = [
-            f"; written by iofp {__version__} for `iofp probe`: {self.label or self.kind}",
-            "[global]",
-            f"filename={target}",
-            "direct=1",
-            "group_reporting=1",
-            "lat_percentiles=1",
-            f"[{self.name}]",
-            f"ioengine={self.engine}",
-            f"rw={self.rw}",
-            f"bs={self.block_size}",
-            f"iodepth={self.iodepth}",
-        ]
+        f = JobFile().comment(f"written by iofp {__version__} for `iofp probe`: {self.label or self.kind}")
+        f.section("global").path("filename", target)
+        f.set("direct", 1).set("group_reporting", 1).set("lat_percentiles", 1)
+        f.section(self.name).set("ioengine", self.engine).set("rw", self.rw).set("bs", self.block_size)
+        f.set("iodepth", self.iodepth)
         if self.jobs > 1:  # each committer in its own slice
             slice_bytes = probed // self.jobs // self.block_size * self.block_size
-            lines += [f"numjobs={self.jobs}", f"size={slice_bytes}", f"offset_increment={slice_bytes}"]
+            f.set("numjobs", self.jobs).set("size", slice_bytes).set("offset_increment", slice_bytes)
         else:
-            lines.append(f"size={probed}")
+            f.set("size", probed)
         if self.rw.startswith("rand"):
-            lines.append("norandommap=1")
+            f.set("norandommap", 1)
         if self.fdatasync:
-            lines.append("fdatasync=1")
+            f.set("fdatasync", 1)
         if self.rate_iops is not None:
-            lines.append(f"rate_iops={self.rate_iops}")
+            f.set("rate_iops", self.rate_iops)
         if self.runtime_s is None:
-            lines.append(f"loops={self.loops}")
+            f.set("loops", self.loops)
         else:
             ms = round(self.runtime_s * 1000)
-            lines += ["time_based=1", f"runtime={ms}ms", "write_iops_log=iops"]
-            lines.append(f"log_avg_msec={ms // LOG_WINDOWS}")
-        return "\n".join(lines) + "\n"
+            f.set("time_based", 1).set("runtime", f"{ms}ms").set("write_iops_log", "iops")
+            f.set("log_avg_msec", ms // LOG_WINDOWS)
+        return f.text()
 
 
 def size_text(n: int) -> str:

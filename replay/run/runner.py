@@ -42,6 +42,7 @@ from replay import iolog
 from replay.fio import (
     FioCaps,
     Interrupted,
+    JobFile,
     Progress,
     Stopped,
     Target,
@@ -478,20 +479,17 @@ def job_file(trace: Trace, jobs: list[JobSpec], *, per_job: bool = False) -> str
     """One job per stream, all in one fio run, all started together; group_reporting sums them
     (`per_job`: fio reports each job on its own and ignores the logs' times, for the replayer's
     ceiling, replay/headroom/ceiling.py)."""
-    lines = [
-        f"; written by iofp {__version__} to replay {trace.root}",
-        "; the target is named inside each iolog; see results.json for the settings and why each job",
-        "[global]",
-        "direct=1",
-        "replay_no_stall=1" if per_job else "group_reporting=1",
-    ]
+    f = JobFile().comment(f"written by iofp {__version__} to replay {trace.root}", width=1000)
+    f.comment("the target is named inside each iolog; see results.json for the settings and why each job")
+    f.section("global").set("direct", 1).set("replay_no_stall" if per_job else "group_reporting", 1)
     for j in jobs:
-        lines += ["", f"[{j.name}]", f"ioengine={j.engine}", f"iodepth={j.iodepth}", f"read_iolog={j.iolog}"]
+        f.blank().section(j.name).set("ioengine", j.engine).set("iodepth", j.iodepth)
+        f.path("read_iolog", j.iolog)
         if not j.direct:
-            lines.append("direct=0")  # a commit job: buffered writes its sync call writes back
+            f.set("direct", 0)  # a commit job: buffered writes its sync call writes back
         if j.chunked:
-            lines.append("read_iolog_chunked=1")
-    return "\n".join(lines) + "\n"
+            f.set("read_iolog_chunked", 1)
+    return f.text()
 
 
 def _footprint(stats: iolog.SelectionStats, mapping: iolog.Mapping) -> int:
