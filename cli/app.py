@@ -100,10 +100,12 @@ def _register() -> None:
     from cli import report as report_cmds
     from fingerprint import catalog_commands
     from fingerprint import commands as fingerprint_cmds
+    from fleet import commands as fleet_cmds
     from replay import commands as replay_cmds
     from store import commands as store_cmds
 
-    for mod in (capture_cmds, fingerprint_cmds, report_cmds, replay_cmds, catalog_commands, store_cmds):
+    for mod in (capture_cmds, fingerprint_cmds, report_cmds, replay_cmds, catalog_commands, store_cmds,
+                fleet_cmds):  # fmt: skip
         mod.register(app)
     for info in [
         *app.registered_commands,

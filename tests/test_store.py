@@ -202,3 +202,25 @@ def write_rows():
 
     return pa.table({"ts_ns": [1], "device": ["d"], "offset": [0], "size": [4096], "op": ["read"]})
 
+
+
+def test_the_readmes_duckdb_query_reads_a_lake_as_iofp_does(tmp_path):
+    """The README's DuckDB query over a local lake: per host-day counts and p99 equal the fingerprint's."""
+    import re
+
+    from conftest import REPO
+
+    from bench.fleet_lake import fill_lake
+    from iofp import duck
+
+    made = fill_lake(tmp_path, ["orders"], 2, ["2026-01-05", "2026-01-06"], rate=50, seconds=5)
+    section = (REPO / "README.md").read_text().split("### Querying the lake", 1)[1]
+    sql = re.search(r"```sql\n(.*?)```", section, re.S)[1].replace("'lake/", f"'{tmp_path}/")
+    con = duck.connect()
+    rows = {(r[0], str(r[2])): r for r in con.execute(sql).fetchall()}
+    con.close()
+    assert len(rows) == len(made) == 4
+    for host, service, date in made:
+        fp = fingerprint_trace(tmp_path / f"host={host}/service={service}/date={date}")
+        assert rows[(host, date)][3] == fp.whole.mix.reads + fp.whole.mix.writes
+        assert rows[(host, date)][4] == fp.whole.latency["all"].p99_us

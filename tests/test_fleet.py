@@ -1,0 +1,149 @@
+"""`iofp fleet` on local Spark against a real S3 server process (moto's, on a loopback port): 3
+services x 4 hosts x 5 days of generated traces shipped into a lake, every fingerprint equal to
+serial `iofp fingerprint` of the same trace, a planted bad disk flagged; a rerun resumes; an
+unreadable trace is named while the rest go on; and Spark SQL reads the lake as it is.
+
+One Spark session (local[2]) for the module. Run under the heavy-run lock:
+    flock /tmp/iofp-heavy.lock .venv/bin/python -m pytest tests/test_fleet.py
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from helpers import run_iofp
+from rich.console import Console
+from s3server import BUCKET, s3_server
+
+from bench.fleet_lake import dates_from, fill_lake
+from fingerprint.api import fingerprint_trace
+from iofp import objstore
+from iofp.contract import FINGERPRINT, IO_TABLE, fetch_trace, open_trace
+
+pyspark = pytest.importorskip("pyspark", reason="needs pyspark (pip install '.[fleet]'; scripts/setup.sh)")
+
+from fleet import quarterly, render_view, run_fleet, spark_session  # noqa: E402
+
+LAKE = objstore.Url(BUCKET, "lake")
+SERVICES = ["orders", "pricing", "ledger"]
+DATES = dates_from("2026-01-05", 5)
+BAD = ("ledger", 2)  # led-03's disk is 4x slower
+
+
+@pytest.fixture(scope="module")
+def s3(tmp_path_factory):
+    with s3_server(tmp_path_factory.mktemp("s3")) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def spark():
+    session = spark_session("local[2]")
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="module")
+def lake(s3, tmp_path_factory):
+    made = fill_lake(LAKE, SERVICES, 4, DATES, bad=BAD, spool=tmp_path_factory.mktemp("spool"),
+                     rate=100, seconds=10)  # fmt: skip
+    assert len(made) == 60
+    return made
+
+
+@pytest.fixture(scope="module")
+def first_run(lake, spark):
+    return run_fleet(LAKE, spark=spark)
+
+
+def _close(a, b, path=""):
+    """Equal figure by figure: exactly for integers and strings; floats to 1e-12 relative (DuckDB's
+    parallel sums may differ in the last bit between two runs of the same query)."""
+    if isinstance(a, dict):
+        assert a.keys() == b.keys(), path
+        for k in a:
+            _close(a[k], b[k], f"{path}.{k}")
+    elif isinstance(a, list):
+        assert len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            _close(x, y, f"{path}[{i}]")
+    elif isinstance(a, float) and isinstance(b, float):
+        assert math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-12) or (math.isnan(a) and math.isnan(b)), path
+    else:
+        assert a == b, path
+
+
+def test_every_trace_is_fingerprinted_as_serial_iofp_fingerprint_does(first_run, tmp_path):
+    assert len(first_run) == 60 and {r["status"] for r in first_run} == {"made"}
+    for r in first_run[::7]:  # 9 of the 60, every service, host and date among them
+        url = objstore.url_of(r["trace"])
+        serial = fingerprint_trace(fetch_trace(url, tmp_path / url.key)).to_dict()
+        stored = json.loads(objstore.get_bytes(url.join(FINGERPRINT)))
+        for d in (serial, stored, r["doc"]):
+            d["provenance"].pop("fingerprint_tool_version")
+        _close(r["doc"], serial)
+        _close(stored, serial)
+
+
+def test_the_bad_disk_is_the_one_outlier(first_run):
+    view = quarterly(first_run)
+    assert sorted(view["services"]) == sorted(SERVICES)
+    assert all(s["host_days"] == 20 and s["hosts"] == 4 for s in view["services"].values())
+    flagged = {(o["service"], o["host"], o["figure"]) for o in view["outliers"]}
+    assert flagged == {("ledger", "led-03", "commit_p99_us"), ("ledger", "led-03", "flush_p99_us")}
+    assert all(o["why"].startswith("the device") and o["ratio"] > 3 for o in view["outliers"])
+    console = Console(width=80, record=True)
+    render_view(view, console)
+    text = console.export_text()
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert "outlier: ledger led-03: commit p99" in text
+
+
+def test_a_rerun_resumes_and_an_unreadable_trace_is_named(first_run, spark, lake):
+    bad = LAKE.join("host=ord-09/service=orders/date=2026-01-05")
+    objstore.put_bytes(bad.join("io/part-000001.parquet"), b"PAR1 this is no parquet PAR1")
+    objstore.put_bytes(bad.join("trace.json"), b'{"schema_version": 1}')
+    rows = run_fleet(LAKE, spark=spark)
+    by_status = {s: [r for r in rows if r["status"] == s] for s in ("made", "current", "unreadable")}
+    assert (len(by_status["current"]), len(by_status["made"])) == (60, 0)
+    [u] = by_status["unreadable"]
+    assert u["trace"] == str(bad) and "part-000001.parquet" in u["error"]
+    objstore.delete(bad.join("trace.json"))
+    objstore.delete(bad.join("io/part-000001.parquet"))
+
+
+def test_iofp_fleet_prints_the_view_and_writes_json(first_run, tmp_path, spark):
+    out = tmp_path / "q.json"
+    code, stdout, err = run_iofp("fleet", str(LAKE), "--json", str(out))
+    assert code == 0, err
+    assert "60 traces: 0 fingerprinted, 60 current, 0 unreadable" in stdout
+    view = json.loads(out.read_text())
+    assert [o["host"] for o in view["outliers"]] == ["led-03", "led-03"]
+
+
+def test_spark_sql_reads_the_lake_as_iofp_does(lake, spark, tmp_path):
+    """The lake's io tables read by spark.read.parquet: the trace contract's types survive, the
+    partition columns appear, and per host-day counts and p99 equal iofp's fingerprint."""
+    local = tmp_path / "lake"
+    picks = [(h, s, d) for (h, s, d) in lake if d in DATES[:2] and s == "ledger"]
+    for h, s, d in picks:
+        part = f"host={h}/service={s}/date={d}"
+        fetch_trace(LAKE.join(part), local / part)
+    io = spark.read.option("basePath", str(local)).parquet(str(local / "host=*/service=*/date=*/io"))
+    types = {f.name: f.dataType.simpleString() for f in io.schema.fields}
+    want = {"ts_ns": "bigint", "lat_ns": "bigint", "offset": "bigint", "size": "int", "op": "string",
+            "device": "string", "error": "smallint", "host": "string", "service": "string", "date": "date"}
+    assert {k: types[k] for k in want} == want
+    io.createOrReplaceTempView("io")
+    got = {(r["host"], str(r["date"])): r for r in spark.sql(
+        "SELECT host, date, count(*) AS n, percentile_disc(0.99) WITHIN GROUP (ORDER BY lat_ns) AS p99 "
+        "FROM io WHERE op IN ('read', 'write') GROUP BY host, date").collect()}  # fmt: skip
+    assert len(got) == len(picks)
+    for h, _, d in picks:
+        trace = open_trace(local / f"host={h}/service=ledger/date={d}")
+        fp = fingerprint_trace(trace.root)
+        assert got[(h, d)]["n"] == fp.whole.mix.reads + fp.whole.mix.writes
+        assert got[(h, d)]["n"] == trace.num_rows(IO_TABLE) - fp.whole.mix.flushes
+        assert got[(h, d)]["p99"] / 1e3 == pytest.approx(fp.whole.latency["all"].p99_us, abs=1e-9)
