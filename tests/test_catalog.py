@@ -182,6 +182,7 @@ def hold_catalog(db) -> subprocess.Popen:
     return proc
 
 
+@pytest.mark.slow  # 3-13 s: waits on the lock
 def test_eight_concurrent_adds_all_land(tmp_path, quarters):
     """Eight `catalog add` processes at once: each waits its turn for the file's lock, none fails."""
     db = tmp_path / "cat.duckdb"
@@ -201,6 +202,7 @@ def test_eight_concurrent_adds_all_land(tmp_path, quarters):
         assert sorted(e.service for e in cat.entries()) == [f"svc{i}" for i in range(8)]
 
 
+@pytest.mark.slow  # waits on the lock
 def test_a_busy_catalog_is_waited_for_then_named_with_its_holder(tmp_path, quarters):
     db = tmp_path / "cat.duckdb"
     assert run_iofp("catalog", "add", str(quarters[0]), "--service", "svc", "--catalog", str(db))[0] == 0

@@ -164,6 +164,7 @@ def test_the_shared_mysql_trace_imported_is_the_sample(tmp_path_factory):
     assert differences(ref, got) == []
 
 
+@pytest.mark.slow  # 5-6 s
 def test_fingerprints_equal_the_references(traces, references):
     got = {case: figures(fingerprint_trace(traces[t], opt)) for case, (t, opt) in CASES.items()}
     if os.environ.get("IOFP_WRITE_REFERENCES"):

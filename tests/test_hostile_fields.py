@@ -100,6 +100,7 @@ def attack_fingerprint(doc: dict, where: str, tmp_path: Path, clean_jobs: list[l
     assert not canary.exists(), where
 
 
+@pytest.mark.slow  # every field in turn (80 s); test-fast: every payload in every field at once
 @needs_fio
 @pytest.mark.parametrize("path", FP_FIELDS, ids=[field_id(p) for p in FP_FIELDS])
 def test_every_fingerprint_field_holds_the_combined_payload(path, tmp_path, clean_jobs):
@@ -205,6 +206,7 @@ def attack_trace(trace: Path, where: str, tmp_path: Path, out: Path | None = Non
     assert not canary.exists() and not target.exists(), where
 
 
+@pytest.mark.slow  # every field in turn (30 s)
 @pytest.mark.parametrize("path", META_FIELDS, ids=[field_id(p) for p in META_FIELDS])
 def test_every_trace_metadata_field_holds_the_combined_payload(path, tmp_path):
     meta = with_field(FULL_META, path, payload("combined", tmp_path / "canary"))
@@ -212,6 +214,7 @@ def test_every_trace_metadata_field_holds_the_combined_payload(path, tmp_path):
     attack_trace(trace, f"trace meta {field_id(path)}", tmp_path)
 
 
+@pytest.mark.slow  # every payload in turn (20 s)
 @pytest.mark.parametrize("column", ["device", "comm"])
 @pytest.mark.parametrize("name", list(PAYLOADS))
 def test_every_payload_as_a_device_or_process_name(column, name, tmp_path):

@@ -198,6 +198,7 @@ def test_steady_when_met_and_by_how_much_when_not():
 # kept (0.05% of traces); 97 traces (2.3%) with a raw hot window, under the 5% family-wise alpha (6% at
 # 3 I/Os per window, where the Cornish-Fisher quantile is short of the discrete tail; 0 from 1,000
 # up). This grid of 300 traces allows at most 2 false spikes (0.7%, 14x the measured rate).
+@pytest.mark.slow  # 4-5 s
 def test_a_poisson_steady_state_has_no_spikes():
     spikes = hot = traces = 0
     for rate in (3, 10, 25, 60, 200, 1_000):

@@ -362,6 +362,7 @@ def test_file_backing_a_mounted_loop_device_is_refused_under_any_name(scratch, s
     )
 
 
+@pytest.mark.slow  # mkfs and sfdisk: 3 s each
 @pytest.mark.parametrize(
     "prepare, found", [(mkfs, "filesystem signature (ext4)"), (partition, "partition table (dos)")]
 )

@@ -89,6 +89,7 @@ def _first_new_file(out: Path) -> Callable[[], bool]:
     return lambda: (out / REPLACED / "io").exists() and (out / "io" / "part-000001.parquet").exists()
 
 
+@pytest.mark.slow  # a signal at every moment (20 s)
 @pytest.mark.parametrize(
     ("moment", "sig"),
     [
