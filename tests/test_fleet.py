@@ -10,10 +10,9 @@ One Spark session (local[2]) for the module. Run under the heavy-run lock:
 from __future__ import annotations
 
 import json
-import math
 
 import pytest
-from helpers import run_iofp
+from helpers import close, run_iofp
 from rich.console import Console
 from s3server import BUCKET, s3_server
 
@@ -58,23 +57,6 @@ def first_run(lake, spark):
     return run_fleet(LAKE, spark=spark)
 
 
-def _close(a, b, path=""):
-    """Equal figure by figure: exactly for integers and strings; floats to 1e-12 relative (DuckDB's
-    parallel sums may differ in the last bit between two runs of the same query)."""
-    if isinstance(a, dict):
-        assert a.keys() == b.keys(), path
-        for k in a:
-            _close(a[k], b[k], f"{path}.{k}")
-    elif isinstance(a, list):
-        assert len(a) == len(b), path
-        for i, (x, y) in enumerate(zip(a, b, strict=True)):
-            _close(x, y, f"{path}[{i}]")
-    elif isinstance(a, float) and isinstance(b, float):
-        assert math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-12) or (math.isnan(a) and math.isnan(b)), path
-    else:
-        assert a == b, path
-
-
 def test_every_trace_is_fingerprinted_as_serial_iofp_fingerprint_does(first_run, tmp_path):
     assert len(first_run) == 60 and {r["status"] for r in first_run} == {"made"}
     for r in first_run[::7]:  # 9 of the 60, every service, host and date among them
@@ -83,8 +65,9 @@ def test_every_trace_is_fingerprinted_as_serial_iofp_fingerprint_does(first_run,
         stored = json.loads(objstore.get_bytes(url.join(FINGERPRINT)))
         for d in (serial, stored, r["doc"]):
             d["provenance"].pop("fingerprint_tool_version")
-        _close(r["doc"], serial)
-        _close(stored, serial)
+        # figure by figure, floats to 1e-12 (DuckDB's parallel sums may differ in the last bit)
+        assert close(r["doc"], serial)
+        assert close(stored, serial)
 
 
 def test_the_bad_disk_is_the_one_outlier(first_run):

@@ -13,7 +13,7 @@ from urllib.parse import unquote
 
 import numpy as np
 import pytest
-from helpers import run_iofp
+from helpers import close, run_iofp
 from s3server import BUCKET, s3_server
 
 from bench.fleet_lake import write_host_day
@@ -61,8 +61,8 @@ def test_fingerprint_of_a_trace_in_the_store_equals_the_local_one(s3, lake_trace
     local = fingerprint_trace(lake_trace).to_dict()
     for d in (remote, local):
         d["provenance"].pop("fingerprint_tool_version")
-    assert remote["whole"] == local["whole"]
-    assert remote == local
+    # equal to 1e-12: DuckDB's parallel float sums may differ in the last bit between two runs
+    assert close(remote, local)
     # written once: a second run without --force is refused before any work
     code, _, err = run_iofp("fingerprint", str(url), "--json", str(url.join(FINGERPRINT)))
     assert (code, err.strip()) == (2, f"iofp: {url.join(FINGERPRINT)} already exists; pass --force to "
