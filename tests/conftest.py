@@ -8,8 +8,9 @@ test is marked without anyone remembering to:
   or helper it calls; it needs root and generates real I/O (run it under flock /tmp/iofp-heavy.lock);
 - `root`: it needs root (a `device` test, or one marked `needs_root`); skipped, naming it, when not
   root (a test that only asks `is_root()` to choose what it checks is not marked);
-- `slow`: it takes seconds on its own here (a shared trace imported, a whole demo, a corpus of
-  malformed inputs): marked where it is written, from the per-test durations of a full run.
+- `slow`: it takes seconds on its own here: marked where it is written, from the per-test durations
+  of a full run (the demo, a sweep of every field in turn, a wait on a lock), and here for every
+  test that starts Spark (fleet.spark_session: seconds, and a heavy run).
 """
 
 from __future__ import annotations
@@ -48,11 +49,27 @@ def _is_lab(obj: object) -> bool:
     return getattr(obj, "__file__", None) == lab.__file__
 
 
-def _calls_lab(fn: Callable, seen: set[int]) -> bool:
+def _lab_device(name: str, obj: object, names: set[str]) -> bool:
+    """One of lab's DEVICE functions: by name, resolved (`lab.loop_device`: the module, and the function
+    among the same code's names; `from lab import ...` inside a function: the names)."""
+    if name in DEVICE and (
+        _is_lab(inspect.getmodule(obj))
+        or (obj is None and any(n == "lab" or n.endswith(".lab") for n in names))
+    ):
+        return True
+    return _is_lab(obj) and bool(DEVICE & names)
+
+
+def _spark(name: str, obj: object, names: set[str]) -> bool:
+    """A Spark session (fleet.spark_session): seconds to start, and heavy (the team runs Spark under
+    the heavy-run lock)."""
+    return name == "spark_session" and (obj is None or getattr(obj, "__module__", "").startswith("fleet"))
+
+
+def _calls(fn: Callable, found: Callable[[str, object, set[str]], bool], seen: set[int]) -> bool:
     """Whether `fn`, or a function of tests/ or bench/ it names (a helper, a module's own wrapper,
-    a benchmark's set-up), calls one of lab's DEVICE functions: each name its code (nested functions
-    and lambdas included) reads, resolved in its module (`lab.loop_device`: the module, and the
-    function among the same code's names; `from lab import ...` inside a function: the names)."""
+    a benchmark's set-up), names what `found` looks for: each name its code (nested functions and
+    lambdas included) reads, resolved in its module."""
     fn = inspect.unwrap(fn)
     code, names = getattr(fn, "__code__", None), getattr(fn, "__globals__", {})
     if code is None or id(fn) in seen:
@@ -62,14 +79,10 @@ def _calls_lab(fn: Callable, seen: set[int]) -> bool:
     while todo:
         co = todo.pop()
         todo += [c for c in co.co_consts if isinstance(c, types.CodeType)]
-        local_lab = any(n == "lab" or n.endswith(".lab") for n in co.co_names)
+        read = set(co.co_names)
         for name in co.co_names:
             obj = names.get(name)
-            if name in DEVICE and (_is_lab(inspect.getmodule(obj)) or (obj is None and local_lab)):
-                return True
-            if _is_lab(obj) and DEVICE & set(co.co_names):
-                return True
-            if any(_calls_lab(f, seen) for f in _ours(obj)):
+            if found(name, obj, read) or any(_calls(f, found, seen) for f in _ours(obj)):
                 return True
     return False
 
@@ -84,13 +97,13 @@ def _ours(obj: object) -> list[Callable]:
     return []
 
 
-def _uses_lab(item: pytest.Item) -> bool:
-    """Whether the test or any fixture it gets (at any depth) makes a lab device."""
+def _uses(item: pytest.Item, found: Callable[[str, object, set[str]], bool]) -> bool:
+    """Whether the test or any fixture it gets (at any depth) calls what `found` looks for."""
     fixtures = getattr(item, "_fixtureinfo", None)
     funcs = [getattr(item, "function", None)]
     funcs += [d.func for defs in (fixtures.name2fixturedefs.values() if fixtures else ()) for d in defs]
     seen: set[int] = set()
-    return any(f is not None and _calls_lab(f, seen) for f in funcs)
+    return any(f is not None and _calls(f, found, seen) for f in funcs)
 
 
 # A test that takes longer than this on its own (setup and call) belongs in `slow` (or is a `device`
@@ -116,8 +129,10 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        if _uses_lab(item):
+        if _uses(item, _lab_device):
             item.add_marker(pytest.mark.device)
+        if _uses(item, _spark):
+            item.add_marker(pytest.mark.slow)
         says_root = any(m.name == "skipif" and str(m.kwargs.get("reason", "")).startswith("needs root")
                         for m in item.iter_markers())  # fmt: skip
         if item.get_closest_marker("device") or says_root:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from conftest import REPO, _calls_lab, loop_device, make_loop_device
+from conftest import REPO, _calls, _lab_device, loop_device, make_loop_device
 from lab import make_loop
 
 # A loop device attached or listed, a cgroup joined or throttled, fio started with an argv of its own
@@ -52,6 +52,6 @@ def _nothing():
 
 
 def test_a_device_is_found_through_helpers_fixtures_and_old_names():
-    assert _calls_lab(_makes_one, set()) and _calls_lab(_through_a_helper, set())
-    assert _calls_lab(_through_the_old_name, set()) and _calls_lab(loop_device, set())
-    assert not _calls_lab(_nothing, set())
+    assert _calls(_makes_one, _lab_device, set()) and _calls(_through_a_helper, _lab_device, set())
+    assert _calls(_through_the_old_name, _lab_device, set()) and _calls(loop_device, _lab_device, set())
+    assert not _calls(_nothing, _lab_device, set())
