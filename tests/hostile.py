@@ -13,14 +13,14 @@ import dataclasses
 import os
 import re
 import shlex
-import shutil
-import subprocess
 import types
 import typing
 import unicodedata
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+import lab
 
 CANARY = "@CANARY@"
 
@@ -201,11 +201,9 @@ def assert_hints_quoted(text: str, where: str) -> None:
 def fio_jobs(job: Path, env: dict[str, str] | None = None) -> list[list[str]]:
     """What fio makes of a job file, by its own parser: one list of option names per job (`fio
     --showcmd` prints a job file as the command line it amounts to), after `--parse-only` accepted it."""
-    fio = shutil.which("fio")
-    assert fio is not None
-    run_env = {**os.environ, "DEV": "/dev/iofp-hostile-dev", **(env or {})}
-    shown = subprocess.run([fio, "--parse-only", "--showcmd", str(job)], capture_output=True, text=True,
-                           env=run_env)  # fmt: skip
+    assert lab.has_fio()
+    shown = lab.fio("--parse-only", "--showcmd", job, env={"DEV": "/dev/iofp-hostile-dev", **(env or {})},
+                    check=False)  # fmt: skip
     assert shown.returncode == 0, f"{job}: fio --parse-only: {shown.stderr}"
     jobs: list[list[str]] = []
     for opt in re.findall(r"--([a-z_0-9]+)(?:=|\s|$)", shown.stdout):

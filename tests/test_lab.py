@@ -11,7 +11,7 @@ from lab import make_loop
 
 # A loop device attached or listed, a cgroup joined or throttled, fio started with an argv of its own
 # (a list that starts with fio and an option, or one handed to subprocess).
-FIO_ARGV = r"""\[\s*["']fio["']\s*,\s*f?["']--|(run|Popen|call|check_output)\(\s*\[\s*["']fio["']"""
+FIO_ARGV = r"""\[\s*["']fio["']\s*,\s*f?["']--|(run|Popen|call|check_output)\(\s*\[\s*["']?fio\b"""
 OWN_WAY = re.compile(r"""["']losetup["']|cgroup\.procs|blkio\.throttle|""" + FIO_ARGV)
 
 
@@ -30,8 +30,9 @@ def test_the_check_finds_a_device_group_or_fio_made_another_way(tmp_path):
     bad = tmp_path / "bad.py"
     bad.write_text('subprocess.run(["losetup", "-f", img])\n(g / "cgroup.procs").write_text(pid)\n'
                    'subprocess.Popen(["fio", job])\nargs = ["fio", f"--filename={dev}"]\n'
+                   'subprocess.run([fio, job])\n'
                    'print("fio is fine in a sentence", ["fio", *args], Check("fio", True))\n')  # fmt: skip
-    assert own_ways(bad) == [1, 2, 3, 4]
+    assert own_ways(bad) == [1, 2, 3, 4, 5]
 
 
 # Never called: what the tier marking reads in a test's code.
