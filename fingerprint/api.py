@@ -10,7 +10,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from fingerprint.compute import Options, fingerprint, frame
+from fingerprint.compute import fingerprint, frame
+from fingerprint.frame import Options
 from fingerprint.timeline import Timeline, timeline
 from iofp import duck
 from iofp import fingerprint_doc as doc

@@ -70,7 +70,7 @@ def fingerprint_cmd(
     Example: iofp fingerprint mysql.trace --json mysql.fp.json --label service=db
     """
     from fingerprint.api import fingerprint_trace
-    from fingerprint.compute import Options
+    from fingerprint.frame import Options
     from fingerprint.summary import render
     from iofp.fingerprint_doc import dumps
     from iofp.values import parse_labels

@@ -4,7 +4,7 @@
 in docs/fingerprint-schema.md). Data flows one way: the per-window series comes from SQL and is
 classified once in Python (iofp/regimes.py); its per-window classes go back to DuckDB as a table
 (`regime_w`) that the `scoped_io` view joins, and every scope (the whole trace, the steady, baseline
-and spike windows, a --between span: fingerprint/sql/scope_map.sql says which rows each holds) is
+and spike windows, a --between span: fingerprint/frame.py says which rows each holds) is
 summarised by the same queries, each run once for all scopes. Every query is a .sql file in
 fingerprint/sql with bound parameters; the constants views need are a one-row table made from bound
 parameters (scope_params.sql).
@@ -17,12 +17,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from fingerprint import noise
+from fingerprint.frame import Frame, Options
 from fingerprint.scope import BINS, BURST_WIDTHS_NS, summarise
 from iofp import __version__, duck, regimes
 from iofp import fingerprint_doc as doc
@@ -34,68 +32,6 @@ from iofp.windows import check_window_ns, parse_between
 SQL = "fingerprint.sql"
 
 TOP_PROCESSES = 10
-
-
-@dataclass
-class Options:
-    window_ns: int | None = None  # None: the default rule (iofp/windows.py)
-    device: str | None = None
-    between: tuple[str, str] | None = None
-    labels: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Frame:
-    """What every scope is summarised against: the windows, their regimes and the spans."""
-
-    meta: TraceMeta
-    options: Options
-    t0: int
-    t1: int
-    devices: list[str]
-    reg: regimes.Regimes
-    rate_ns: int  # the span the whole trace's rates are over (see _rate_span)
-    basis: str
-    lo: int | None = None  # --between, trace clock
-    hi: int | None = None
-
-    @property
-    def window_ns(self) -> int:
-        return self.reg.series.window_ns
-
-    @property
-    def baseline_is_steady(self) -> bool:
-        """Every window in no spike is steady: the two scopes hold the same rows."""
-        rg = self.reg.classes
-        return bool((rg == regimes.STEADY).any() and not (rg == regimes.BASELINE).any())
-
-    def windows(self, scope: str) -> np.ndarray:
-        """The window indexes a scope covers."""
-        rg = self.reg.classes
-        if scope == "between":
-            if self.lo is None or self.hi is None:
-                return np.arange(0)  # no --between asked for: the scope has no windows
-            first = max(0, (self.lo - self.t0) // self.window_ns)
-            last = min(len(rg) - 1, (self.hi - self.t0) // self.window_ns)
-            return np.arange(first, last + 1)
-        keep = {"whole": rg >= 0, "steady": rg == regimes.STEADY, "baseline": rg != regimes.SPIKE,
-                "spike": rg == regimes.SPIKE}[scope]  # fmt: skip
-        return np.flatnonzero(keep)
-
-    def span(self, scope: str) -> tuple[int, int]:
-        """The part of the trace clock a scope's rows lie in: --between's span, clipped to the I/O,
-        or first to last arrival."""
-        if scope == "between" and self.lo is not None and self.hi is not None:
-            return max(self.lo, self.t0), min(self.hi, self.t1)
-        return self.t0, self.t1
-
-    def seconds(self, scope: str) -> float:
-        if scope == "whole":
-            return self.rate_ns / 1e9  # capture window or I/O span: see _rate_span
-        if scope == "between":
-            lo, hi = self.span(scope)
-            return (hi - lo) / 1e9
-        return len(self.windows(scope)) * self.window_ns / 1e9
 
 
 def compute(con: Any, io: Any, sync: Any, meta: TraceMeta, options: Options | None = None) -> doc.Fingerprint:
@@ -123,7 +59,7 @@ def fingerprint(con: Any, f: Frame) -> doc.Fingerprint:
     opt = f.options
     parts = _summaries(con, f)
     scopes = {name: summarise(f, name, parts) for name in doc.SCOPES if name in parts["stats"]}
-    if f.baseline_is_steady:  # the same rows (scope_map.sql): summarised once
+    if f.baseline_is_steady:  # the same rows (fingerprint/frame.py): summarised once
         scopes["baseline"] = dataclasses.replace(scopes["steady"], name="baseline")
         scopes = {name: scopes[name] for name in doc.SCOPES if name in scopes}
     for name, spread in noise.measure(con, f).items():  # what a diff judges a change against
@@ -174,7 +110,7 @@ def _prepare(con: Any, f: Frame) -> None:
               "devices": f.devices, "lo": f.lo, "hi": f.hi}  # fmt: skip
     _do(con, "scope_params", params)
     con.register("regime_w", f.reg.table())
-    _do(con, "scope_map", {"baseline_is_steady": f.baseline_is_steady})
+    con.register("scope_map", f.scope_map())
     _do(con, "scoped_io")
 
 

@@ -19,16 +19,14 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
+from fingerprint.frame import Frame
 from iofp import duck
 from iofp import fingerprint_doc as doc
-
-if TYPE_CHECKING:
-    from fingerprint.compute import Frame
 
 SQL = "fingerprint.sql"
 NOISE_BATCHES = 10
@@ -37,7 +35,6 @@ METHOD = (
     f"batch means: the scope's windows cut in time order into up to {NOISE_BATCHES} runs of consecutive "
     "windows; sd is a figure's standard deviation over the batches, se = sd / sqrt(batches)"
 )
-SCOPES = ("whole", "steady", "baseline", "spike", "between")
 DATA_OPS = ("read", "write", "discard")
 
 
@@ -48,7 +45,7 @@ def measure(con: Any, f: Frame) -> dict[str, doc.Noise]:
     # compares the steady state, else the baseline, and the spikes. It is the costliest scope.
     skip = {"baseline"} if f.baseline_is_steady else set()
     skip |= {"whole"} if len(f.windows("baseline")) else set()
-    windows = {s: _batch_windows(f, s) for s in SCOPES if s not in skip}
+    windows = {s: _batch_windows(f, s) for s in doc.SCOPES if s not in skip}
     cuts = {s: np.array_split(w, min(NOISE_BATCHES, len(w))) for s, w in windows.items() if len(w)}
     rows = [(s, int(w), b) for s, parts in cuts.items() for b, part in enumerate(parts) for w in part]
     cols = ("scope", "w", "b")

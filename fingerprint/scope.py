@@ -8,15 +8,13 @@ writes, discards); flushes are counted on their own.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from fingerprint.classify import classify_bound, classify_shape
+from fingerprint.frame import Frame
 from iofp import fingerprint_doc as doc
-
-if TYPE_CHECKING:
-    from fingerprint.compute import Frame
 
 # vscsiStats bucket limits (vscsiStats, as ESX documents its histograms): a bucket
 # counts values <= its limit; one more bucket counts everything above the last limit.

@@ -8,14 +8,12 @@ first arrival, on its device), with each window's regime class as the fingerprin
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 
+from fingerprint.frame import Frame
 from iofp.sqlfiles import load_sql
-
-if TYPE_CHECKING:
-    from fingerprint.compute import Frame
 
 SQL = "fingerprint.sql"
 

@@ -19,8 +19,8 @@ from lab import destroy_loop, fio, make_loop
 
 from fingerprint.api import fingerprint_trace, write_json
 from fingerprint.catalog import Catalog
-from fingerprint.compute import Options
 from fingerprint.diff import SAME_DEVICE_SLOWER, diff
+from fingerprint.frame import Options
 from iofp.contract import TraceMeta, TraceWriter
 from iofp.fingerprint_doc import Fingerprint, load
 

@@ -18,7 +18,7 @@ from helpers import IOFP, close, run_iofp, synthetic_steady_with_spike
 
 from fingerprint import compute
 from fingerprint.api import fingerprint_trace, report_trace
-from fingerprint.compute import Options
+from fingerprint.frame import Options
 from fingerprint.scope import BINS
 from fingerprint.summary import ROWS, rows
 from iofp.contract import TraceMeta, TraceWriter, open_trace

@@ -26,7 +26,7 @@ from conftest import REPO
 from helpers import shared_trace
 
 from fingerprint.api import fingerprint_trace
-from fingerprint.compute import Options
+from fingerprint.frame import Options
 from iofp import fingerprint_doc as doc
 from iofp.contract import TraceMeta, TraceWriter
 
@@ -135,28 +135,34 @@ CASES: dict[str, tuple[str, Options]] = {
 }
 
 
-@pytest.fixture(scope="module")
-def traces(tmp_path_factory) -> dict[str, Path]:
-    out = {name: SAMPLES / "traces" / name for name in SAMPLE_CASES}
-    out["synthetic"] = synthetic(tmp_path_factory.mktemp("syn") / "t")
-    out["tpcc"] = shared_trace("tpcc", tmp_path_factory)
-    return out
+SLOW_TRACES = {"tpcc"}  # a shared trace imported first
 
 
 @pytest.fixture(scope="module")
-def references() -> dict[str, Any]:
-    if os.environ.get("IOFP_WRITE_REFERENCES") or not REFERENCE.exists():
-        return {}
-    return json.loads(gzip.decompress(REFERENCE.read_bytes()))
+def synthetic_trace(tmp_path_factory) -> Path:
+    return synthetic(tmp_path_factory.mktemp("syn") / "t")
+
+
+def trace_of(name: str, request: pytest.FixtureRequest, tmp_path_factory) -> Path:
+    if name == "synthetic":
+        return request.getfixturevalue("synthetic_trace")
+    if name in SLOW_TRACES:
+        return shared_trace(name, tmp_path_factory)
+    return SAMPLES / "traces" / name
+
+
+def reference_cases() -> dict[str, Any]:
+    return json.loads(gzip.decompress(REFERENCE.read_bytes())) if REFERENCE.exists() else {}
 
 
 @pytest.mark.parametrize("name", SAMPLE_CASES)
-def test_sample_fingerprints_are_unchanged(name, traces):
+def test_sample_fingerprints_are_unchanged(name):
     ref = json.loads((SAMPLES / "fingerprints" / f"{name}.fp.json").read_text())
     ref.pop("provenance")
-    assert differences(ref, figures(fingerprint_trace(traces[name]))) == []
+    assert differences(ref, figures(fingerprint_trace(SAMPLES / "traces" / name))) == []
 
 
+@pytest.mark.slow  # imports the shared trace
 def test_the_shared_mysql_trace_imported_is_the_sample(tmp_path_factory):
     ref = json.loads((SAMPLES / "fingerprints" / "mysql-1and1.fp.json").read_text())
     ref.pop("provenance")
@@ -164,15 +170,21 @@ def test_the_shared_mysql_trace_imported_is_the_sample(tmp_path_factory):
     assert differences(ref, got) == []
 
 
-@pytest.mark.slow  # 5-6 s
-def test_fingerprints_equal_the_references(traces, references):
-    got = {case: figures(fingerprint_trace(traces[t], opt)) for case, (t, opt) in CASES.items()}
+@pytest.mark.parametrize(
+    "case",
+    [pytest.param(c, marks=pytest.mark.slow) if t in SLOW_TRACES else c for c, (t, _) in CASES.items()],
+)
+def test_fingerprints_equal_the_references(case, request, tmp_path_factory):
+    name, opt = CASES[case]
+    got = figures(fingerprint_trace(trace_of(name, request, tmp_path_factory), opt))
+    refs = reference_cases()
     if os.environ.get("IOFP_WRITE_REFERENCES"):
         REFERENCE.parent.mkdir(exist_ok=True)
-        REFERENCE.write_bytes(gzip.compress(json.dumps(got, sort_keys=True).encode(), mtime=0))
-        pytest.skip(f"wrote {REFERENCE}")
-    assert references, f"{REFERENCE} is missing: make it on main with IOFP_WRITE_REFERENCES=1"
-    assert {case: differences(references[case], got[case]) for case in CASES} == {case: [] for case in CASES}
+        refs[case] = got
+        REFERENCE.write_bytes(gzip.compress(json.dumps(refs, sort_keys=True).encode(), mtime=0))
+        pytest.skip(f"wrote {case} to {REFERENCE}")
+    assert case in refs, f"{REFERENCE} holds no {case!r}: make it on main with IOFP_WRITE_REFERENCES=1"
+    assert differences(refs[case], got) == []
 
 
 def test_the_comparison_finds_a_changed_figure():

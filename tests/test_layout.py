@@ -113,6 +113,49 @@ def test_other_stages_enter_the_new_stages_through_their_package(door):
     assert offenders == {}
 
 
+def module_graph(package: str) -> dict[str, set[str]]:
+    """module -> the modules of the same package it imports (at any depth, TYPE_CHECKING included:
+    a cycle hidden behind it is still a cycle in the design)."""
+    out = {}
+    for path in sorted((REPO / package).glob("*.py")):
+        tree = ast.parse(path.read_text())
+        names = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module == package:
+                names |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(f"{package}."):
+                names.add(node.module.split(".")[1])
+        out[path.stem] = names & {p.stem for p in (REPO / package).glob("*.py")}
+    return out
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every import cycle of `graph`, each once (from its smallest module)."""
+    found = []
+
+    def walk(start: str, node: str, path: list[str]) -> None:
+        for nxt in sorted(graph.get(node, ())):
+            if nxt == start:
+                found.append(path)
+            elif nxt > start and nxt not in path:
+                walk(start, nxt, [*path, nxt])
+
+    for start in sorted(graph):
+        walk(start, start, [start])
+    return found
+
+
+def test_the_fingerprint_stage_has_no_import_cycle():
+    """Frame and Options live in fingerprint/frame.py, which the per-scope modules (noise, scope,
+    timeline) and compute import: none of them imports compute back."""
+    assert cycles(module_graph("fingerprint")) == []
+
+
+def test_the_cycle_check_finds_a_cycle():
+    graph = {"compute": {"noise"}, "noise": {"compute", "frame"}, "frame": set()}
+    assert cycles(graph) == [["compute", "noise"]]
+
+
 PRODUCT = ("iofp", *STAGES, REPORT, TOP)
 # A query in a Python string: the house style keeps every one in a .sql file, loaded with
 # iofp.sqlfiles.load_sql and run with bound parameters.

@@ -16,7 +16,7 @@ from conftest import needs_fio
 from helpers import load_result, run_iofp
 
 from fingerprint.api import fingerprint_trace, report_trace
-from fingerprint.compute import Options
+from fingerprint.frame import Options
 from iofp import regimes
 from iofp.contract import TraceMeta, TraceWriter, open_trace
 from iofp.errors import BadInput

@@ -1,6 +1,6 @@
 -- Partial sums, one pass over the rows, no ordering: every count, sum, maximum and vscsiStats
 -- histogram (ioLength, outstandingIOs, latency µs) of the rows of one regime class, --between flag,
--- op, device and sized/zero-size kind. Scopes are unions of (rg, btw) parts (scope_map.sql), so
+-- op, device and sized/zero-size kind. Scopes are unions of (rg, btw) parts (scope_map: fingerprint/frame.py), so
 -- scope_stats and scope_hists roll these few rows up into every scope exactly; each row updates each
 -- aggregate once, where per-scope FILTERs would update it once per scope.
 CREATE OR REPLACE TEMP TABLE scope_parts AS

@@ -5,7 +5,7 @@
 -- aggregate spills to disk, where a quantile's buffer of every value would have to fit in memory
 -- for every scope at once. Everything is grouped and sorted on small integer codes, named only in
 -- the final few rows:
---   sc scope (scope_map.sql's code);
+--   sc scope (scope_map's code: fingerprint/frame.py);
 --   m  measure: 0 lat, 1 size, 2 inflight;
 --   o  op (latency only): 0 all, 1 read, 2 write, 3 discard, 4 flush, 9 any other.
 WITH p AS (
