@@ -1,10 +1,11 @@
 """The fingerprint catalog for quarterly reviews: a service's fingerprints over time, in DuckDB.
 
 A catalog is one DuckDB file (default: $IOFP_CATALOG, else $XDG_DATA_HOME/iofp/catalog.duckdb, else
-~/.local/share/iofp/catalog.duckdb). Fingerprint documents are stored whole; the same document is
-stored once per service. `trend` walks a service's fingerprints in capture order and diffs each
-with the one before (fingerprint.diff), so a reviewer sees every quarter's drift and its verdict:
-"the workload got harder" or "the device got slower".
+~/.local/share/iofp/catalog.duckdb), or a lake in an object store (s3://BUCKET/PREFIX:
+fingerprint/catalog_store.py), which many hosts add to at once. Fingerprint documents are stored
+whole; the same document is stored once per service. `trend` walks a service's fingerprints in
+capture order and diffs each with the one before (fingerprint.diff), so a reviewer sees every
+quarter's drift and its verdict: "the workload got harder" or "the device got slower".
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ from typing import Any
 
 import duckdb
 
+from fingerprint import catalog_store
 from fingerprint.diff import DiffResult, diff
-from iofp import duck, fingerprint_doc
+from iofp import duck, fingerprint_doc, objstore
 from iofp.errors import BadInput, Busy
 from iofp.slo import Slo
 from iofp.sqlfiles import load_sql
@@ -87,6 +89,14 @@ class Catalog:
         """Open (or, unless `read_only`, create) the catalog. Reading never creates or changes a file:
         a mistyped --catalog must not leave an empty database behind that looks like a real one.
         While another process writes it (DuckDB locks the file), wait up to busy_wait_s()."""
+        self.url = objstore.url_of(path) if path else None
+        if self.url is not None:  # the store is the catalog; an index of it is made here, in memory
+            self.path: Path | objstore.Url = self.url
+            self.con = duck.connect()
+            self._run("catalog_schema")
+            for url, service, doc in catalog_store.documents(self.url):
+                self._insert(doc, service, url)
+            return
         self.path = Path(path) if path else default_path()
         if self.path.is_dir():
             raise BadInput(f"--catalog {self.path} is a directory; name the catalog file, e.g. "
@@ -160,14 +170,22 @@ class Catalog:
             raise BadInput("--service must name the service, e.g. --service order-router")
         if isinstance(doc, dict):
             doc = fingerprint_doc.from_dict(doc, source_file or "document")
-        text = json.dumps(doc.to_dict(), sort_keys=True)
+        if self.url is not None:
+            at = catalog_store.place(self.url, doc, service)
+            if not catalog_store.put(at, fingerprint_doc.dumps(doc)):
+                raise BadInput(f"{source_file or 'this fingerprint'} is already in the catalog as {at}")
+            return self._insert(doc.to_dict(), service, str(at))
+        return self._insert(doc.to_dict(), service, source_file)
+
+    def _insert(self, doc: dict[str, Any], service: str, source_file: str | None) -> int:
+        text = json.dumps(doc, sort_keys=True)
         digest = hashlib.sha256(text.encode()).hexdigest()
         dup = self._run("catalog_find_digest", {"service": service, "digest": digest})
         if dup:
             raise BadInput(
                 f"{source_file or 'this fingerprint'} is already in the catalog as #{dup[0]['id']}"
             )
-        start_ns = doc.provenance.capture_start_ns
+        start_ns = doc["provenance"]["capture_start_ns"]
         params = {
             "service": service,
             "added_us": time.time_ns() // 1000,

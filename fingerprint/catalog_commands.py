@@ -20,7 +20,9 @@ catalog_app = typer.Typer(
     no_args_is_help=True,
 )
 CATALOG_OPT = typer.Option(
-    None, "--catalog", help="Catalog file (default $IOFP_CATALOG or ~/.local/share/iofp/catalog.duckdb)."
+    None,
+    "--catalog",
+    help="Catalog file (default $IOFP_CATALOG or ~/.local/share/iofp/catalog.duckdb), or s3://BUCKET/LAKE.",
 )
 
 

@@ -225,3 +225,35 @@ def test_the_readmes_duckdb_query_reads_a_lake_as_iofp_does(tmp_path):
         fp = fingerprint_trace(tmp_path / f"host={host}/service={service}/date={date}")
         assert rows[(host, date)][3] == fp.whole.mix.reads + fp.whole.mix.writes
         assert rows[(host, date)][4] == fp.whole.latency["all"].p99_us
+
+
+def test_eight_hosts_adding_to_the_catalog_at_once_lose_nothing(s3, lake_trace, tmp_path):
+    """Eight `iofp catalog add` processes at once, each its host's fingerprint, into one catalog in
+    the store: all eight are there, each beside its trace's place; adding one again is refused."""
+    import subprocess
+    import sys
+
+    doc = fingerprint_trace(lake_trace).to_dict()
+    files = []
+    for i in range(8):
+        doc["provenance"]["host"] = f"ord-{i + 1:02d}"
+        files.append(tmp_path / f"fp{i}.json")
+        files[-1].write_text(json.dumps(doc))
+    cat = str(LAKE.join("catalog"))
+    iofp = Path(sys.executable).with_name("iofp")
+    procs = [subprocess.Popen([iofp, "catalog", "add", f, "--catalog", cat], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for f in files]  # fmt: skip
+    results = [(p.wait(timeout=120), p.stderr.read()) for p in procs]
+    assert results == [(0, "")] * 8
+    keys = [k for k, _ in objstore.listing(LAKE.join("catalog"))]
+    assert keys == [f"lake/catalog/host=ord-{i:02d}/service=orders/date=2026-01-05/{FINGERPRINT}"
+                    for i in range(1, 9)]  # fmt: skip
+    code, out, err = run_iofp("catalog", "list", "--catalog", cat)
+    assert code == 0, err
+    assert "orders: 8 fingerprint(s)" in out
+    code, _, err = run_iofp("catalog", "add", str(files[0]), "--catalog", cat)
+    there = f"{cat}/host=ord-01/service=orders/date=2026-01-05/{FINGERPRINT}"
+    assert (code, err.strip()) == (2, f"iofp: {files[0]} is already in the catalog as {there}")
+    code, out, err = run_iofp("catalog", "trend", "--service", "orders", "--catalog", cat)
+    assert code in (0, 1), err
+    assert out.count("#") >= 7  # the seven steps between eight fingerprints
