@@ -578,7 +578,7 @@ def _loop(
     kc: Any, out: _Writer, opts: CaptureOptions, stop: threading.Event, t0: int, progress: ProgressFn | None
 ) -> str:
     next_rotate = time.monotonic() + opts.rotate_s
-    last_report, last_events, last_bytes = time.monotonic(), 0, 0
+    last_report = time.monotonic()
     while True:
         stop.wait(FLUSH_TICK_S)
         kc.flush()
@@ -597,21 +597,18 @@ def _loop(
             out.hurry()  # see _Writer
         if progress is not None and now - last_report >= 1.0:
             c = kc.counters()
-            events = c["io_records"]
-            lost = sum(v for k, v in c.items() if k.startswith("lost_"))
-            total_bytes = kc.io_bytes()
-            dt = now - last_report
             progress(
                 {
                     "elapsed_s": (time.monotonic_ns() - t0) / 1e9,
-                    "events_per_s": (events - last_events) / dt,
-                    "mb_per_s": (total_bytes - last_bytes) / dt / 1e6,
-                    "events": events,
-                    "lost": lost,
+                    "events": c["io_records"],
+                    "sync": c["sync_records"],
+                    "bytes": kc.io_bytes(),
+                    "lost": sum(v for k, v in c.items() if k.startswith("lost_")),
+                    "files": out.files,
                     "file_bytes": out.file_bytes,
                 }
             )
-            last_report, last_events, last_bytes = now, events, total_bytes
+            last_report = now
 
 
 def recover(root: Path) -> CaptureSummary:
@@ -712,29 +709,41 @@ def start_capture(opts: CaptureOptions, *, kernel: KernelOptions | None = None) 
     return bg
 
 
-def progress_line(stream: Any = None) -> ProgressFn | None:
-    """A one-line live display on a terminal; None (quiet) when stderr is not a TTY."""
+def progress_line(every_s: float, stream: Any = None) -> ProgressFn:
+    """What a capture prints while it runs, as iostat does: on a terminal one line rewritten every
+    second; elsewhere (a log, a pipe, a systemd unit) a line every `every_s` (its --rotate interval),
+    so a 10-minute capture is never silent. Each gives the request rate and the bytes of I/O over
+    the last interval, the sync calls, the events lost so far and the files written."""
     stream = stream or terminal.raw(sys.stderr)  # its own escape sequences: numbers only
-    if not stream.isatty():
-        return None
+    tty = stream.isatty()
+    last = {"elapsed_s": 0.0, "events": 0, "bytes": 0, "sync": 0}
 
     def show(p: dict[str, float]) -> None:
-        stream.write(
-            f"\r{p['elapsed_s']:7.1f}s  {p['events_per_s']:9.0f} events/s  {p['mb_per_s']:7.1f} MB/s  "
-            f"lost {int(p['lost'])}  written {p['file_bytes'] / 1e6:.1f} MB\x1b[K"
+        dt = p["elapsed_s"] - last["elapsed_s"]
+        if dt <= 0 or (not tty and dt < every_s):
+            return
+        line = (
+            f"{p['elapsed_s']:,.0f}s: {(p['events'] - last['events']) / dt:,.0f} requests/s, "
+            f"{(p['bytes'] - last['bytes']) / dt / 1e6:,.1f} MB/s, "
+            f"{(p['sync'] - last['sync']) / dt:,.0f} sync calls/s; lost {int(p['lost']):,}; "
+            f"{int(p['files']):,} files ({p['file_bytes'] / 1e6:,.1f} MB) written"
         )
+        stream.write(f"\r{line}\x1b[K" if tty else f"iofp: {line}\n")
         stream.flush()
+        last.update({k: p[k] for k in last})
 
     return show
 
 
 def render_summary(s: CaptureSummary) -> list[str]:
+    rate = s.io_events / s.duration_s if s.duration_s > 0 else 0.0
     lines = [
-        f"Captured {s.io_events} block requests and {s.sync_events} sync calls in {s.duration_s:.1f}s "
-        f"({s.bytes / 1e6:.1f} MB of I/O) into {s.files} file{'' if s.files == 1 else 's'}.",
+        f"Captured {s.io_events:,} block requests ({rate:,.0f}/s) and {s.sync_events:,} sync calls in "
+        f"{s.duration_s:,.1f} s ({s.bytes / 1e6:,.1f} MB of I/O) into {s.files:,} "
+        f"file{'' if s.files == 1 else 's'}; {s.lost_events:,} events lost.",
     ]
     if s.unmatched:
-        lines.append(f"{s.unmatched} completions of requests issued before the capture were left out.")
+        lines.append(f"{s.unmatched:,} completions of requests issued before the capture were left out.")
     lines.append(f"Wrote {s.output}. Next: {shell_command('iofp', 'fingerprint', s.output)}")
     return lines
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -58,8 +59,8 @@ def capture_cmd(
         "agent",
         "--witness",
         help="Whose block completions a tracefs instance also records, for those the kernel runs no "
-        "BPF program for: agent (PID 1's threads, as on the lab VM), all (any task; costs ~0.4 µs "
-        "per completion), off.",
+        "BPF program for: agent (PID 1's threads: a VM agent's, where the host hides its contexts), "
+        "all (any task; costs ~0.4 µs per completion), off.",
     ),
     json_out: str | None = json_option(),
     force: bool = force_option("an existing, non-empty output directory (and --json file)"),
@@ -70,8 +71,10 @@ def capture_cmd(
 ) -> None:
     """Record every block request (and fsync-family syscall) into a Parquet trace with eBPF.
 
-    Ends cleanly on --duration, Ctrl-C or SIGTERM; every file written is complete. Lost events are
-    counted in the kernel and reported.
+    Ends cleanly on --duration, Ctrl-C or SIGTERM; every file written is complete. Prints a line
+    every --rotate interval while it runs (every second on a terminal): requests/s, MB/s, sync
+    calls/s, events lost, files written; then a summary. Lost events are counted in the kernel and
+    reported.
 
     Example: sudo iofp capture --device nvme0n1 --duration 60s --label service=orders -o orders-peak
     """
@@ -109,16 +112,15 @@ def capture_cmd(
 
 
 def _run(opts: CaptureOptions, stop: StopRequest) -> CaptureSummary:
-    """The capture, with its "recording" line and (on a terminal) its live display."""
+    """The capture, with its "recording" line and its live line (bpf.capture.progress_line)."""
     from bpf.capture import capture, progress_line
 
     ready = threading.Event()
     threading.Thread(target=_announce, args=(ready, opts), daemon=True).start()
-    progress = progress_line()
     try:
-        return capture(opts, stop.event, ready=ready, progress=progress)
+        return capture(opts, stop.event, ready=ready, progress=progress_line(opts.rotate_s))
     finally:
-        if progress is not None:
+        if sys.stderr.isatty():
             typer.echo(err=True)  # end the live line: what follows starts on a line of its own
 
 
@@ -161,8 +163,8 @@ def recover_cmd(
     json_target(json_out, force=force)
     summary = recover(trace)
     echo(
-        f"Recovered {summary.io_events} block requests and {summary.sync_events} sync calls into "
-        f"{summary.files} files of {trace}.",
+        f"Recovered {summary.io_events:,} block requests and {summary.sync_events:,} sync calls into "
+        f"{summary.files:,} files of {trace}.",
         json_out,
     )
     if (path := emit_json(json_out, summary.to_dict(), force=force)) is not None:

@@ -52,20 +52,26 @@ def iolog_cmd(
         open_trace(trace), output, args.selection(), mapping, force=args.force, streams=streams, pacing=pacing
     )
     echo(report.summary(), json_out)
-    if (path := emit_json(json_out, report.to_dict(), force=args.force)) is not None:
+    doc = {**report.to_dict(), "fio_command": iolog.fio_command(report)}  # fio alone: no safety checks
+    if (path := emit_json(json_out, doc, force=args.force)) is not None:
         echo(f"Wrote {path}.", json_out)
     logs = ", ".join(s["iolog"] for s in report.streams)
     if iolog.names_no_target(report):
         note = (f"note: no --target: the log names {report.target}, which fio cannot open (the trace's "
-                "device is where it was recorded, not where to write); replay it with fio's "
-                "--replay_redirect=DEVICE, a scratch device, or write it again with --target")  # fmt: skip
+                "device is where it was recorded, not where to write); replay it onto a scratch device "
+                "with iofp replay, or write it again with --target")  # fmt: skip
         echo(note, json_out)
     elif report.target.startswith("/dev/") and not Path(report.target).exists():
         # the log may travel to another machine's device, but an import's device is named after its
         # file: /dev/linux-mysql is nothing fio can open anywhere (a file fio creates itself)
         echo(f"note: the log names {report.target}, which is no device here; on the machine that "
              "replays it, pass --target with the device or file fio should use", json_out)  # fmt: skip
-    echo(f"Wrote {logs}. Next: {iolog.fio_command(report)}", json_out)
+    # The next step is a replay, which checks the target before fio writes a byte (iofp replay's
+    # safety rules) and measures what fio did; the bare fio command for these logs is in --json.
+    where = "DEVICE" if iolog.names_no_target(report) else report.target
+    again = shell_command("iofp", "replay", trace, *args.words(), "--target", where)
+    echo(f"Wrote {logs}. Next: {again} (checks that the target is safe to write, then replays and "
+         "measures the same selection)", json_out)  # fmt: skip
 
 
 @selection_options
@@ -233,7 +239,7 @@ def fio_job_cmd(
 
 
 EXAMPLES = {
-    "iolog": "Example: iofp iolog traces/mysql -o mysql.iolog --regime spike --target /dev/loop3 "
+    "iolog": "Example: iofp iolog traces/mysql -o mysql.iolog --regime spike --target scratch.img "
     "--target-size 256MiB",
     "replay": "Example: iofp replay traces/mysql --target /dev/loop3 --regime spike --fold "
     "--label device=ram-loop",

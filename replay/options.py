@@ -49,6 +49,17 @@ class SelectionArgs:
     def align_bytes(self) -> int | None:
         return None if self.align is None else parse_size_bytes(self.align, "--align", "4KiB or 512")
 
+    def words(self) -> list[str]:
+        """The selection and mapping options as given, as command-line words (for a Next: hint that
+        runs the same selection through another command)."""
+        out: list[str] = []
+        for flag, value in (("--device", self.device), ("--regime", self.regime), ("--window", self.window),
+                            ("--target-size", self.target_size), ("--align", self.align)):  # fmt: skip
+            out += [flag, value] if value is not None else []
+        out += ["--between", *self.between] if self.between else []
+        out += ["--time-scale", f"{self.time_scale:g}"] if self.time_scale != 1.0 else []
+        return out + (["--reads-only"] if self.reads_only else [])
+
     def selection(self) -> Selection:
         from replay.iolog import Selection
 
@@ -189,7 +200,8 @@ _RUN: dict[str, tuple[Any, Any]] = {
             "clock: no drift (duration and per-second IOPS exact), but each I/O lands within ~1 ms of its "
             "time and a millisecond's I/Os go back to back; auto: a v3 log keeping sub-ms gaps, with "
             "fio's per-I/O overhead measured on the target first (~1.5 s of reads) and pre-paid "
-            "(drifted +0.4% to +4.4% here); off: the trace's own gaps; or a fixed overhead, e.g. 20us.",
+            "(it drifts by what that measurement misses: a few %); off: the trace's own gaps; or a fixed "
+            "overhead, e.g. 20us.",
         ),
     ),
     "label": (

@@ -238,7 +238,12 @@ def results_page(g: Results, slo: Slo | None) -> str:
     head = ("comparison: " if len(names) > 1 else "") + ", ".join(names)
     parts = [f"<h1>{html.escape(head)}</h1>"]
     if slo:
-        parts.append(f"<p>SLO <code>{html.escape(slo.text)}</code> (iofp/slo.py's grammar).</p>")
+        parts.append(
+            f'<p id="slo">SLO <code>{html.escape(slo.text)}</code>: every term must hold '
+            "(<code>p99&lt;=2ms</code> on reads and writes each; <code>fsync.</code>, "
+            "<code>commit.</code>: the sync calls; <code>iops&gt;=demanded</code>: the trace's rate "
+            "kept).</p>"
+        )
     if len(cands) > 1:
         parts.append(_commit_overlay(cands, slo))
     parts += [rh.headroom_section(sw, slo) for sw in g.sweeps]

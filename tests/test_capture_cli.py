@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import re
@@ -20,6 +21,7 @@ from helpers import IOFP
 from lab import fio, start_fio
 
 from bpf import witness
+from bpf.capture import CaptureSummary, progress_line, render_summary
 from bpf.record import IO_DTYPE
 from bpf.witness import TRACEFS
 from iofp.contract import MANIFEST, REPLACED, TraceMeta, TraceWriter, open_trace
@@ -56,6 +58,58 @@ def assert_all_files_valid(root: Path) -> int:
     return rows
 
 
+N = r"\d{1,3}(,\d{3})*"  # a count as iofp prints every count: thousands separated
+LIVE = re.compile(
+    rf"iofp: {N}s: {N} requests/s, {N}\.\d MB/s, {N} sync calls/s; lost {N}; {N} files \({N}\.\d MB\) written"
+)
+SUMMARY = re.compile(
+    rf"Captured {N} block requests \({N}/s\) and {N} sync calls in {N}\.\d s \({N}\.\d MB of I/O\) "
+    rf"into {N} files?; {N} events lost\."
+)
+
+
+class Pipe(io.StringIO):
+    def __init__(self, tty: bool) -> None:
+        super().__init__()
+        self.tty = tty
+
+    def isatty(self) -> bool:
+        return self.tty
+
+
+def progress_after(tty: bool, seconds: int) -> str:
+    """What a capture's live line printed over `seconds` of 1,500 requests/s (6 MB/s, 500 sync
+    calls/s, a file a second), ticked every second as the capture's loop does, --rotate 5s."""
+    out = Pipe(tty)
+    show = progress_line(5.0, out)
+    for t in range(1, seconds + 1):
+        show({"elapsed_s": t, "events": 1500 * t, "bytes": 6_000_000 * t, "sync": 500 * t, "lost": 0,
+              "files": t, "file_bytes": 200_000 * t})  # fmt: skip
+    return out.getvalue()
+
+
+def test_the_live_line_is_a_line_per_interval_in_a_log_and_one_line_on_a_terminal():
+    logged = progress_after(tty=False, seconds=12).splitlines()
+    assert logged == [
+        "iofp: 5s: 1,500 requests/s, 6.0 MB/s, 500 sync calls/s; lost 0; 5 files (1.0 MB) written",
+        "iofp: 10s: 1,500 requests/s, 6.0 MB/s, 500 sync calls/s; lost 0; 10 files (2.0 MB) written",
+    ]
+    assert all(LIVE.fullmatch(x) for x in logged)
+    shown = progress_after(tty=True, seconds=3)
+    assert shown.count("\r") == 3 and "\n" not in shown  # rewritten in place every second
+    assert shown.endswith("\r3s: 1,500 requests/s, 6.0 MB/s, 500 sync calls/s; lost 0; 3 files (0.6 MB) "
+                          "written\x1b[K")
+
+
+def test_the_summary_separates_thousands():
+    s = CaptureSummary(Path("t"), 84_002, 24_017, 0, 0, 34.9, 245_700_000, 14)
+    assert render_summary(s)[0] == (
+        "Captured 84,002 block requests (2,407/s) and 24,017 sync calls in 34.9 s (245.7 MB of I/O) "
+        "into 14 files; 0 events lost."
+    )
+    assert SUMMARY.fullmatch(render_summary(s)[0])
+
+
 @needs_root
 @needs_fio
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
@@ -78,16 +132,20 @@ def test_signal_ends_the_capture_with_valid_files(
         fio.wait()
     assert cap.returncode == 0, stderr
     summary = json.loads(stdout)
-    # in a pipe: no progress display, only the line saying recording started (and the loss warning,
-    # should the kernel have skipped a completion probe: counted, see assert_tracer_lost_nothing),
-    # then the summary (on stderr: --json - gives stdout to the JSON): what it captured, the
-    # completions of requests from before the start it left out (if any), what it wrote
+    # in a pipe: the line saying recording started, a live line per --rotate interval (as iostat
+    # prints one per interval: a log of a long capture is never silent), the loss warning should the
+    # kernel have skipped a completion probe (counted, see assert_tracer_lost_nothing), then the
+    # summary (on stderr: --json - gives stdout to the JSON): what it captured, the completions of
+    # requests from before the start it left out (if any), what it wrote
     lines = stderr.splitlines()
     assert lines[0] == f"iofp: recording {name} into {out} (Ctrl-C to stop)"
     assert lines[-1] == f"Wrote {out}. Next: iofp fingerprint {out}"
+    live = [x for x in lines if LIVE.fullmatch(x)]
+    assert len(live) >= 1, lines  # it ran for 2 intervals at least (wait_for_files)
     summary_lines = [x for x in lines if x.startswith(("Captured ", "Wrote ")) or "were left out" in x]
     assert len(summary_lines) == 2 + (summary["unmatched"] > 0), lines
-    assert len(lines) == 1 + len(summary_lines) + (summary["lost_events"] > 0), lines
+    assert SUMMARY.fullmatch(summary_lines[0]), summary_lines[0]
+    assert len(lines) == 1 + len(live) + len(summary_lines) + (summary["lost_events"] > 0), lines
     assert (out / MANIFEST).exists()
     trace = open_trace(out)
     assert trace.meta.extra["end"] == "stopped"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from datetime import datetime, timedelta
@@ -134,7 +135,11 @@ def test_all_devices_go_to_the_one_target_and_default_target_needs_one_device(mi
         "1 /iofp-no-target/loop8 open",
         "1 /iofp-no-target/loop8 read 0 4096",
     ]
-    assert out.splitlines()[-1].startswith(f"Wrote {tmp_path / 'b.iolog'}. Next: fio ")
+    # the next step goes through replay's safety checks, never around them with a bare fio command
+    assert out.splitlines()[-1] == (
+        f"Wrote {tmp_path / 'b.iolog'}. Next: iofp replay {mixed_trace} --device loop8 --target DEVICE "
+        "(checks that the target is safe to write, then replays and measures the same selection)"
+    )
 
 
 def test_reads_only_keeps_the_reads_at_their_original_times(tmp_path):
@@ -450,11 +455,15 @@ def test_between_takes_the_wall_clock_as_iofp_fingerprint_does(mysql_trace, tmp_
 
 def test_a_log_naming_no_device_here_says_so(mysql_trace, tmp_path):
     """Without --target a log names a placeholder fio cannot open (the trace's device is where it
-    was recorded, not where to write); a note says what to pass, and the hint redirects it."""
-    code, out, err = run_iofp("iolog", mysql_trace, "-o", tmp_path / "m.iolog", "--between", "0", "60")
+    was recorded, not where to write); a note says what to pass, and the hint replays the selection
+    onto a device the user names, through replay's checks. fio's own command is in --json."""
+    args = ("-o", tmp_path / "m.iolog", "--between", "0", "60", "--json", tmp_path / "m.json")
+    code, out, err = run_iofp("iolog", mysql_trace, *args)
     assert code == 0, err
     assert "note: no --target: the log names /iofp-no-target/linux-mysql, which fio cannot open" in out
-    assert "--replay_redirect=/dev/sdX" in out.splitlines()[-1]
+    assert f"Next: iofp replay {mysql_trace} --between 0 60 --target DEVICE (checks" in out.splitlines()[-1]
+    fio_alone = json.loads((tmp_path / "m.json").read_text())["fio_command"]
+    assert fio_alone.startswith("fio --direct=1 --replay_redirect=/dev/sdX ")
     code, out, err = run_iofp("iolog", mysql_trace, "-o", tmp_path / "f.iolog", "--between", "0", "60",
                               "--target", tmp_path / "new.img")  # fmt: skip
     assert code == 0 and "note:" not in out  # a file fio creates
