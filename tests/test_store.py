@@ -227,6 +227,7 @@ def test_the_readmes_duckdb_query_reads_a_lake_as_iofp_does(tmp_path):
         assert rows[(host, date)][4] == fp.whole.latency["all"].p99_us
 
 
+@pytest.mark.slow  # eight processes waiting on the catalog: 5-16 s
 def test_eight_hosts_adding_to_the_catalog_at_once_lose_nothing(s3, lake_trace, tmp_path):
     """Eight `iofp catalog add` processes at once, each its host's fingerprint, into one catalog in
     the store: all eight are there, each beside its trace's place; adding one again is refused."""
