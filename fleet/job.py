@@ -102,6 +102,7 @@ def spark_session(master: str) -> Any:
         SparkSession.builder.master(master)
         .appName("iofp fleet")
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")  # a bar redrawn on stderr, over iofp's lines
         .config("spark.jars.ivy", str(ivy))
         .config("spark.task.maxFailures", str(MAX_ATTEMPTS))
         .config("spark.python.worker.reuse", "true")

@@ -22,6 +22,7 @@ from iofp import objstore
 from iofp.contract import FINGERPRINT, IO_TABLE, fetch_trace, open_trace
 
 pyspark = pytest.importorskip("pyspark", reason="needs pyspark (pip install '.[fleet]'; scripts/setup.sh)")
+pytestmark = pytest.mark.slow  # a Spark session and a 60-trace lake: a minute
 
 from fleet import quarterly, render_view, run_fleet, spark_session  # noqa: E402
 
