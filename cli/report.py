@@ -28,7 +28,7 @@ def report_cmd(
         ...,
         metavar="PATH...",
         help="A trace directory; or replay, probe and headroom results directories (several, or a "
-        "directory holding them, make a comparison).",
+        "directory holding them, make a comparison); or a fleet review (iofp fleet --json).",
     ),
     out: Path = typer.Option(..., "-o", "--output", help="The HTML file to write."),
     slo: list[str] = typer.Option(
@@ -67,8 +67,11 @@ def report_paths(
     """The HTML report of `paths` (one trace, or replay, probe and headroom results) and what it
     reports."""
     from fingerprint.api import Options, report_trace
-    from report import results_page, trace_page
+    from fleet import load_view
+    from report import fleet_page, results_page, trace_page
 
+    if len(paths) == 1 and (view := load_view(paths[0])) is not None:
+        return fleet_page(view), "a fleet review"
     if len(paths) == 1 and is_trace(paths[0]):
         fp, tl = report_trace(paths[0], Options(window_ns, device))
         return trace_page(fp, tl), "a trace"

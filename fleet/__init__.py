@@ -2,12 +2,14 @@
 Spark task per trace (fleet/job.py), and the per-service view of hosts and days (fleet/view.py).
 
 Public API: `run_fleet(lake, master=..., force=...)` -> rows, `quarterly(rows)` -> the view,
-`render_view(view, console)`, `spark_session(master)`, `find_traces(lake)`, `headline(doc)`.
+`render_view(view, console)`, `load_view(path)` (a view JSON, for iofp report),
+`spark_session(master)`, `find_traces(lake)`, `headline(doc)`.
 """
 
 from fleet.job import find_traces, spark_session
 from fleet.job import run as run_fleet
 from fleet.view import headline, quarterly
+from fleet.view import load as load_view
 from fleet.view import render as render_view
 
-__all__ = ["find_traces", "headline", "quarterly", "render_view", "run_fleet", "spark_session"]
+__all__ = ["find_traces", "headline", "load_view", "quarterly", "render_view", "run_fleet", "spark_session"]

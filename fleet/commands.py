@@ -37,7 +37,7 @@ def fleet_cmd(
     view = quarterly(run_fleet(url, master=master, force=redo))
     render_view(view, human_console(json_out))
     if emit_json(json_out, view, force=force) is not None:
-        echo(f"Wrote {path}.", json_out)
+        echo(f"Wrote {path}. Next: iofp report {path} -o fleet.html", json_out)
     if view["unreadable"]:
         raise typer.Exit(1)
 

@@ -14,8 +14,10 @@ workload is harder there.
 
 from __future__ import annotations
 
+import json
 import statistics
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -32,6 +34,19 @@ FIGURES = {  # key: (label, unit)
     "peak_to_mean": ("peak/mean 1s", "x"),
 }
 LATENCIES = ("commit_p99_us", "flush_p99_us")
+KIND = "iofp-fleet-view"  # the view's JSON says what it is: iofp report draws it
+
+
+def load(path: Path) -> dict[str, Any] | None:
+    """The fleet view JSON at `path` (`iofp fleet --json`), or None when the file is not one."""
+    try:
+        with open(path, "rb") as f:
+            if b'"kind": "iofp-fleet-view"' not in f.read(64):
+                return None
+        view = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return view if isinstance(view, dict) and view.get("kind") == KIND else None
 
 
 def headline(doc: dict[str, Any]) -> dict[str, float | None]:
@@ -122,6 +137,7 @@ def quarterly(rows: list[dict[str, Any]]) -> dict[str, Any]:
         }
         found += outliers(service, mine)
     return {
+        "kind": KIND,
         "traces": len(rows),
         "made": sum(r["status"] == "made" for r in rows),
         "current": sum(r["status"] == "current" for r in rows),

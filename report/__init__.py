@@ -8,12 +8,16 @@ reads the paths and hands them in. Modules: `svg` (the chart primitives), `page`
 report/sql), `headroom` (a sweep's section), `slo` (an SLO's limits as reference lines).
 
     trace_page(fp, timeline) -> str
+    fleet_page(view) -> str   (the view iofp fleet computes: fleet.quarterly)
     results_page(Results(cands=[Candidate(name, path, result, curves(con, io, sync))]), slo) -> str
 """
 
 from report.curves import Curves, curves
+from report.fleet import fleet_page
 from report.headroom import Sweep, sweep
 from report.results import Candidate, Results, results_page
 from report.trace import trace_page
 
-__all__ = ["Candidate", "Curves", "Results", "Sweep", "curves", "results_page", "sweep", "trace_page"]
+__all__ = [
+    "Candidate", "Curves", "Results", "Sweep", "curves", "fleet_page", "results_page", "sweep", "trace_page",
+]  # fmt: skip

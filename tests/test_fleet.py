@@ -29,7 +29,7 @@ from fleet import quarterly, render_view, run_fleet, spark_session  # noqa: E402
 LAKE = objstore.Url(BUCKET, "lake")
 SERVICES = ["orders", "pricing", "ledger"]
 DATES = dates_from("2026-01-05", 5)
-BAD = ("ledger", 2)  # led-03's disk is 4x slower
+BAD = ("ledger", 2)  # led-03's disk is 6x slower
 
 
 @pytest.fixture(scope="module")
