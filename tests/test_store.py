@@ -120,7 +120,6 @@ def _segments(tmp_path: Path, n: int, mib: int) -> list[Path]:
 
 
 @pytest.mark.slow  # 5-8 s
-@pytest.mark.slow
 def test_the_store_killed_mid_upload_loses_nothing_and_ships_nothing_twice(s3, tmp_path):
     """Segments shipped while the server is killed mid-upload and comes back 3 s later: every one
     arrives, each PUT once (the store's own request log), each with the SHA-256 of the file."""
