@@ -29,8 +29,7 @@ sys.path.insert(0, str(REPO / "tests"))  # the tests' S3 server process (moto's)
 from s3server import BUCKET, s3_server  # noqa: E402
 
 from bench.fleet_lake import dates_from, fill_lake  # noqa: E402
-from fleet import find_traces, run_fleet, spark_session  # noqa: E402
-from fleet.job import fingerprint_task  # noqa: E402
+from fleet import find_traces, fingerprint_task, run_fleet, spark_session  # noqa: E402
 from iofp import objstore  # noqa: E402
 
 

@@ -12,8 +12,7 @@ from helpers import assert_drawn, run_iofp
 from s3server import BUCKET, s3_server
 
 from bench.fleet_lake import dates_from, fill_lake
-from fleet import find_traces, quarterly
-from fleet.job import fingerprint_task
+from fleet import find_traces, fingerprint_task, quarterly
 from iofp import objstore
 
 pytestmark = pytest.mark.slow  # 24 traces fingerprinted: ~10 s
