@@ -17,7 +17,7 @@ import typer.main
 import typer.models
 from typer.core import TyperGroup, TyperOption
 
-from iofp import __version__, terminal
+from iofp import __version__, scratch, signals, terminal
 from iofp.errors import IofpError, OutputFailed
 
 
@@ -52,9 +52,30 @@ def _known_failure(e: Exception) -> IofpError | None:
         return OutputFailed(
             f"cannot write {where or 'the output'}: {e.strerror}; the files written before it are whole"
         )
+    if (known := _duckdb_failure(e)) is not None:
+        return known
     from iofp.contract import read_failure
 
     return read_failure(e)
+
+
+def _duckdb_failure(e: Exception) -> IofpError | None:
+    """A query stopped by a signal (DuckDB reports the exception the signal raised as its own), or
+    one that needed more memory and spill than iofp lets DuckDB have."""
+    signum = signals.received()
+    if signum is not None and "interrupt" in str(e).lower():
+        return signals.ended_by(signum)
+    if "duckdb" in sys.modules:
+        import duckdb
+
+        if isinstance(e, duckdb.OutOfMemoryException):
+            from iofp import duck
+
+            why = str(e).splitlines()[0]
+            limits = f"{duck.MEMORY_LIMIT} of memory, a bounded spill"
+            fix = "select less (--between), or raise $IOFP_DUCKDB_MEMORY or $IOFP_DUCKDB_TEMP"
+            return OutputFailed(f"the query needed more than iofp lets DuckDB use ({limits}): {why}; {fix}")
+    return None
 
 
 def _output_named() -> str | None:
@@ -196,6 +217,14 @@ def main() -> None:
     if (bad := _control_argument(sys.argv[1:])) is not None:
         typer.echo(f"iofp: {bad}", err=True)
         sys.exit(2)
+    with signals.ending_on_signals():
+        try:
+            _run()
+        finally:
+            scratch.remove()  # on every way out: a normal end, an error, a stop signal
+
+
+def _run() -> None:
     try:
         rv = command()(standalone_mode=False)
     except typer.TyperException as e:  # click's exceptions, whose base typer re-exports under this name

@@ -17,6 +17,7 @@ from iofp import duck
 from iofp import fingerprint_doc as doc
 from iofp.contract import IO_TABLE, SYNC_TABLE, atomic_write_bytes, check_output_file, open_trace
 from iofp.errors import BadInput
+from iofp.scratch import directory as scratch_dir
 
 
 def fingerprint_trace(path: Path | str, options: Options | None = None) -> doc.Fingerprint:
@@ -44,7 +45,7 @@ def _analyse(
         )
     # A scratch database file rather than memory: the prepared rows of a 50 M-row trace are
     # several GB uncompressed; on file they are compressed and paged by DuckDB's buffer manager.
-    with tempfile.TemporaryDirectory(prefix="iofp-fp-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="fp-", dir=scratch_dir()) as scratch:
         con = duck.connect(Path(scratch) / "fp.duckdb")
         try:
             f = frame(con, trace.relation(con), trace.relation(con, SYNC_TABLE), trace.meta, options)

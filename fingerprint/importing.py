@@ -33,7 +33,7 @@ from fingerprint.formats import (
     LineError,
     ParseState,
 )
-from iofp import fingerprint_doc
+from iofp import bounds, fingerprint_doc
 from iofp.contract import IO_SCHEMA, IO_TABLE, SYNC_SCHEMA, SYNC_TABLE, TraceMeta, TraceWriter
 from iofp.errors import BadInput, Interrupted
 from iofp.filecheck import name_problem
@@ -148,6 +148,8 @@ def import_trace(
         writer = TraceWriter(out, meta, force=force)
         try:
             rows = _run(cls, paths, state, writer, time_unit, chunk_rows, stop)
+            if rows["span_ns"] is not None:  # what every reader would refuse is not written
+                bounds.check_span(", ".join(map(str, paths)), rows["span_ns"])
             if stop.is_set():  # after the last line was read: still before anything replaced the old
                 raise stop.interrupted("import abandoned")
         except BaseException as e:
@@ -222,6 +224,7 @@ def _run(
                 raise BadInput(f"{where}: device {one_line(name)[:60]!r} is {why}; a trace names devices")
         checked.update(state.devices)
         writer.write(table, tbl)
+        bounds.check_rows(where, writer.rows[IO_TABLE] + writer.rows[SYNC_TABLE])
         files += 1
         buf.clear()
 

@@ -35,9 +35,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from iofp import __version__, artifact_json, fingerprint_doc, objstore
+from iofp import __version__, artifact_json, bounds, fingerprint_doc, objstore
 from iofp.errors import BadInput, OutputFailed, SchemaMismatch, warn
-from iofp.filecheck import RowRules, check_columns, check_rows, damage_in, name_problem, read_schema
+from iofp.filecheck import RowRules, check_columns, check_rows, damage_in, extent, name_problem, read_schema
 
 SCHEMA_VERSION = 1
 META_KEY = b"iofp"  # Parquet key-value metadata key holding the JSON metadata
@@ -557,7 +557,9 @@ class Trace:
         """A DuckDB relation over one table (an empty one with the right columns if absent)."""
         if not self.has(table):
             return con.from_arrow(SCHEMAS[table].empty_table())
-        return con.read_parquet([str(p) for p in self.files[table]])
+        from iofp import duck  # DuckDB is loaded by whatever reads a relation, not to open a trace
+
+        return con.read_parquet(duck.literal(self.files[table]))
 
     def batches(self, table: str = IO_TABLE, columns: list[str] | None = None) -> Iterator[pa.RecordBatch]:
         """Stream the table's record batches in file order (constant memory)."""
@@ -583,17 +585,19 @@ def open_trace(path: Path | str) -> Trace:
     if root.is_file():
         _check_is_parquet(root)
         files = {IO_TABLE: [root], SYNC_TABLE: []}
-        _check_files(files)
+        _check_files(files, root)
         return _opened(Trace(root, _footer_meta(root), files))
-    files = {t: sorted((root / t).glob("part-*.parquet")) for t in SCHEMAS}
+    files = {t: _parts(root / t) for t in SCHEMAS}
     manifest = root / MANIFEST
     if not any(files.values()) and not manifest.exists():
         if (root / SPOOL).is_dir():
             raise BadInput(f"{root}: {_spooled(root)}")
         raise BadInput(f"{root}: not an iofp trace (no {IO_TABLE}/*.parquet, no {MANIFEST})")
-    _check_files(files)
+    _check_files(files, root)
     if manifest.exists():
         meta = TraceMeta.from_json(_read_manifest(manifest), where=str(manifest))
+        if meta.duration_ns is not None:  # the capture window: a trace's span too (rates, timelines)
+            bounds.check_span(str(manifest), meta.duration_ns, "start to end of its capture window")
     else:
         # The manifest is written last; a capture that was killed has none, so the newest file's
         # footer (which carries the counters up to that file) stands in for it.
@@ -601,6 +605,15 @@ def open_trace(path: Path | str) -> Trace:
         meta = _footer_meta(newest)
         meta.extra = {**meta.extra, "incomplete": _incomplete(root)}
     return _opened(Trace(root, meta, files))
+
+
+PART = re.compile(r"part-\d{6,}\.parquet")  # what TraceWriter names a file: nothing else is read
+
+
+def _parts(d: Path) -> list[Path]:
+    """A table's files, in order: those named as the writer names them (a `part-*.parquet` that is
+    not, such as `part-[1].parquet`, is another tool's, and would be a pattern to DuckDB)."""
+    return sorted(p for p in d.glob("part-*.parquet") if PART.fullmatch(p.name))
 
 
 def _check_is_parquet(path: Path) -> None:
@@ -653,14 +666,25 @@ def _spooled(root: Path) -> str:
     )
 
 
-def _check_files(files: dict[str, list[Path]]) -> None:
+def _check_files(files: dict[str, list[Path]], where: Path) -> None:
+    """Every footer first (a few KB each: a truncated or foreign file is named here, not deep in a
+    query), and the trace's rows and span against iofp/bounds.py before any file's rows are read."""
+    rows, lo, hi = 0, None, None
     for t, fs in files.items():
         for p in fs:
-            # every footer (a few KB each): a truncated or foreign file is named here, not deep in a query
             got = read_schema(p)
             if META_KEY in (got.metadata or {}):  # another version's columns differ: say that first
                 TraceMeta.from_json(got.metadata[META_KEY], where=str(p))
             check_columns(p, got, SCHEMAS[t], SCHEMA_VERSION)
+            n, a, b = extent(p)
+            rows += n
+            bounds.check_rows(str(where), rows)
+            if a is not None and b is not None:
+                lo, hi = (a, b) if lo is None or hi is None else (min(lo, a), max(hi, b))
+    if lo is not None and hi is not None:
+        bounds.check_span(str(where), hi - lo)
+    for t, fs in files.items():
+        for p in fs:
             check_rows(p, ROW_RULES[t])
 
 

@@ -50,11 +50,47 @@ def name_problem(name: str) -> str | None:
 AGAIN = "not a valid iofp trace (import or capture it again)"
 
 
+MAX_FOOTER = 64 << 20  # a trace file's footer is a few KB per row group; a reader holds it whole
+
+
 def read_schema(path: Path) -> pa.Schema:
+    """A file's schema, from its footer, whose length (the file's last 8 bytes) is checked first: a
+    footer is read whole, and one of GBs would be a reader's memory."""
     try:
+        with open(path, "rb") as f:
+            f.seek(0, 2)
+            if f.tell() >= 12:
+                f.seek(-8, 2)
+                tail = f.read(8)
+                length = int.from_bytes(tail[:4], "little")
+                if tail[4:] == b"PAR1" and length > MAX_FOOTER:
+                    raise BadInput(f"{path}: a Parquet footer of {length:,} bytes, more than a trace file's "
+                                   f"({MAX_FOOTER:,}); {AGAIN}")  # fmt: skip
         return pq.read_schema(path)
     except (OSError, pa.ArrowInvalid) as e:
         raise BadInput(f"{path}: not a readable Parquet file ({e})") from None
+
+
+def extent(path: Path) -> tuple[int, int | None, int | None]:
+    """(rows, first ts_ns, last ts_ns) of a trace file: from its footer (row counts, and ts_ns's
+    statistics, which iofp's writers keep), else the ts_ns column read a row group at a time."""
+    try:
+        pf = pq.ParquetFile(path)
+        md = pf.metadata
+        idx = md.schema.names.index("ts_ns")
+        lo = hi = None
+        for i in range(md.num_row_groups):
+            st = md.row_group(i).column(idx).statistics
+            if st is not None and st.has_min_max:
+                a, b = st.min, st.max
+            else:
+                got = pc.min_max(pf.read_row_group(i, columns=["ts_ns"]).column("ts_ns"))
+                a, b = got["min"].as_py(), got["max"].as_py()
+            if a is not None:
+                lo, hi = (a, b) if lo is None else (min(lo, a), max(hi, b))
+        return md.num_rows, lo, hi
+    except (OSError, pa.ArrowException) as e:
+        raise damage_in([path], e) or BadInput(f"{path}: cannot read it ({_first_line(e)})") from None
 
 
 def plain_type(t: pa.DataType) -> pa.DataType:

@@ -77,3 +77,48 @@ def stop_on_signals(event: threading.Event | None = None) -> Iterator[StopReques
 
 
 _active: StopRequest | None = None  # the innermost request whose handlers are installed
+
+
+_received: int | None = None  # the stop signal that ended the command (ending_on_signals)
+
+
+@contextmanager
+def ending_on_signals() -> Iterator[None]:
+    """Around a whole command: SIGINT, SIGTERM and SIGHUP raise Interrupted where the command is,
+    instead of ending the process at once (SIGTERM's default), so that every `finally` runs and the
+    scratch directory (iofp/scratch.py: a DuckDB spill can be GBs) is removed on the way out. A
+    command's own stop_on_signals, inside, takes them over while it holds them. Only in the main
+    thread; a SIGHUP ignored on entry (nohup) stays ignored."""
+    global _received
+    _received = None
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, _frame: Any) -> None:
+        global _received
+        _received = signum
+        raise ended_by(signum)
+
+    previous = {}
+    for s in STOP_SIGNALS:
+        before = signal.getsignal(s)
+        if s == signal.SIGHUP and before == signal.SIG_IGN:
+            continue
+        previous[s] = before
+        signal.signal(s, handler)
+    try:
+        yield
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+
+
+def ended_by(signum: int) -> Interrupted:
+    return Interrupted(signum, f"stopped by {signal.Signals(signum).name}; what was written before is whole")
+
+
+def received() -> int | None:
+    """The stop signal that ended the command, if one did (for an error a library made of it: DuckDB
+    turns an exception raised in a query into its own "Query interrupted")."""
+    return _received

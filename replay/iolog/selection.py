@@ -104,7 +104,7 @@ def connect(trace: Trace) -> duckdb.DuckDBPyConnection:
     and its sync table as view `sync` (empty when the trace has none)."""
     con = duck.connect()
     if trace.has(IO_TABLE):
-        rel = con.read_parquet([str(p) for p in trace.files[IO_TABLE]], filename=True, file_row_number=True)
+        rel = con.read_parquet(duck.literal(trace.files[IO_TABLE]), filename=True, file_row_number=True)
     else:
         empty = con.from_arrow(IO_SCHEMA.empty_table())
         rel = empty.project("*, '' AS filename, 0::BIGINT AS file_row_number")
