@@ -25,7 +25,7 @@ import duckdb
 
 from fingerprint import catalog_store
 from fingerprint.diff import DiffResult, diff
-from iofp import duck, fingerprint_doc, objstore
+from iofp import artifact_json, duck, fingerprint_doc, objstore
 from iofp.errors import BadInput, Busy
 from iofp.slo import Slo
 from iofp.sqlfiles import load_sql
@@ -67,10 +67,19 @@ class Entry:
     flush_per_s: float | None
     shape: str | None
     bound: str | None
-    doc: dict[str, Any] = field(repr=False)
+    doc_text: str | None = field(repr=False)  # None: larger than the catalog reads (doc_bytes)
+    doc_bytes: int = 0
+
+    @property
+    def doc(self) -> dict[str, Any]:
+        """The stored document, read as a fingerprint file is (iofp/artifact_json.py): only when a
+        command needs it, so that one bad entry never stops the listing of the others."""
+        where, fix = f"catalog entry #{self.id}", f"remove it: iofp catalog rm {self.id}"
+        artifact_json.check_size(where, self.doc_bytes, "fingerprint", fix)
+        return artifact_json.parse(self.doc_text or "", where, "fingerprint", fix)
 
     def headline(self) -> dict[str, Any]:
-        d = {k: v for k, v in self.__dict__.items() if k != "doc"}
+        d = {k: v for k, v in self.__dict__.items() if k not in ("doc_text", "doc_bytes")}
         d["taken_at"] = self.taken_at.isoformat()
         return d
 
@@ -90,6 +99,7 @@ class Catalog:
         a mistyped --catalog must not leave an empty database behind that looks like a real one.
         While another process writes it (DuckDB locks the file), wait up to busy_wait_s()."""
         self.url = objstore.url_of(path) if path else None
+        self._made = False
         if self.url is not None:  # the store is the catalog; an index of it is made here, in memory
             self.path: Path | objstore.Url = self.url
             self.con = duck.connect()
@@ -98,6 +108,7 @@ class Catalog:
                 self._insert(doc, service, url)
             return
         self.path = Path(path) if path else default_path()
+        self._made = not self.path.exists()  # removed again if the command that made it fails
         if self.path.is_dir():
             raise BadInput(f"--catalog {self.path} is a directory; name the catalog file, e.g. "
                            f"{self.path / 'catalog.duckdb'}")  # fmt: skip
@@ -159,8 +170,11 @@ class Catalog:
     def __enter__(self) -> Catalog:
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
         self.close()
+        if exc_type is not None and self._made and isinstance(self.path, Path):  # a full disk mid-add
+            for p in (self.path, self.path.with_name(self.path.name + ".wal")):  # leaves no empty catalog
+                p.unlink(missing_ok=True)
 
     def add(
         self, doc: fingerprint_doc.Fingerprint | dict[str, Any], service: str, source_file: str | None = None
@@ -179,6 +193,10 @@ class Catalog:
 
     def _insert(self, doc: dict[str, Any], service: str, source_file: str | None) -> int:
         text = json.dumps(doc, sort_keys=True)
+        if len(text) > artifact_json.LIMITS["fingerprint"]:  # what every reader of the catalog would refuse
+            most = artifact_json.LIMITS["fingerprint"] >> 20
+            raise BadInput(f"{source_file or 'this fingerprint'}: {len(text) >> 20} MiB, larger than the "
+                           f"catalog stores ({most} MiB)")  # fmt: skip
         digest = hashlib.sha256(text.encode()).hexdigest()
         dup = self._run("catalog_find_digest", {"service": service, "digest": digest})
         if dup:
@@ -198,10 +216,20 @@ class Catalog:
 
     def entries(self, service: str | None = None, entry_id: int | None = None) -> list[Entry]:
         out = []
-        for rec in self._run("catalog_entries", {"service": service, "id": entry_id}):
-            rec["doc"] = json.loads(rec["doc"])
+        most = artifact_json.LIMITS["fingerprint"]
+        for rec in self._run("catalog_entries", {"service": service, "id": entry_id, "max_doc_bytes": most}):
+            rec["doc_text"] = rec.pop("doc")
             out.append(Entry(**rec))
         return out
+
+    def remove(self, entry_id: int) -> dict[str, Any]:
+        """Remove fingerprint #entry_id; what it was (id, service, source_file)."""
+        gone = self._run("catalog_delete", {"id": entry_id})
+        if not gone:
+            raise BadInput(f"no fingerprint #{entry_id} in {self.path}; see iofp catalog list")
+        if self.url is not None and (obj := objstore.url_of(gone[0]["source_file"])) is not None:
+            objstore.delete(obj)  # the store is the catalog: the index here is rebuilt from it
+        return gone[0]
 
     def get(self, entry_id: int) -> Entry:
         found = self.entries(entry_id=entry_id)

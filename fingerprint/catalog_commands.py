@@ -80,6 +80,21 @@ def show(
         typer.echo(json.dumps(cat.get(entry_id).doc, indent=1))
 
 
+@catalog_app.command("rm")
+def rm(
+    entry_id: int = typer.Argument(..., help="The fingerprint's number (see iofp catalog list)."),
+    catalog: Path | None = CATALOG_OPT,
+) -> None:
+    """Remove one stored fingerprint (one too large to read, one added by mistake).
+
+    Example: iofp catalog rm 3
+    """
+    with Catalog(catalog) as cat:
+        gone = cat.remove(entry_id)
+    what = f"#{gone['id']} ({gone['source_file'] or 'no file'}) of {gone['service']}"
+    typer.echo(f"Removed {what} from {cat.path}.")
+
+
 @catalog_app.command("trend")
 def trend(
     service: str = typer.Option(..., "--service", help="The service to review."),

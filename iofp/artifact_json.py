@@ -113,6 +113,13 @@ def _size(f: Any) -> int:
     return os.fstat(f.fileno()).st_size
 
 
+def check_size(where: Path | str, size: int, kind: str, fix: str) -> None:
+    """Refuse, by its size alone, an artifact larger than LIMITS[kind] (one stored elsewhere: the
+    catalog's documents)."""
+    if size > LIMITS[kind]:
+        raise BadInput(_too_big(where, size, kind, fix))
+
+
 def _too_big(where: Path | str, size: int, kind: str, fix: str) -> str:
     most = LIMITS[kind] // MiB
     return f"{where}: {size / MiB:,.1f} MiB, larger than any {kind} iofp reads ({most} MiB); {fix}"

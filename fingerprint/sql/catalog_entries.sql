@@ -2,16 +2,22 @@
 -- review compares like for like (Fingerprint.typical_scope, the same rule): the steady state when
 -- it covers at least half of the baseline (the windows in no spike), else the baseline, else the
 -- whole trace. IOPS, MB/s and the read share count data requests (reads, writes, discards).
-WITH scoped AS (
-    SELECT id, service, added_at, captured_at, source_file, doc,
-           CASE WHEN json_type(doc, '$.steady') = 'OBJECT'
+-- A document larger than $max_doc_bytes (stored by an iofp without that limit) is not parsed: its
+-- figures and its document are null, its size says why (parsing it took the query past its memory).
+WITH sized AS (
+    SELECT *, strlen(doc::VARCHAR) AS doc_bytes FROM fingerprints
+    WHERE ($service IS NULL OR service = $service) AND ($id IS NULL OR id = $id)
+), scoped AS (
+    SELECT id, service, added_at, captured_at, source_file, doc_bytes,
+           CASE WHEN doc_bytes > $max_doc_bytes THEN NULL ELSE doc END AS doc,
+           CASE WHEN doc_bytes > $max_doc_bytes THEN 'whole'
+                WHEN json_type(doc, '$.steady') = 'OBJECT'
                      AND (coalesce(json_type(doc, '$.baseline'), 'NULL') <> 'OBJECT'
                           OR 2 * (doc ->> '$.steady.windows')::BIGINT >= (doc ->> '$.baseline.windows')::BIGINT)
                      THEN 'steady'
                 WHEN json_type(doc, '$.baseline') = 'OBJECT' THEN 'baseline'
                 ELSE 'whole' END AS scope
-    FROM fingerprints
-    WHERE ($service IS NULL OR service = $service) AND ($id IS NULL OR id = $id)
+    FROM sized
 )
 SELECT
     id,
@@ -29,6 +35,7 @@ SELECT
     json_extract(doc, '$.' || scope || '.intensity.flushes_per_s')::DOUBLE AS flush_per_s,
     doc ->> '$.whole.shape.name'                                           AS shape,
     doc ->> '$.whole.bound.verdict'                                        AS bound,
-    doc::VARCHAR                                                           AS doc
+    doc::VARCHAR                                                           AS doc,
+    doc_bytes
 FROM scoped
 ORDER BY taken_at, id;
