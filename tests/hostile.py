@@ -254,3 +254,114 @@ def assert_markdown_table_rows(text: str, rows: int, where: str) -> None:
     assert len(lines) == rows, f"{where}: {len(lines)} table rows, expected {rows}: {lines}"
     widths = {len(re.findall(r"(?<!\\)\|", ln)) for ln in lines}
     assert len(widths) == 1, f"{where}: rows of different widths {widths}"
+
+
+# --------------------------------------------------------------------------------------------
+# a Parquet footer that says what it likes: thrift compact protocol (parquet.thrift's FileMetaData)
+
+
+def _varint(data: bytes, i: int) -> tuple[int, int]:
+    n = shift = 0
+    while True:
+        b = data[i]
+        i += 1
+        n |= (b & 0x7F) << shift
+        shift += 7
+        if not b & 0x80:
+            return n, i
+
+
+def _enc_varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        b, n = n & 0x7F, n >> 7
+        out.append(b | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def _skip(data: bytes, i: int, t: int) -> int:
+    if t in (1, 2):  # a bool in a struct: its value is the type
+        return i
+    if t == 3:
+        return i + 1
+    if t in (4, 5, 6):
+        return _varint(data, i)[1]
+    if t == 7:
+        return i + 8
+    if t == 8:
+        n, i = _varint(data, i)
+        return i + n
+    if t in (9, 10):
+        head = data[i]
+        i += 1
+        size, et = head >> 4, head & 0x0F
+        if size == 15:
+            size, i = _varint(data, i)
+        for _ in range(size):
+            i = i + 1 if et in (1, 2) else _skip(data, i, et)
+        return i
+    if t == 11:
+        size, i = _varint(data, i)
+        if size:
+            kv = data[i]
+            i += 1
+            for _ in range(size):
+                i = _skip(data, _skip(data, i, kv >> 4), kv & 0x0F)
+        return i
+    assert t == 12, t
+    return _struct(data, i, {})[1]
+
+
+def _struct(
+    data: bytes, i: int, patch: dict, out: bytearray | None = None, path: tuple = ()
+) -> tuple[bytearray, int]:
+    """Copy one struct from `data` at `i` into `out`, replacing the i64 fields whose (path, field id)
+    `patch` names (field 4, row_groups, is descended into: RowGroup's num_rows is its field 3)."""
+    out = bytearray() if out is None else out
+    fid = 0
+    while True:
+        head = data[i]
+        if head == 0:
+            out.append(0)
+            return out, i + 1
+        start = i
+        i += 1
+        t, delta = head & 0x0F, head >> 4
+        if delta:
+            fid += delta
+        else:
+            z, i = _varint(data, i)
+            fid = (z >> 1) ^ -(z & 1)
+        key = (*path, fid)
+        if t == 6 and key in patch:
+            out += data[start:i] + _enc_varint(patch[key] << 1)
+            i = _varint(data, i)[1]
+        elif t == 9 and key == (4,):  # row_groups: list<RowGroup>
+            lh = data[i]
+            out += data[start : i + 1]
+            i += 1
+            size = lh >> 4
+            if size == 15:
+                size, j = _varint(data, i)
+                out += data[i:j]
+                i = j
+            for _ in range(size):
+                _, i = _struct(data, i, patch, out, (4,))
+        else:
+            j = _skip(data, i, t)
+            out += data[start:j]
+            i = j
+    raise AssertionError("unreachable")
+
+
+def declare_rows(path: Path, rows: int) -> None:
+    """Rewrite a one-row-group Parquet file's footer to declare `rows` rows (the file and each row
+    group), as a file crafted to make readers size their work by it would."""
+    data = path.read_bytes()
+    assert data[-4:] == b"PAR1"
+    length = int.from_bytes(data[-8:-4], "little")
+    footer = data[-8 - length : -8]
+    new, end = _struct(footer, 0, {(3,): rows, (4, 3): rows})
+    assert end == len(footer)
+    path.write_bytes(data[: -8 - length] + bytes(new) + len(new).to_bytes(4, "little") + b"PAR1")

@@ -43,6 +43,7 @@ from iofp.contract import TraceMeta, TraceWriter
 from iofp.fingerprint_doc import Fingerprint
 
 needs_fio = pytest.mark.skipif(shutil.which("fio") is None, reason="needs fio (apt install fio)")
+pytestmark = pytest.mark.slow  # ~190 generated cases, ~2.5 min in all (each well under SLOW_S)
 
 SAMPLE_FP = REPO / "samples" / "fingerprints" / "market-open.fp.json"  # it has a spike
 CLEAN_FP = json.loads(SAMPLE_FP.read_text())
@@ -258,3 +259,22 @@ def test_a_fio_iolog_names_devices_never_paths(name, tmp_path):
     for dev in open_trace(tmp_path / "t").meta.devices:
         assert "/" not in dev and dev not in (".", ".."), (name, dev)
     attack_trace(tmp_path / "t", f"imported iolog {name}", tmp_path)
+
+
+@pytest.mark.parametrize("name", ["tr*", "t?a", "t[r]a", "tr**"])
+def test_a_trace_is_read_literally_whatever_its_name(name, tmp_path):
+    """DuckDB expands glob characters in a path: a trace named `tr*` read every sibling trace (and
+    replay replayed them). Each trace here is read as itself alone."""
+    sibling = hostile_trace(tmp_path / "tra", FULL_META)  # what `tr*`, `t?a` and `t[r]a` match
+    rows = small_rows()
+    with TraceWriter(tmp_path / name, TraceMeta(**FULL_META)) as w:
+        w.write("io", pa.table(rows).slice(0, 10))
+    fp = tmp_path / "fp.json"
+    code, _, err = run_iofp("fingerprint", str(tmp_path / name), "--json", str(fp))
+    assert code == 0, err
+    assert json.loads(fp.read_text())["whole"]["ios"] == 10
+    log = tmp_path / "x.iolog"
+    code, _, err = run_iofp("iolog", str(tmp_path / name), "-o", str(log), "--target", "/dev/shm/iofp-x")
+    assert code == 0, err
+    assert len(log.read_text().splitlines()) == 3 + 10
+    assert sibling.is_dir()
