@@ -70,8 +70,9 @@ def iolog_cmd(
     # safety rules) and measures what fio did; the bare fio command for these logs is in --json.
     where = "DEVICE" if iolog.names_no_target(report) else report.target
     again = shell_command("iofp", "replay", trace, *args.words(), "--target", where)
-    echo(f"Wrote {logs}. Next: {again} (checks that the target is safe to write, then replays and "
-         "measures the same selection)", json_out)  # fmt: skip
+    echo("next: the same selection through iofp replay, which checks that the target is safe to write "
+         "before fio writes to it, and measures the replay", json_out)  # fmt: skip
+    echo(f"Wrote {logs}. Next: {again}", json_out)
 
 
 @selection_options
