@@ -65,7 +65,8 @@ def fingerprint_task(task: TraceTask) -> dict[str, Any]:
     from fingerprint.api import fingerprint_trace
     from iofp import fingerprint_doc
 
-    row: dict[str, Any] = {"trace": str(task.url), **partitions(task.key), "seconds": 0.0}
+    row: dict[str, Any] = {"trace": str(task.url), **partitions(task.key), "seconds": 0.0,
+                           "attempt": _attempt()}  # fmt: skip
     t0 = time.perf_counter()
     fp_url = task.url.join(FINGERPRINT)
     try:
@@ -86,6 +87,16 @@ def fingerprint_task(task: TraceTask) -> dict[str, Any]:
         row.update(status="unreadable", error=str(e))
     row["seconds"] = time.perf_counter() - t0
     return row
+
+
+def _attempt() -> int:
+    """Which try of its task this is (0: the first), on a Spark worker; 0 elsewhere."""
+    try:
+        from pyspark import TaskContext
+    except ImportError:
+        return 0
+    ctx = TaskContext.get()
+    return ctx.attemptNumber() if ctx is not None else 0
 
 
 def spark_session(master: str) -> Any:

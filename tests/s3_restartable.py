@@ -3,6 +3,9 @@ keeps it on disk: every request it takes is appended to $MOTO_RECORDER_FILEPATH 
 and a server started on an existing recording replays it into its state on a private port before it
 opens the public one, so no client meets a store that is half restored.
 
+A flaky store on demand: $IOFP_TEST_S3_FAIL_PUT="NEEDLE:N" answers the first N PUTs whose path
+holds NEEDLE with a 500, as a store under strain does (the fleet test's retried task).
+
 Usage: python s3_restartable.py PORT (run by tests/s3server.py).
 """
 
@@ -10,9 +13,40 @@ import os
 import socket
 import sys
 import time
+from urllib.parse import unquote
 
 from moto.moto_api import recorder
+from moto.moto_server import threaded_moto_server
 from moto.moto_server.threaded_moto_server import ThreadedMotoServer
+
+
+class FailFirstPuts:
+    """WSGI middleware: the first `times` PUTs whose path holds `needle` get a 500 (body drained)."""
+
+    def __init__(self, app, needle: str, times: int) -> None:
+        self.app, self.needle, self.left = app, needle, times
+
+    def __call__(self, environ, start_response):
+        if environ["REQUEST_METHOD"] == "PUT" and self.needle in unquote(environ.get("PATH_INFO", "")) \
+                and self.left > 0:  # fmt: skip
+            self.left -= 1
+            environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+            start_response("500 Internal Server Error", [("Content-Type", "application/xml")])
+            return [b"<Error><Code>InternalError</Code><Message>injected by the test</Message></Error>"]
+        return self.app(environ, start_response)
+
+
+def flaky(make_app):
+    """moto's app factory, its app wrapped in FailFirstPuts when the environment asks for it."""
+    spec = os.environ.get("IOFP_TEST_S3_FAIL_PUT")
+    if not spec:
+        return make_app
+    needle, _, times = spec.rpartition(":")
+
+    def make(*args, **kwargs):
+        return FailFirstPuts(make_app(*args, **kwargs), needle, int(times))
+
+    return make
 
 
 def free_port() -> int:
@@ -30,6 +64,8 @@ def main() -> None:
         restore.start()
         recorder.replay_recording(target_host=f"http://127.0.0.1:{private}")  # state is per process
         restore.stop()
+    # the public server only: the replay above restores what the store had, faults or not
+    threaded_moto_server.DomainDispatcherApplication = flaky(threaded_moto_server.DomainDispatcherApplication)
     ThreadedMotoServer("127.0.0.1", port, verbose=False).start()
     print("ready", flush=True)
     while True:

@@ -10,6 +10,7 @@ One Spark session (local[2]) for the module. Run under the heavy-run lock:
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from helpers import close, run_iofp
@@ -32,10 +33,19 @@ DATES = dates_from("2026-01-05", 5)
 BAD = ("ledger", 2)  # led-03's disk is 6x slower
 
 
+# The store fails the first 3 PUTs of one fingerprint (500s): botocore's own 3 tries are spent, the
+# task fails, and Spark runs it again.
+FLAKY = "host=ord-02/service=orders/date=2026-01-06/fingerprint.json"
+
+
 @pytest.fixture(scope="module")
 def s3(tmp_path_factory):
-    with s3_server(tmp_path_factory.mktemp("s3")) as server:
-        yield server
+    os.environ["IOFP_TEST_S3_FAIL_PUT"] = f"{FLAKY}:3"
+    try:
+        with s3_server(tmp_path_factory.mktemp("s3")) as server:
+            yield server
+    finally:
+        os.environ.pop("IOFP_TEST_S3_FAIL_PUT", None)
 
 
 @pytest.fixture(scope="module")
@@ -60,6 +70,8 @@ def first_run(lake, spark):
 
 def test_every_trace_is_fingerprinted_as_serial_iofp_fingerprint_does(first_run, tmp_path):
     assert len(first_run) == 60 and {r["status"] for r in first_run} == {"made"}
+    retried = [r["trace"] for r in first_run if r["attempt"] > 0]
+    assert retried == [str(LAKE.join(FLAKY.rsplit("/", 1)[0]))]  # the failed task, tried again
     for r in first_run[::7]:  # 9 of the 60, every service, host and date among them
         url = objstore.url_of(r["trace"])
         serial = fingerprint_trace(fetch_trace(url, tmp_path / url.key)).to_dict()
