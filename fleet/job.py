@@ -21,7 +21,7 @@ from typing import Any
 
 from iofp import __version__, objstore
 from iofp.contract import FINGERPRINT, HIVE_KEYS, MANIFEST, fetch_trace
-from iofp.errors import BadInput
+from iofp.errors import BadInput, MissingCapability
 
 MAX_ATTEMPTS = 3  # tries per task: Spark's spark.task.maxFailures, and local[N,F]'s F
 META_TRACE = "iofp-trace-etag"  # fingerprint.json's metadata: the manifest it was made from
@@ -89,6 +89,14 @@ def fingerprint_task(task: TraceTask) -> dict[str, Any]:
     return row
 
 
+def _spark_running() -> bool:
+    try:
+        from pyspark import SparkContext
+    except ImportError:
+        return False
+    return SparkContext._active_spark_context is not None
+
+
 def _attempt() -> int:
     """Which try of its task this is (0: the first), on a Spark worker; 0 elsewhere."""
     try:
@@ -103,8 +111,11 @@ def spark_session(master: str) -> Any:
     """A Spark session that downloads nothing (no packages, an empty Ivy home), shows no UI, and
     runs iofp's Python on the workers. local[N] gets MAX_ATTEMPTS tries per task (local mode
     otherwise tries once)."""
-    from pyspark.sql import SparkSession
-
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        raise MissingCapability("iofp fleet runs on Spark: pip install 'iofp[fleet]' (pyspark), "
+                                "and a Java 17+ runtime (apt-get install openjdk-17-jre-headless)") from None
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     if master.startswith("local[") and "," not in master:
         master = f"{master[:-1]},{MAX_ATTEMPTS}]"
@@ -135,11 +146,9 @@ def run(
     lake: objstore.Url, *, master: str = "local[2]", force: bool = False, spark: Any = None
 ) -> list[dict[str, Any]]:
     """Fingerprint every trace of `lake` on Spark; a row per trace (fingerprint_task)."""
-    from pyspark import SparkContext
-
     tasks = find_traces(lake, force=force)
     # stop only a session this call started (a caller's, or one already running here, is theirs)
-    own = spark is None and SparkContext._active_spark_context is None
+    own = spark is None and not _spark_running()
     spark = spark or spark_session(master)
     try:
         rdd = spark.sparkContext.parallelize(tasks, numSlices=len(tasks))
