@@ -86,7 +86,7 @@ def client() -> Any:
     region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
     cfg = Config(
         region_name=region,
-        retries={"mode": "standard", "max_attempts": 3},
+        retries={"mode": "standard", "max_attempts": 3},  # retries: 4 tries in all
         connect_timeout=5,
         read_timeout=60,
         request_checksum_calculation="when_required",  # ours is SHA-256, sent whole (put below)

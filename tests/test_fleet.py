@@ -33,14 +33,14 @@ DATES = dates_from("2026-01-05", 5)
 BAD = ("ledger", 2)  # led-03's disk is 6x slower
 
 
-# The store fails the first 3 PUTs of one fingerprint (500s): botocore's own 3 tries are spent, the
+# The store fails the first 4 PUTs of one fingerprint (500s): botocore's own 4 tries are spent, the
 # task fails, and Spark runs it again.
 FLAKY = "host=ord-02/service=orders/date=2026-01-06/fingerprint.json"
 
 
 @pytest.fixture(scope="module")
 def s3(tmp_path_factory):
-    os.environ["IOFP_TEST_S3_FAIL_PUT"] = f"{FLAKY}:3"
+    os.environ["IOFP_TEST_S3_FAIL_PUT"] = f"{FLAKY}:4"
     try:
         with s3_server(tmp_path_factory.mktemp("s3")) as server:
             yield server
