@@ -16,6 +16,7 @@ import collections
 import contextlib
 import ctypes
 import gc
+import math
 import os
 import queue
 import sys
@@ -24,7 +25,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -84,6 +85,23 @@ PARQUET_OPTIONS = {
 }
 
 
+class IntervalSink(Protocol):
+    """Where a capture's intervals go instead of a trace (`CaptureOptions.sink`; `iofp record`'s ring).
+
+    `start` is called once the probes are attached, with what encoding the records needs besides
+    them (as bpf/spool.py's capture.json holds it: the capture's monotonic start, the kernel's flag
+    bits, device names, the trace metadata with `capture_start_ns`, its wall clock). `put` is called
+    in the capture's polling thread at the end of every interval (rotations fall on wall-clock
+    multiples of `rotate_s`) and once more, `last`, when it ends: the records (bpf/spool.py's
+    Interval; the arrays are reused once `put` returns, so keep copies) and `upto_ns`, a monotonic
+    time before which every completed request has been handed over. It must return quickly: the
+    kernel's ring buffer fills while it runs. An exception it raises ends the capture."""
+
+    def start(self, t0_ns: int, bits: ReqBits, names: dict[int, str], meta: TraceMeta) -> None: ...
+
+    def put(self, item: Interval, upto_ns: int, *, last: bool = False) -> None: ...
+
+
 @dataclass
 class CaptureOptions:
     output: Path
@@ -99,6 +117,7 @@ class CaptureOptions:
     spool_bytes: int = SPOOL_BYTES  # raw records held on disk while the writer is busy; 0: none
     witness: str = "agent"  # whose completions the tracefs witness records (bpf/witness.py)
     on_file: OnFile | None = None  # told of each complete file (a shipper to an object store)
+    sink: IntervalSink | None = None  # the intervals go here, and no trace is written to `output`
 
 
 @dataclass
@@ -203,10 +222,39 @@ def validate(opts: CaptureOptions) -> dict[str, int]:
         raise BadInput(f"--pid must be a positive process id, got {opts.pid}")
     if opts.comm is not None and not opts.comm:
         raise BadInput("--comm must not be empty")
-    check_output_dir(Path(opts.output), force=opts.force)  # now, not after an --at wait
+    if opts.sink is None:
+        check_output_dir(Path(opts.output), force=opts.force)  # now, not after an --at wait
     devs = resolve_devices(opts.devices)
     require_capture()
     return devs
+
+
+@dataclass
+class Encoded:
+    """An interval's records as the trace's tables (None: no rows), and what was left out."""
+
+    io: pa.Table | None
+    sync: pa.Table | None
+    skipped_ops: int = 0  # records whose op is not block data I/O (zone management, driver-private)
+    before_t0: int = 0  # requests issued, and sync calls entered, before t0: not rows
+
+
+def encode_interval(item: Interval, t0_ns: int, bits: ReqBits, names: dict[int, str]) -> Encoded:
+    """One interval (bpf/spool.py's Interval, in memory or read back) as IO_SCHEMA and SYNC_SCHEMA
+    tables, times counted from `t0_ns` (monotonic), the trace's clock origin; rows from before it
+    (in a trace cut from a longer recording: an incident) are left out and counted. Write the tables
+    with PARQUET_OPTIONS."""
+    from bpf.record import io_table, sync_table
+
+    io, sync, _, fixes = item
+    before = 0
+    if len(io) and (early := io["issue_ns"] < np.uint64(t0_ns)).any():
+        io, before = io[~early], int(np.count_nonzero(early))
+    io_tbl, skipped = io_table(io, t0_ns, bits, names, fixes) if len(io) else (None, 0)
+    kept = sync[sync["enter_ns"] >= t0_ns] if len(sync) else sync
+    before += len(sync) - len(kept)
+    sync_tbl = sync_table(kept, t0_ns) if len(kept) else None
+    return Encoded(io_tbl, sync_tbl, skipped, before)
 
 
 class _Writer(threading.Thread):
@@ -285,8 +333,6 @@ class _Writer(threading.Thread):
             os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))  # 0: this thread
 
     def run(self) -> None:
-        from bpf.record import io_table, sync_table
-
         self.tid = threading.get_native_id()
         self._idle()
         while (item := self.q.get()) is not None:
@@ -297,23 +343,22 @@ class _Writer(threading.Thread):
                 if seg is None:
                     self.in_memory -= 1
                     self._memory_slots.release()
-                io, sync, (loss, counts), fixes = item if seg is None else self.spool.read(seg)
+                item = item if seg is None else self.spool.read(seg)
+                io, sync, (loss, counts), _ = item
                 self._note_devices(io)
-                if len(io):
-                    tbl, skipped = io_table(io, self.t0, self.bits, self.names, fixes)
-                    self.skipped_ops += skipped
+                enc = encode_interval(item, self.t0, self.bits, self.names)
+                if enc.io is not None:
+                    self.skipped_ops += enc.skipped_ops
                     counts = {**counts, "skipped_ops": self.skipped_ops}
-                if len(sync):
-                    stbl = sync_table(sync[sync["enter_ns"] >= self.t0], self.t0)
                 self.release(io, sync)
                 self.writer.meta.loss = loss
                 self.writer.meta.counts = counts
-                if len(io):
-                    self._write(IO_TABLE, tbl)
-                    self.io_rows += tbl.num_rows
-                if len(sync):
-                    self._write(SYNC_TABLE, stbl)
-                    self.sync_rows += stbl.num_rows
+                if enc.io is not None:
+                    self._write(IO_TABLE, enc.io)
+                    self.io_rows += enc.io.num_rows
+                if enc.sync is not None:
+                    self._write(SYNC_TABLE, enc.sync)
+                    self.sync_rows += enc.sync.num_rows
                 if seg is not None:
                     self.spool.taken(seg)
             except BaseException as e:  # surfaced by the capture loop
@@ -415,6 +460,8 @@ def _record(
     # and interpreter exit spent ~0.5 s of CPU on them. All that is needed has been extracted.
     kernel_btf.cache_clear()
     _release_startup_memory()
+    if opts.sink is not None:
+        return _record_to_sink(opts, opts.sink, kc, request, meta, bits, ready, progress)
     _warm_up(bits, opts.buffer_bytes)
     request.check(_not_started(opts))
     writer = TraceWriter(opts.output, meta, force=opts.force, on_file=opts.on_file)
@@ -470,6 +517,53 @@ def _record(
         loss=dict(meta.loss),
         counts=dict(meta.counts),
     )
+
+
+def _record_to_sink(
+    opts: CaptureOptions,
+    sink: IntervalSink,
+    kc: Any,
+    request: StopRequest,
+    meta: TraceMeta,
+    bits: ReqBits,
+    ready: threading.Event | None,
+    progress: ProgressFn | None,
+) -> CaptureSummary:
+    """Every interval to `sink` (see IntervalSink): no trace, no writer thread, nothing encoded."""
+    t0, wall0 = kc.start()
+    if request.is_set():
+        kc.stop()
+        raise request.interrupted("the capture had not begun recording; nothing was recorded")
+    meta.capture_start_ns = wall0
+    meta.extra["witness"] = kc.witness_error or kc.opts.witness
+    sink.start(t0, bits, device_names(), meta)
+    if ready is not None:
+        ready.set()
+    handed = {"io": 0, "sync": 0}
+
+    def deliver(last: bool = False) -> None:
+        upto = time.monotonic_ns()
+        io, sync, unseen = kc.hand_over()
+        item = (io, sync, _accounting(kc), InflightFixes(kc.early_completions(), tuple(unseen)))
+        try:
+            sink.put(item, upto, last=last)
+        finally:
+            kc.release(io, sync)
+        handed["io"] += len(io)
+        handed["sync"] += len(sync)
+
+    end_reason = _loop(kc, None, opts, request.event, t0, progress, deliver)
+    duration_ns = kc.stop() - t0
+    meta.duration_ns = duration_ns  # the sink holds `meta`: it sees how the capture ended
+    meta.extra["end"] = end_reason
+    deliver(last=True)
+    loss, counts = _accounting(kc)
+    return CaptureSummary(
+        output=Path(opts.output), io_events=handed["io"], sync_events=handed["sync"],
+        lost_events=sum(v for k, v in loss.items() if k.startswith("lost")),
+        unmatched=int(counts.get("unmatched_completions", 0)), duration_s=duration_ns / 1e9,
+        bytes=kc.io_bytes(), files=0, loss=loss, counts=counts,
+    )  # fmt: skip
 
 
 def _spool(opts: CaptureOptions) -> Spool | None:
@@ -574,26 +668,44 @@ def _must_hurry(out: _Writer, kc: Any, opts: CaptureOptions) -> bool:
     return memory or (out.spool.full and not out.idle())
 
 
+def _next_rotation(opts: CaptureOptions, now: float) -> float:
+    """When the interval begun at `now` (monotonic s) ends: `rotate_s` later; for a sink, at the next
+    wall-clock multiple of `rotate_s`, so that its intervals are the seconds (or minutes) a person
+    names (a trigger's window, a summary's row)."""
+    if opts.sink is None:
+        return now + opts.rotate_s
+    wall = time.time()
+    return now + (math.floor(wall / opts.rotate_s) + 1) * opts.rotate_s - wall
+
+
 def _loop(
-    kc: Any, out: _Writer, opts: CaptureOptions, stop: threading.Event, t0: int, progress: ProgressFn | None
+    kc: Any,
+    out: _Writer | None,
+    opts: CaptureOptions,
+    stop: threading.Event,
+    t0: int,
+    progress: ProgressFn | None,
+    deliver: Callable[[], None] | None = None,
 ) -> str:
-    next_rotate = time.monotonic() + opts.rotate_s
+    """Poll until the end; each interval goes to `deliver` (default: the writer `out`)."""
+    deliver = deliver or (lambda: _hand_over(kc, out))
+    next_rotate = _next_rotation(opts, time.monotonic())
     last_report = time.monotonic()
     while True:
-        stop.wait(FLUSH_TICK_S)
+        stop.wait(max(0.0, min(FLUSH_TICK_S, next_rotate - time.monotonic())))
         kc.flush()
         kc.consume()
         now = time.monotonic()
-        if out.error is not None:
+        if out is not None and out.error is not None:
             return "writer error"
         if stop.is_set():
             return "stopped"
         if opts.duration_s is not None and time.monotonic_ns() - t0 >= opts.duration_s * 1e9:
             return "duration"
         if now >= next_rotate or kc.pending_bytes >= opts.buffer_bytes:
-            _hand_over(kc, out)
-            next_rotate = now + opts.rotate_s
-        if _must_hurry(out, kc, opts):
+            deliver()
+            next_rotate = _next_rotation(opts, now)
+        if out is not None and _must_hurry(out, kc, opts):
             out.hurry()  # see _Writer
         if progress is not None and now - last_report >= 1.0:
             c = kc.counters()
@@ -604,8 +716,8 @@ def _loop(
                     "sync": c["sync_records"],
                     "bytes": kc.io_bytes(),
                     "lost": sum(v for k, v in c.items() if k.startswith("lost_")),
-                    "files": out.files,
-                    "file_bytes": out.file_bytes,
+                    "files": out.files if out is not None else 0,
+                    "file_bytes": out.file_bytes if out is not None else 0,
                 }
             )
             last_report = now
@@ -756,10 +868,14 @@ def loss_warning(s: CaptureSummary) -> str | None:
 
 
 __all__ = [
+    "PARQUET_OPTIONS",
     "BackgroundCapture",
     "CaptureOptions",
     "CaptureSummary",
+    "Encoded",
+    "IntervalSink",
     "capture",
+    "encode_interval",
     "recover",
     "start_capture",
 ]

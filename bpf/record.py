@@ -317,3 +317,37 @@ def sync_table(recs: np.ndarray, t0_ns: int) -> pa.Table:
         "ret": pa.array(recs["ret"], pa.int64()),
     }
     return pa.Table.from_pydict(cols, schema=SYNC_SCHEMA)
+
+
+@dataclass(frozen=True)
+class Completions:
+    """What a summary of completed requests needs from the records, column by column (no trace)."""
+
+    op: np.ndarray  # int8: index into the contract's OPS; -1 for ops that are not block data I/O
+    done_ns: np.ndarray  # int64 monotonic: completed (or, unseen by the program, when found out)
+    lat_ns: np.ndarray  # int64 issue to completion; -1 where unknown (a completion nobody saw)
+    bytes: np.ndarray  # int64
+    dev: np.ndarray  # uint32 kernel dev_t
+    inflight: np.ndarray  # int32: in flight at issue, itself included (the kernel's count)
+
+
+_UNSEEN = np.uint64(1 << 63)  # IOFP_UNSEEN (iofp_record.h): a completion the program never saw
+
+
+def completions(recs: np.ndarray, bits: ReqBits) -> Completions:
+    """The records' ops, completion times and latencies, vectorised (`iofp record`'s summary)."""
+    flag_idx, uflags = _encode(recs["cmd_flags"]) if len(recs) else (np.empty(0, np.int64), [])
+    op_of = np.array([OPS.index(bits.ops[op]) if (op := int(f) & bits.op_mask) in bits.ops else -1
+                      for f in uflags], np.int8)  # fmt: skip
+    complete = recs["complete_ns"]
+    unseen = (complete & _UNSEEN) != 0
+    done = (complete & ~_UNSEEN).view(np.int64)
+    lat = np.where(unseen, -1, done - recs["issue_ns"].view(np.int64))
+    return Completions(
+        op=op_of[flag_idx] if len(recs) else np.empty(0, np.int8),
+        done_ns=done,
+        lat_ns=lat,
+        bytes=recs["bytes"].astype(np.int64),
+        dev=recs["dev"],
+        inflight=recs["inflight"],
+    )

@@ -13,6 +13,10 @@ in-flight fixes). It is made under a temporary name and renamed, so a segment is
 `spool/capture.json`, written when the capture starts, holds what encoding needs besides the
 records (the capture's start, the kernel's flag bits, device names, the trace's metadata), so that
 after a kill -9 `iofp recover TRACE` can encode what was spooled, on any machine.
+
+`iofp record` keeps its ring of the last minutes as such segments, `compress`ed: the records as
+zstd frames (`io.zst`, `sync.zst`; ~4x smaller, ~0.1 µs a record, no Parquet encoding until an
+incident needs it), with the recorder's own facts about the segment (`extra`) in segment.json.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from bpf.record import IO_DTYPE, SYNC_DTYPE, InflightFixes, ReqBits
 from iofp.contract import SPOOL, TraceMeta, atomic_write_bytes
@@ -40,11 +45,12 @@ Interval = tuple[np.ndarray, np.ndarray, tuple[dict[str, int], dict[str, int]], 
 class Spool:
     """The spool directory of the trace at `root`, written by its capture."""
 
-    def __init__(self, root: Path, limit_bytes: int) -> None:
+    def __init__(self, root: Path, limit_bytes: int, *, compress: bool = False) -> None:
         self.dir = Path(root) / SPOOL
         self.limit = limit_bytes
+        self.compress = compress
         self.bytes = 0  # held now: written and not yet encoded
-        self._seq = 0
+        self._seq = max((int(p.name) for p in segments(root)), default=0)  # resumed: numbered after
         # the io records of the segment being encoded are read into this one buffer, grown to the
         # largest segment: a fresh array per segment grew the capture's heap (glibc keeps what is
         # freed, see bpf/capture.py) past what --buffer promises
@@ -66,33 +72,49 @@ class Spool:
     def full(self) -> bool:
         return self.bytes >= self.limit
 
-    def put(self, item: Interval) -> Path:
-        """Write one interval (OSError if it cannot: the caller keeps it in memory)."""
+    def put(self, item: Interval, extra: dict[str, Any] | None = None) -> Path:
+        """Write one interval (OSError if it cannot: the caller keeps it in memory); `extra` is kept
+        in its segment.json (segment_extra reads it back)."""
         io, sync, (loss, counts), fixes = item
         self._seq += 1
         seg = self.dir / f"{self._seq:06d}"
         tmp = self.dir / f".{self._seq:06d}.tmp"
         try:
             tmp.mkdir()
-            io.tofile(tmp / "io.bin")
-            sync.tofile(tmp / "sync.bin")
             doc = {
                 "loss": loss,
                 "counts": counts,
                 "early": {str(d): t.tolist() for d, t in fixes.early.items()},
                 "unseen": [list(u) for u in fixes.unseen],
+                "extra": extra or {},
             }
+            if self.compress:
+                doc["raw_bytes"] = {"io": io.nbytes, "sync": sync.nbytes}
+                (tmp / "io.zst").write_bytes(_CODEC.compress(io, asbytes=True) if len(io) else b"")
+                (tmp / "sync.zst").write_bytes(_CODEC.compress(sync, asbytes=True) if len(sync) else b"")
+            else:
+                io.tofile(tmp / "io.bin")
+                sync.tofile(tmp / "sync.bin")
             (tmp / SEGMENT).write_text(json.dumps(doc))
             os.rename(tmp, seg)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
-        self.bytes += io.nbytes + sync.nbytes
+        self.bytes += segment_bytes(seg) if self.compress else io.nbytes + sync.nbytes
         return seg
 
     def read(self, seg: Path) -> Interval:
         """One interval back; its io records valid until the next read (the writer converts each
         segment before it reads the next)."""
+        doc = json.loads((seg / SEGMENT).read_text())
+        fixes = InflightFixes(
+            {int(d): np.array(t, np.int64) for d, t in doc["early"].items()},
+            tuple(tuple(u) for u in doc["unseen"]),
+        )
+        if "raw_bytes" in doc:  # compressed
+            io = _unpack(seg / "io.zst", doc["raw_bytes"]["io"], IO_DTYPE)
+            sync = _unpack(seg / "sync.zst", doc["raw_bytes"]["sync"], SYNC_DTYPE)
+            return io, sync, (doc["loss"], doc["counts"]), fixes
         path = seg / "io.bin"
         n = path.stat().st_size
         if len(self._rbuf) < n:
@@ -100,11 +122,6 @@ class Spool:
         with open(path, "rb") as f:
             got = f.readinto(memoryview(self._rbuf)[:n])
         io = self._rbuf[: got - got % IO_DTYPE.itemsize].view(IO_DTYPE)
-        doc = json.loads((seg / SEGMENT).read_text())
-        fixes = InflightFixes(
-            {int(d): np.array(t, np.int64) for d, t in doc["early"].items()},
-            tuple(tuple(u) for u in doc["unseen"]),
-        )
         sync = np.fromfile(seg / "sync.bin", SYNC_DTYPE)
         return io, sync, (doc["loss"], doc["counts"]), fixes
 
@@ -120,6 +137,21 @@ class Spool:
             self.dir.rmdir()
 
 
+_CODEC = pa.Codec("zstd", compression_level=1)
+
+
+def _unpack(path: Path, nbytes: int, dtype: np.dtype) -> np.ndarray:
+    if not nbytes:
+        return np.empty(0, dtype)
+    raw = _CODEC.decompress(path.read_bytes(), decompressed_size=nbytes, asbytes=True)
+    return np.frombuffer(raw, dtype)
+
+
+def segment_extra(seg: Path) -> dict[str, Any]:
+    """What the writer of segment `seg` kept with it (Spool.put's `extra`)."""
+    return json.loads((seg / SEGMENT).read_text()).get("extra", {})
+
+
 def segments(root: Path) -> list[Path]:
     """The whole segments a capture left in the trace at `root`, oldest first."""
     d = Path(root) / SPOOL
@@ -127,7 +159,11 @@ def segments(root: Path) -> list[Path]:
 
 
 def segment_bytes(seg: Path) -> int:
-    return sum(f.stat().st_size for f in (seg / "io.bin", seg / "sync.bin") if f.exists())
+    """The records' bytes on disk (segment.json's few hundred left out)."""
+    return sum(f.stat().st_size for f in map(seg.joinpath, _RECORD_FILES) if f.exists())
+
+
+_RECORD_FILES = ("io.bin", "sync.bin", "io.zst", "sync.zst")
 
 
 def owner(root: Path) -> int:
