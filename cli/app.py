@@ -122,11 +122,12 @@ def _register() -> None:
     from fingerprint import catalog_commands
     from fingerprint import commands as fingerprint_cmds
     from fleet import commands as fleet_cmds
+    from record import commands as record_cmds
     from replay import commands as replay_cmds
     from store import commands as store_cmds
 
     for mod in (capture_cmds, fingerprint_cmds, report_cmds, replay_cmds, catalog_commands, store_cmds,
-                fleet_cmds):  # fmt: skip
+                fleet_cmds, record_cmds):  # fmt: skip
         mod.register(app)
     for info in [
         *app.registered_commands,
@@ -163,6 +164,8 @@ METAVARS = {
     "--baseline": "TRACE", "--service": "NAME", "--catalog": "PATH", "--cells": "LIST", "--qd": "LIST",
     "--runtime": "DURATION", "--precondition": "MODE", "--size": "SIZE", "--like": "FP.json",
     "--slo": "TERMS", "--time-scale": "X",
+    "--history": "DURATION", "--keep": "SIZE", "--for": "DURATION", "--after": "DURATION",
+    "--cooldown": "DURATION", "--max-incidents": "N", "--every": "DURATION",
 }  # fmt: skip
 
 

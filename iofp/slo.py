@@ -192,7 +192,7 @@ def _term(raw: str, whole: str, flag: str) -> Term:
         return InflightTerm(int(m["n"]), t)
     m = _LATENCY.fullmatch(t)
     if not m or (m["op"] is not None and m["op"] not in OPS) or m["pct"] not in PCTS:
-        raise BadInput(f"{where}: {GRAMMAR}")
+        raise BadInput(f"{where}: {GRAMMAR.replace('--slo', flag)}")
     return LatencyTerm(m["op"], m["pct"], float(m["val"]) * UNITS_NS[m["unit"]], t)
 
 

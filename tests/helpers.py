@@ -3,6 +3,7 @@ written through the contract, and the shared real traces imported with `iofp imp
 
 from __future__ import annotations
 
+import functools
 import gzip
 import math
 import os
@@ -304,3 +305,50 @@ def headroom_record(steps: list[hr.Step], **fields: Any) -> hr.HeadroomResult:
         steps=steps,
     )  # fmt: skip
     return hr.HeadroomResult(**(base | fields))
+
+
+def raw_io(issue_ns, lat_ns, ops, *, dev: int = (7 << 20) | 9, size: int = 4096) -> np.ndarray:
+    """The capture's raw io records (bpf/record.py's IO_DTYPE) of requests with these issue times,
+    latencies (None: a completion nobody saw, as the kernel marks it) and ops, for the recorder's
+    tests that need no kernel: the op codes come from this kernel's BTF, as the capture's do."""
+    from bpf.record import IO_DTYPE
+
+    code = _op_codes()
+    n = len(issue_ns)
+    recs = np.zeros(n, IO_DTYPE)
+    recs["issue_ns"] = issue_ns
+    recs["queue_ns"] = np.asarray(issue_ns) - 1000
+    lat = np.array([0 if x is None else x for x in lat_ns], np.uint64)
+    recs["complete_ns"] = np.asarray(issue_ns, np.uint64) + lat
+    unseen = np.array([x is None for x in lat_ns])
+    recs["complete_ns"][unseen] |= np.uint64(1 << 63)
+    recs["cmd_flags"] = [code[o] for o in ops]
+    recs["bytes"] = [0 if o == "flush" else size for o in ops]
+    recs["sector"] = np.arange(n) * 8
+    recs["dev"] = dev
+    recs["pid"] = 4242
+    recs["inflight"] = 1
+    recs["comm"] = b"fio"
+    return recs
+
+
+@functools.cache
+def _op_codes() -> dict[str, int]:
+    """read, write, flush, discard -> this kernel's opcode (the lowest one of each op)."""
+    from bpf.btf import kernel_btf
+    from bpf.record import ReqBits
+
+    return {op: c for c, op in sorted(ReqBits.from_btf(kernel_btf()).ops.items(), reverse=True)}
+
+
+def raw_sync(enter_ns, lat_ns) -> np.ndarray:
+    """The capture's raw sync-call records (fsync) entered and lasting as given."""
+    from bpf.record import SYNC_DTYPE
+
+    recs = np.zeros(len(enter_ns), SYNC_DTYPE)
+    recs["enter_ns"] = enter_ns
+    recs["exit_ns"] = np.asarray(enter_ns, np.uint64) + np.asarray(lat_ns, np.uint64)
+    recs["pid"] = recs["tid"] = 4242
+    recs["fd"] = 3
+    recs["comm"] = b"fio"
+    return recs

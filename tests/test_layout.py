@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
-STAGES = ("bpf", "fingerprint", "replay", "store", "fleet")
+STAGES = ("bpf", "fingerprint", "replay", "store", "fleet", "record")
 REPORT = "report"  # draws what the stages wrote: above them, below the CLI
 TOP = "cli"
 # Stages whose package __init__ is their public API: another stage imports `from store import X`,
 # never a module inside (store.ship), so that the room can be rearranged behind its door.
-DOORS = ("store", "fleet")
+DOORS = ("store", "fleet", "record")
 
 
 def imported_packages(package: str) -> dict[str, set[str]]:

@@ -1,0 +1,162 @@
+"""`python -m record.encode INCIDENT`: an incident's segments into the trace's Parquet files.
+
+Run by the recorder in a process of its own (record/incident.py), so that encoding (~0.6 µs of CPU
+a request) never holds a lock the recorder's polling waits for. It encodes the segments in
+`INCIDENT/.segments/` oldest first as they arrive, into files of up to FILE_ROWS requests, with the
+trace's clock starting at the incident's start (wall clock) whatever recorder run (session) a
+segment came from; requests issued before that start are left out and counted (`before_start`).
+Once the recorder marks the incident closed and every segment is encoded it writes trace.json,
+with incident.json in `extra.incident`, and removes `.segments`. If the recorder dies first it
+stops, leaving the rest for the recorder's next start.
+
+Exit status: 0 done, 4 the recorder went away before closing the incident, 1 a write failed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from bpf import PARQUET_OPTIONS, Spool, encode_interval, read_capture, segment_extra, segments
+from iofp.contract import IO_TABLE, META_KEY, SYNC_TABLE, TraceMeta, TraceWriter
+from iofp.errors import IofpError
+from record.incident import CLOSED, PENDING, IncidentDoc
+
+FILE_ROWS = 1 << 19  # requests per Parquet file (~40 MB of Arrow held at most)
+POLL_S = 0.2
+
+
+class _Encoder:
+    def __init__(self, incident: Path) -> None:
+        self.root = incident
+        self.doc = IncidentDoc.read(incident)
+        self.sessions: dict[str, dict[str, Any]] = {}
+        self.writer: TraceWriter | None = None
+        self.held: dict[str, list[pa.Table]] = {IO_TABLE: [], SYNC_TABLE: []}
+        self.held_rows = 0
+        self.loss: dict[str, int] = {}
+        self.counts: dict[str, int] = {"before_start": 0, "skipped_ops": 0}
+        self.done = 0  # segments encoded
+        self.last_end_ns = self.doc.start_ns
+        self.times: dict[str, int] = {}
+        self._resume()
+
+    def _resume(self) -> None:
+        """An encoder that stopped before (the recorder was killed) left files: their newest footer
+        holds the counters up to them."""
+        files = sorted(self.root.glob("*/part-*.parquet"), key=lambda p: p.name)
+        if files:
+            meta = TraceMeta.from_json(pq.read_schema(files[-1]).metadata[META_KEY], where=str(files[-1]))
+            self.loss, self.counts = {**meta.loss}, {**self.counts, **meta.counts}
+            self.last_end_ns = self.doc.start_ns + (meta.duration_ns or 0)
+
+    def pending(self) -> list[tuple[str, Path]]:
+        out = []
+        for sdir in (self.root / PENDING).iterdir():
+            if sdir.is_dir():
+                out += [(sdir.name, seg) for seg in segments(sdir)]
+        return sorted(out, key=lambda x: (self._session(x[0])["wall0_ns"], x[1].name))
+
+    def _session(self, name: str) -> dict[str, Any]:
+        if name not in self.sessions:
+            cap = read_capture(self.root / PENDING / name)
+            wall0 = cap["meta"].capture_start_ns or 0
+            # the monotonic time, on this session's clock, of the incident's start
+            cap["t0_incident"] = cap["t0_ns"] + (self.doc.start_ns - wall0)
+            cap["wall0_ns"] = wall0
+            cap["spool"] = Spool(self.root / PENDING / name, 0)
+            self.sessions[name] = cap
+            if self.writer is None:
+                self.writer = TraceWriter(self.root, self._meta(cap["meta"]), resume=True)
+        return self.sessions[name]
+
+    def _meta(self, first: TraceMeta) -> TraceMeta:
+        meta = TraceMeta(source="record", capture_start_ns=self.doc.start_ns, devices=first.devices,
+                         filters=first.filters, labels=first.labels)  # fmt: skip
+        meta.extra = {k: first.extra[k] for k in ("probes", "witness", "kernel_batch") if k in first.extra}
+        return meta
+
+    def encode(self, name: str, seg: Path) -> None:
+        s = self._session(name)
+        item = s["spool"].read(seg)
+        enc = encode_interval(item, s["t0_incident"], s["bits"], s["names"])
+        x = segment_extra(seg)
+        for k, v in x.get("loss", {}).items():
+            self.loss[k] = self.loss.get(k, 0) + v
+        for k, v in x.get("counts", {}).items():
+            self.counts[k] = self.counts.get(k, 0) + v
+        self.counts["before_start"] += enc.before_t0
+        self.counts["skipped_ops"] += enc.skipped_ops
+        for table, tbl in ((IO_TABLE, enc.io), (SYNC_TABLE, enc.sync)):
+            if tbl is not None:
+                self.held[table].append(tbl)
+                self.held_rows += tbl.num_rows
+        self.last_end_ns = max(self.last_end_ns, x.get("end_ns", 0))
+        shutil.rmtree(seg)
+        self.done += 1
+        if self.held_rows >= FILE_ROWS:
+            self.flush()
+        if self.done == self.doc.history_segments:
+            self.flush()
+            self.times["history_encoded_ns"] = time.time_ns()
+
+    def flush(self) -> None:
+        if self.writer is None:
+            return
+        meta = self.writer.meta
+        meta.loss, meta.counts = dict(self.loss), dict(self.counts)
+        meta.duration_ns = max(0, self.last_end_ns - self.doc.start_ns)
+        for table, parts in self.held.items():
+            if parts:
+                self.writer.write(table, pa.concat_tables(parts), parquet_options=PARQUET_OPTIONS[table])
+                parts.clear()
+        self.held_rows = 0
+
+    def finish(self) -> None:
+        self.flush()
+        doc = json.loads((self.root / "incident.json").read_text())
+        if self.writer is None:  # no segment at all (the recorder stopped at once): an empty trace
+            empty = TraceMeta(source="record", capture_start_ns=self.doc.start_ns)
+            self.writer = TraceWriter(self.root, empty, resume=True)
+        meta = self.writer.meta
+        meta.duration_ns = max(0, self.last_end_ns - self.doc.start_ns)
+        meta.loss, meta.counts = dict(self.loss), dict(self.counts)
+        meta.extra["incident"] = doc | self.times | {"complete_ns": time.time_ns()}
+        self.writer.write_manifest()
+        shutil.rmtree(self.root / PENDING)
+
+
+def run(incident: Path) -> int:
+    enc = _Encoder(incident)
+    parent = os.getppid()
+    while True:
+        closed = (incident / PENDING / CLOSED).exists()  # read before listing: nothing comes after it
+        for name, seg in enc.pending():
+            enc.encode(name, seg)
+        if closed:
+            enc.finish()
+            return 0
+        if os.getppid() != parent:  # the recorder is gone: its next start finishes this incident
+            enc.flush()
+            return 4
+        time.sleep(POLL_S)
+
+
+def main() -> None:
+    try:
+        sys.exit(run(Path(sys.argv[1])))
+    except IofpError as e:
+        print(f"iofp: {e}", file=sys.stderr)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

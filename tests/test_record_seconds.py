@@ -1,0 +1,89 @@
+"""The recorder's per-second summary and its trigger (record/seconds.py, record/trigger.py), on raw
+records made here: every request counted once in the second it completed, and the SLO judged on each
+window as compare judges it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from helpers import raw_io, raw_sync
+
+from bpf.btf import kernel_btf
+from bpf.record import ReqBits
+from iofp import slo
+from record import histogram
+from record.seconds import COMMIT, LOST, NS, Seconds, Windows
+from record.trigger import Trigger, window_figures
+
+T0 = 1_800_000_000 * NS  # a wall-clock second
+DEV = (7 << 20) | 9
+
+
+@pytest.fixture(scope="module")
+def bits() -> ReqBits:
+    return ReqBits.from_btf(kernel_btf())
+
+
+def test_each_request_counts_once_in_the_second_it_completed(bits):
+    s = Seconds({DEV: "loop9"}, "loop9", T0)
+    # issued in second 0, completing in seconds 0, 1 (a long one) and 1; one nobody saw complete
+    io = raw_io([T0 + 100, T0 + NS - 10, T0 + NS + 5, T0 + NS + 7], [50, 1000, 20, None],
+                ["read", "write", "write", "flush"])  # fmt: skip
+    s.add_io(io, bits, 0)
+    s.add_sync(raw_sync([T0 + NS + 1], [2_000_000]), 0)
+    s.add_counted(LOST, 3, T0 + 2 * NS)
+    s.add_counted("write", 2, T0 + 2 * NS)  # empty flush barriers: /sys/block counts them as writes
+    assert s.close(T0 + NS - 1) == []  # second 0 not over yet
+    first = s.close(T0 + NS + 500)
+    assert [x.t for x in first] == [T0 // NS]
+    assert {k: c.count for k, c in first[0].cells.items()} == {("loop9", "read"): 1}
+    second = s.close(T0 + 2 * NS)[0]
+    cells = second.cells
+    assert cells[("loop9", "write")].count == 4 and cells[("loop9", "write")].lat_unknown == 2
+    assert cells[("loop9", "write")].lat_max_ns == 1000 and cells[("loop9", "write")].lat_sum_ns == 1020
+    assert cells[("loop9", "flush")].count == cells[("loop9", "flush")].lat_unknown == 1
+    assert cells[("loop9", COMMIT)].count == 1 and cells[("loop9", LOST)].count == 3
+    assert cells[("loop9", "write")].bytes == 2 * 4096
+
+
+def test_a_quiet_second_is_a_recorded_zero_and_a_late_record_is_counted_not_lost(bits):
+    s = Seconds({DEV: "loop9"}, "loop9", T0)
+    assert [(x.t, x.cells) for x in s.close(T0 + 3 * NS)] == [(T0 // NS + i, {}) for i in range(3)]
+    s.add_io(raw_io([T0 + NS], [10], ["read"]), bits, 0)  # completed in a second already final
+    (late,) = s.close(T0 + 4 * NS)
+    assert s.late == 1 and late.t == T0 // NS + 3 and late.cells[("loop9", "read")].count == 1
+
+
+def _second(bits, lats, t=0):
+    s = Seconds({DEV: "loop9"}, "loop9", T0 + t * NS)
+    n = len(lats)
+    s.add_io(raw_io(T0 + t * NS + np.arange(n) * 1000, lats, ["read"] * n), bits, 0)
+    s.add_sync(raw_sync([T0 + t * NS + 10] * 4, [1_000_000] * 4), 0)
+    return s.close(T0 + (t + 1) * NS)[0]
+
+
+def test_a_window_is_judged_as_compare_judges_a_replay(bits):
+    lats = list(range(1000, 1000 + 1000 * 100, 1000))  # 100 reads: p99 = the 99th = 99,000 ns
+    figs = window_figures([_second(bits, lats)])[0]
+    assert figs.latency("read", "p99") == 99_000 and figs.latency("all", "p50") == 50_000
+    assert (figs.achieved_iops, figs.commits_per_s, figs.latency("commit", "p99")) == (100, 4, 1_000_000)
+    assert slo.parse("read.p99<=98us,iops<=99").failures(figs) == ["read p99 99 µs > 98 µs", "100 IOPS > 99"]
+    assert slo.parse("read.p99<=99us,commit.p99<=1ms,mbps<=1").failures(figs) == []
+    assert figs.max_inflight == 1 and slo.parse("inflight<=0").failures(figs) == ["1 in flight > 0"]
+
+
+def test_the_trigger_fires_once_the_slo_is_missed_for_the_whole_hold(bits):
+    trig = Trigger(slo.parse("read.p99<=10us"), hold=2)
+    fast, slow = [5000] * 10, [50_000] * 10
+    seconds = [_second(bits, lat, t) for t, lat in enumerate([fast, slow, fast, slow, slow, slow])]
+    fired = [trig.judge([s]) for s in seconds]
+    assert [f is not None for f in fired] == [False, False, False, False, True, False]
+    assert fired[4].failures == ["read p99 50 µs > 10 µs"] and fired[4].end_ns == T0 + 5 * NS
+    assert fired[4].figures[0]["read"]["p99_ns"] == 50_000
+
+
+def test_windows_fall_on_wall_clock_multiples(bits):
+    w = Windows(5)
+    ends = [w.push(_second(bits, [1000], t)) for t in range(12)]
+    assert [T0 // NS + t + 1 for t, e in enumerate(ends) if e] == [T0 // NS + 5, T0 // NS + 10]
+    assert histogram.exact(np.array([3, 1, 2]), "p50") == 2
