@@ -98,9 +98,11 @@ def _check_directory(root: Path, keep: int) -> None:
 
 
 def _size(n: int) -> str:
-    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+    """A size as --keep takes it: 1.5GiB, 812MiB, 1,000,000TiB."""
+    for unit, shift in (("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)):
         if n >= 1 << shift:
-            return f"{n / (1 << shift):.3g}{unit}"
+            v = n / (1 << shift)
+            return f"{v:.3g}{unit}" if v < 1000 else f"{v:,.0f}{unit}".replace(",", "")
     return f"{n}B"
 
 

@@ -105,13 +105,18 @@ def throttled(
     group = BLKIO / f"{prefix}-{uuid.uuid4().hex[:8]}"
     group.mkdir()
     try:
-        majmin = Path(f"/sys/class/block/{Path(dev).name}/dev").read_text().strip()
-        for kind, iops in (("read", read_iops), ("write", write_iops)):
-            if iops is not None:
-                (group / f"blkio.throttle.{kind}_iops_device").write_text(f"{majmin} {iops}\n")
+        limit(group, dev, read_iops=read_iops, write_iops=write_iops)
         yield group
     finally:
         group.rmdir()
+
+
+def limit(group: Path, dev: str, *, read_iops: int | None = None, write_iops: int | None = None) -> None:
+    """Set (or, with 0, lift) the group's caps on `dev` now: a step in a running load."""
+    majmin = Path(f"/sys/class/block/{Path(dev).name}/dev").read_text().strip()
+    for kind, iops in (("read", read_iops), ("write", write_iops)):
+        if iops is not None:
+            (group / f"blkio.throttle.{kind}_iops_device").write_text(f"{majmin} {iops}\n")
 
 
 def join(group: Path | None, nice: int = 0) -> Callable[[], None]:

@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import lab
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -62,23 +63,16 @@ def recorder(dev: str, out: Path, *args: str) -> Iterator[subprocess.Popen[str]]
             proc.wait()
 
 
-def commits(dev: str, seconds: int, group: Path | None = None) -> subprocess.Popen[bytes]:
-    """300 buffered 4 KiB writes a second, each followed by fsync (a commit)."""
-    args = ["fio", "--name=commits", f"--filename={dev}", "--rw=randwrite", "--bs=4k", "--direct=0",
-            "--ioengine=psync", "--fsync=1", "--rate_iops=300", "--time_based", f"--runtime={seconds}",
-            "--size=128m", "--output=/dev/null"]  # fmt: skip
-
-    def enter() -> None:
-        if group is not None:
-            (group / "cgroup.procs").write_text(str(os.getpid()))
-
-    return subprocess.Popen(args, preexec_fn=enter)
+def commits(dev: str, seconds: int, group: Path | None = None) -> subprocess.Popen[str]:
+    """300 buffered 4 KiB writes a second, each followed by fsync (a commit), in `group`."""
+    return lab.start_fio("--name=commits", f"--filename={dev}", "--rw=randwrite", "--bs=4k", "--direct=0",
+                         "--ioengine=psync", "--fsync=1", "--rate_iops=300", "--time_based",
+                         f"--runtime={seconds}", "--size=128m", preexec_fn=lab.join(group))  # fmt: skip
 
 
-def reads(dev: str, seconds: int, iops: int) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(["fio", "--name=reads", f"--filename={dev}", "--rw=randread", "--bs=4k",
-                             "--direct=1", "--ioengine=psync", f"--rate_iops={iops}", "--time_based",
-                             f"--runtime={seconds}", "--output=/dev/null"])  # fmt: skip
+def reads(dev: str, seconds: int, iops: int) -> subprocess.Popen[str]:
+    return lab.start_fio("--name=reads", f"--filename={dev}", "--rw=randread", "--bs=4k", "--direct=1",
+                         "--ioengine=psync", f"--rate_iops={iops}", "--time_based", f"--runtime={seconds}")
 
 
 def stopped(proc: subprocess.Popen[str]) -> tuple[dict, str]:
@@ -96,11 +90,10 @@ def test_a_commit_latency_step_saves_one_incident_with_the_step_and_its_history(
                       "--for", "2s", "--json", "-") as rec:  # fmt: skip
             load = commits(loop_device, 26, group)
             time.sleep(14)
-            majmin = Path(f"/sys/class/block/{loop_device.removeprefix('/dev/')}/dev").read_text().strip()
-            (group / "blkio.throttle.write_iops_device").write_text(f"{majmin} 20\n")
+            lab.limit(group, loop_device, write_iops=20)
             step = (time.time_ns(), 0)
             time.sleep(5)
-            (group / "blkio.throttle.write_iops_device").write_text(f"{majmin} 0\n")
+            lab.limit(group, loop_device, write_iops=0)
             step = (step[0], time.time_ns())
             assert load.wait(timeout=120) == 0
             time.sleep(1.5)

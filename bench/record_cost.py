@@ -1,0 +1,239 @@
+"""What `iofp record` costs, as an operator asks it: CPU per I/O all in, and the share of one core at
+fixed rates, side by side with `perf record --overwrite` (perf's flight-recorder mode) on the block
+tracepoints and a bare timing hash; and the latency it adds to each I/O at QD1.
+
+Rates: fio --rate_iops 5000, 20000 and 50000, 4k random reads (libaio QD8, direct) on a RAM loop; per
+round every mode runs once at each rate, the order rotating (identical runs drift +-10%): `none`,
+`record` (iofp record with a trigger, its ring on /tmp), `perf` (perf record --overwrite -a on
+block_rq_issue and block_rq_complete filtered to the device: an in-kernel ring, nothing written until
+it stops), `minimal` (bench/capture_overhead's timing hash: a hash map keyed by request, the
+latencies summed, nothing recorded). Per run: every CPU's busy time (/proc/stat) over fio's run, per
+I/O; the extra over the same round's untraced run is the tracer's cost all in (its programs in the
+workload's context, its process, the kernel work it causes), and times the rate it is the share of
+one core. For `record` also its process's own CPU over the run (utime+stime) and, with --prog-stats,
+its BPF programs' run time (bpf stats, whose own clock reads add ~70 ns a run: a separate pass).
+QD1: fio psync randread at 2000 IOPS, fio's clat p50/p99 under each mode against untraced (fio's own
+figures, labelled so: a latency added to the I/O is what fio sees).
+
+    flock /tmp/iofp-heavy.lock .venv/bin/python -m bench.record_cost --rounds 3 --seconds 10
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from bench.capture_overhead import (
+    BPF_STATS,
+    CLK_TCK,
+    MinimalTracer,
+    PerfTracer,
+    Tracer,
+    busy_ticks,
+    proc_cpu_s,
+    prog_stats,
+    wait_cpu_s,
+)
+from replay.fio import fio_json
+from tests import lab
+
+REPO = Path(__file__).resolve().parent.parent
+OUT = REPO / "bench" / "out" / "record_cost"
+RATES = (5000, 20000, 50000)
+QD1_RATE = 2000
+
+
+@dataclass
+class Run:
+    mode: str
+    round: int
+    rate: int  # 0: the QD1 latency run
+    iops: float = 0.0
+    ios: int = 0
+    busy_ns_per_io: float = 0.0
+    tracer_ns_per_io: float | None = None  # the tracer's own process, over fio's run
+    prog_ns_per_io: float | None = None  # --prog-stats: its BPF programs' run time
+    clat_p50_ns: float | None = None
+    clat_p99_ns: float | None = None
+    lost: int | None = None
+    extra: dict = field(default_factory=dict)
+
+
+class RecordTracer(Tracer):
+    name = "record"
+    stats = False
+
+    def start(self, dev: str, out: Path) -> None:
+        self.dir = Path("/tmp") / f"iofp-bench-rec-{uuid.uuid4().hex[:8]}"
+        args = [sys.executable, "-m", "cli.app", "record", "-d", dev.removeprefix("/dev/"),
+                "-o", str(self.dir), "--history", "10m", "--keep", "2GiB", "--trigger", "read.p99<=100ms",
+                "--json", "-"]  # fmt: skip
+        (out / "record.cmdline").write_text(" ".join(args) + "\n")
+        self.p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
+        assert self.p.stderr is not None
+        line = self.p.stderr.readline()
+        if not line.startswith("iofp: recording"):
+            raise RuntimeError(f"iofp record did not start: {line}{self.p.stderr.read()}")
+        self.cpu0 = proc_cpu_s(self.p.pid)
+
+    def stop(self, run: Run) -> None:  # type: ignore[override]
+        run.extra["cpu_in_run_s"] = proc_cpu_s(self.p.pid) - self.cpu0
+        if self.stats:
+            run.extra["progs"] = prog_stats(self.p.pid)
+        self.p.send_signal(signal.SIGTERM)
+        wait_cpu_s(self.p)
+        summary = json.loads(self.p.stdout.read() if self.p.stdout else "{}")
+        run.lost = summary.get("lost_events")
+        run.extra |= {"io_events": summary.get("io_events"), "ring": summary.get("ring")}
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class PerfOverwriteTracer(PerfTracer):
+    """perf's flight-recorder mode: --overwrite keeps the newest events in the kernel's ring buffer,
+    written out only when perf stops (or is signalled): what it costs is the kernel side."""
+
+    name = "perf"
+
+    def start(self, dev: str, out: Path) -> None:
+        self.data = Path("/dev/shm") / f"iofp-bench-perf-{uuid.uuid4().hex[:8]}.data"
+        st = os.stat(dev)
+        only = f"dev == {(os.major(st.st_rdev) << 20) | os.minor(st.st_rdev)}"
+        args = ["perf", "record", "--overwrite", "-e", "block:block_rq_issue", "--filter", only,
+                "-e", "block:block_rq_complete", "--filter", only, "-a", "-o", str(self.data)]  # fmt: skip
+        (out / "perf.cmdline").write_text(" ".join(args) + "\n")
+        self.p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        time.sleep(2.0)  # no readiness signal; perf attaches within a fraction of a second
+        self.cpu0 = proc_cpu_s(self.p.pid)
+
+    def stop(self, run: Run) -> None:  # type: ignore[override]
+        run.extra["cpu_in_run_s"] = proc_cpu_s(self.p.pid) - self.cpu0
+        self.p.send_signal(signal.SIGINT)
+        wait_cpu_s(self.p)
+        self.data.unlink(missing_ok=True)
+
+
+class HashTracer(MinimalTracer):
+    def stop(self, run: Run) -> None:  # type: ignore[override]
+        self.p.send_signal(signal.SIGINT)
+        self.p.communicate(timeout=60)
+
+
+TRACERS = {"none": Tracer, "record": RecordTracer, "perf": PerfOverwriteTracer, "minimal": HashTracer}
+
+
+def fio_run(dev: str, seconds: int, rate: int, out: Path) -> dict:
+    """The rate run (libaio QD8 at `rate`) or, rate 0, the QD1 latency run: fio's figures."""
+    shape = ["--ioengine=libaio", "--iodepth=8", f"--rate_iops={rate}"] if rate else \
+            ["--ioengine=psync", f"--rate_iops={QD1_RATE}"]  # fmt: skip
+    args = ["--name=load", f"--filename={dev}", "--rw=randread", "--bs=4k", "--direct=1",
+            "--time_based", f"--runtime={seconds}", "--norandommap", "--randrepeat=0",
+            "--output-format=json", *shape]  # fmt: skip
+    r = lab.fio(*args, timeout=None)
+    (out / "fio.cmdline").write_text(" ".join(["fio", *args]) + "\n")
+    (out / "fio.json").write_text(r.stdout)
+    job = fio_json(r.stdout)["jobs"][0]["read"]
+    pct = job["clat_ns"].get("percentile", {})
+    return {"iops": float(job["iops"]), "ios": int(job["total_ios"]),
+            "p50": pct.get("50.000000"), "p99": pct.get("99.000000")}  # fmt: skip
+
+
+def one_run(mode: str, rnd: int, rate: int, dev: str, seconds: int) -> Run:
+    out = OUT / f"r{rnd}-{rate or 'qd1'}-{mode}"
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    tracer = TRACERS[mode]()
+    tracer.start(dev, out)
+    run = Run(mode, rnd, rate)
+    busy0, t0 = busy_ticks(), time.monotonic()
+    f = fio_run(dev, seconds, rate, out)
+    run.busy_ns_per_io = (busy_ticks() - busy0) / CLK_TCK * 1e9 / max(1, f["ios"])
+    run.extra["wall_s"] = time.monotonic() - t0
+    tracer.stop(run)  # type: ignore[arg-type]
+    run.iops, run.ios, run.clat_p50_ns, run.clat_p99_ns = f["iops"], f["ios"], f["p50"], f["p99"]
+    if "cpu_in_run_s" in run.extra:
+        run.tracer_ns_per_io = run.extra["cpu_in_run_s"] * 1e9 / max(1, f["ios"])
+    if progs := run.extra.get("progs"):
+        run.prog_ns_per_io = sum(p["ns"] * p["runs"] for p in progs.values()) / max(1, f["ios"])
+    (out / "run.json").write_text(json.dumps(asdict(run), indent=2))
+    return run
+
+
+def summarise(runs: list[Run], modes: list[str]) -> dict:
+    out: dict = {}
+    for rate in sorted({r.rate for r in runs}):
+        base = {r.round: r for r in runs if r.rate == rate and r.mode == "none"}
+        for m in modes:
+            rs = [r for r in runs if r.rate == rate and r.mode == m]
+            extra = [r.busy_ns_per_io - base[r.round].busy_ns_per_io for r in rs if r.round in base]
+            row = {"iops_median": statistics.median(r.iops for r in rs)}
+            if m != "none" and extra:
+                row["extra_busy_ns_per_io_median"] = statistics.median(extra)
+                row["extra_busy_ns_per_io_range"] = [min(extra), max(extra)]
+                row["core_share_pct_median"] = statistics.median(extra) * (rate or QD1_RATE) / 1e7
+            if own := [r.tracer_ns_per_io for r in rs if r.tracer_ns_per_io is not None]:
+                row["own_process_ns_per_io_median"] = statistics.median(own)
+            if progs := [r.prog_ns_per_io for r in rs if r.prog_ns_per_io is not None]:
+                row["bpf_prog_ns_per_io_median"] = statistics.median(progs)
+            if rate == 0:
+                row["clat_p50_ns_median"] = statistics.median(r.clat_p50_ns or 0 for r in rs)
+                row["clat_p99_ns_median"] = statistics.median(r.clat_p99_ns or 0 for r in rs)
+            row["lost"] = sum(r.lost or 0 for r in rs)
+            out[f"{rate or 'qd1'}/{m}"] = row
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--seconds", type=int, default=10)
+    ap.add_argument("--modes", default="none,record,perf,minimal")
+    ap.add_argument("--rates", default=",".join(map(str, RATES)) + ",0", help="IOPS; 0: the QD1 run")
+    ap.add_argument("--prog-stats", action="store_true", help="time the recorder's BPF programs")
+    args = ap.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("bench.record_cost: needs root (loop devices, eBPF)")
+    modes, rates = args.modes.split(","), [int(x) for x in args.rates.split(",")]
+    OUT.mkdir(parents=True, exist_ok=True)
+    dev, backing = lab.make_loop(1024, lab.RAM, fill=True, prefix="iofp-bench")
+    runs: list[Run] = []
+    if args.prog_stats:
+        RecordTracer.stats = True
+        BPF_STATS.write_text("1")
+    try:
+        for rnd in range(args.rounds):
+            for rate in rates:
+                order = modes[rnd % len(modes) :] + modes[: rnd % len(modes)]
+                for mode in order:
+                    r = one_run(mode, rnd, rate, dev, args.seconds)
+                    runs.append(r)
+                    print(f"round {rnd} rate {rate or 'qd1':>5} {mode:8s} {r.iops:9.0f} IOPS  busy/io "
+                          f"{r.busy_ns_per_io:7.0f} ns  own/io {r.tracer_ns_per_io or 0:6.0f} ns  "
+                          f"bpf/io {r.prog_ns_per_io or 0:5.0f} ns  "
+                          f"clat p50/p99 {r.clat_p50_ns}/{r.clat_p99_ns}  lost {r.lost}",
+                          flush=True)  # fmt: skip
+    finally:
+        if args.prog_stats:
+            BPF_STATS.write_text("0")
+        lab.destroy_loop(dev, backing)
+    result = {
+        "command": " ".join(["python -m bench.record_cost", *sys.argv[1:]]),
+        "host": platform.node(), "kernel": platform.release(), "cpus": os.cpu_count(),
+        "summary": summarise(runs, modes), "runs": [asdict(r) for r in runs],
+    }  # fmt: skip
+    (OUT / "result.json").write_text(json.dumps(result, indent=2))
+    print(json.dumps(result["summary"], indent=2))
+
+
+if __name__ == "__main__":
+    main()
