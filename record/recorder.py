@@ -33,10 +33,11 @@ from typing import Any
 from bpf import CaptureOptions, Interval, ReqBits, capture
 from bpf.schedule import next_occurrence
 from iofp.contract import TraceMeta, atomic_write_bytes
+from iofp.errors import warn
 from iofp.signals import stop_on_signals
 from record.incident import Fired, Incidents
 from record.options import STATE, RecordOptions, lock, validate
-from record.ring import Ring, session_name
+from record.ring import Ring, Segment, session_name
 from record.seconds import LOST, Second, Seconds, Windows
 from record.summary import SummaryLog, compact_left
 from record.trigger import Trigger
@@ -78,6 +79,7 @@ class Recorder:
         self.summary = RecordSummary(self.root)
         self._prev: dict[str, dict[str, int]] = {"loss": {}, "counts": {}}
         self._at = [next_occurrence(a, datetime.now()) for a in opts.at]
+        self._warned_ns = 0
 
     def start(self, t0_ns: int, bits: ReqBits, names: dict[int, str], meta: TraceMeta) -> None:
         wall0 = meta.capture_start_ns or time.time_ns()
@@ -93,7 +95,7 @@ class Recorder:
         io, sync, (loss, counts), _ = item
         end = upto_ns + self.offset
         dloss, dcounts = self._delta("loss", loss), self._delta("counts", counts)
-        seg = self.ring.add(item, self.prev_end, end, {"loss": dloss, "counts": dcounts})
+        seg = self._keep(item, end, {"loss": dloss, "counts": dcounts})
         self.prev_end = end
         self.seconds.add_io(io, self.bits, self.offset)
         self.seconds.add_sync(sync, self.offset)
@@ -106,7 +108,8 @@ class Recorder:
         for s in final:
             self._judge(s, now)
         self._requests(end, now)
-        self.incidents.segment(seg, now)
+        if seg is not None:
+            self.incidents.segment(seg, now)
         self.incidents.reap()
         s = self.summary
         s.io_events += len(io)
@@ -115,6 +118,20 @@ class Recorder:
         s.seconds += len(final)
         s.lost_events, s.loss, s.late = sum(loss.values()), dict(loss), self.seconds.late
         self._status(now)
+
+    def _keep(self, item: Interval, end: int, extra: dict[str, Any]) -> Segment | None:
+        """The interval into the ring; if the disk refuses it (full), its records are counted as
+        dropped, said once a minute, and the recording goes on (the summary is still kept)."""
+        try:
+            return self.ring.add(item, self.prev_end, end, extra)
+        except OSError as e:
+            self.ring.dropped_segments += 1
+            self.ring.dropped_records += len(item[0]) + len(item[1])
+            if end - self._warned_ns > 60 * 10**9:
+                self._warned_ns = end
+                warn(f"the ring in {self.ring.dir} cannot take a segment ({e.strerror}); its records are "
+                     f"dropped, counted ({self.ring.dropped_records:,} so far)")  # fmt: skip
+            return None
 
     def _delta(self, kind: str, now: dict[str, int]) -> dict[str, int]:
         """What the capture counted during this interval (its counters are totals since its start)."""
@@ -142,7 +159,8 @@ class Recorder:
 
     def finish(self, stopped_by: str) -> RecordSummary:
         """After the capture ended: the open incident closed where it stands, every encoder done."""
-        cut = f"stopped by {stopped_by} before --after ended" if stopped_by else None
+        cut = f"stopped by {stopped_by} before --after ended" if stopped_by else \
+            "the recording ended (--duration) before --after ended"  # fmt: skip
         self.incidents.close(time.time_ns(), cut=cut)
         self.incidents.reap(wait=True)
         self.log.close()
@@ -158,7 +176,7 @@ class Recorder:
         doc = {"pid": os.getpid(), "at_ns": now, "ring": self.ring.status(),
                "incidents": self.incidents.status(), "seconds": s.seconds, "io_events": s.io_events,
                "lost_events": s.lost_events, "loss": s.loss, "late": s.late}  # fmt: skip
-        atomic_write_bytes(self.root / STATUS, json.dumps(doc, indent=1).encode())
+        atomic_write_bytes(self.root / STATUS, json.dumps(doc, indent=1).encode(), durable=False)
 
 
 def record(opts: RecordOptions, stop: threading.Event | None = None, *,

@@ -122,9 +122,10 @@ class Seconds:
             self._second(t, len(rows)).cell(self.other, COMMIT).add(rows, 0, 0, 0)
 
     def add_counted(self, op: str, n: int, at_wall_ns: int) -> None:
-        """`n` of what was only counted (lost events, unissued flushes) in the second before `at`."""
+        """`n` of what was only counted (lost events, unissued flushes) in the interval handed over at
+        `at_wall_ns`: in the last second it closes (the rotations fall just after a second's end)."""
         if n > 0:
-            cell = self._second((at_wall_ns - 1) // NS, 0).cell(self.other, op)
+            cell = self._second(at_wall_ns // NS - 1, 0).cell(self.other, op)
             cell.count += n
             cell.lat_unknown += n
 
