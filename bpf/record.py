@@ -336,15 +336,15 @@ _UNSEEN = np.uint64(1 << 63)  # IOFP_UNSEEN (iofp_record.h): a completion the pr
 
 def completions(recs: np.ndarray, bits: ReqBits) -> Completions:
     """The records' ops, completion times and latencies, vectorised (`iofp record`'s summary)."""
-    flag_idx, uflags = _encode(recs["cmd_flags"]) if len(recs) else (np.empty(0, np.int64), [])
-    op_of = np.array([OPS.index(bits.ops[op]) if (op := int(f) & bits.op_mask) in bits.ops else -1
-                      for f in uflags], np.int8)  # fmt: skip
+    op_of = np.full(bits.op_mask + 1, -1, np.int8)  # opcode -> OPS index, by table: no hashing
+    for code, op in bits.ops.items():
+        op_of[code] = OPS.index(op)
     complete = recs["complete_ns"]
     unseen = (complete & _UNSEEN) != 0
     done = (complete & ~_UNSEEN).view(np.int64)
     lat = np.where(unseen, -1, done - recs["issue_ns"].view(np.int64))
     return Completions(
-        op=op_of[flag_idx] if len(recs) else np.empty(0, np.int8),
+        op=op_of[recs["cmd_flags"] & np.uint32(bits.op_mask)],
         done_ns=done,
         lat_ns=lat,
         bytes=recs["bytes"].astype(np.int64),

@@ -14,9 +14,11 @@ in-flight fixes). It is made under a temporary name and renamed, so a segment is
 records (the capture's start, the kernel's flag bits, device names, the trace's metadata), so that
 after a kill -9 `iofp recover TRACE` can encode what was spooled, on any machine.
 
-`iofp record` keeps its ring of the last minutes as such segments, `compress`ed: the records as
-zstd frames (`io.zst`, `sync.zst`; ~4x smaller, ~0.1 µs a record, no Parquet encoding until an
-incident needs it), with the recorder's own facts about the segment (`extra`) in segment.json.
+`iofp record` keeps its ring of the last minutes as such segments, `compress`ed: the records
+byte-shuffled (byte k of every record together, as Blosc does: a timestamp's high bytes barely
+change from one record to the next) then zstd'ed (`io.zst`, `sync.zst`; ~5.6x smaller, ~70 ns a
+record where zstd alone gave 3.7x at ~130 ns; no Parquet encoding until an incident needs it), with
+the recorder's own facts about the segment (`extra`) in segment.json.
 """
 
 from __future__ import annotations
@@ -90,8 +92,8 @@ class Spool:
             }
             if self.compress:
                 doc["raw_bytes"] = {"io": io.nbytes, "sync": sync.nbytes}
-                (tmp / "io.zst").write_bytes(_CODEC.compress(io, asbytes=True) if len(io) else b"")
-                (tmp / "sync.zst").write_bytes(_CODEC.compress(sync, asbytes=True) if len(sync) else b"")
+                (tmp / "io.zst").write_bytes(_pack(io))
+                (tmp / "sync.zst").write_bytes(_pack(sync))
             else:
                 io.tofile(tmp / "io.bin")
                 sync.tofile(tmp / "sync.bin")
@@ -140,11 +142,20 @@ class Spool:
 _CODEC = pa.Codec("zstd", compression_level=1)
 
 
+def _pack(recs: np.ndarray) -> bytes:
+    """Records byte-shuffled (row-major records -> byte-major), then zstd'ed."""
+    if not len(recs):
+        return b""
+    shuffled = np.ascontiguousarray(recs.view(np.uint8).reshape(len(recs), recs.dtype.itemsize).T)
+    return _CODEC.compress(shuffled, asbytes=True)
+
+
 def _unpack(path: Path, nbytes: int, dtype: np.dtype) -> np.ndarray:
     if not nbytes:
         return np.empty(0, dtype)
-    raw = _CODEC.decompress(path.read_bytes(), decompressed_size=nbytes, asbytes=True)
-    return np.frombuffer(raw, dtype)
+    packed = _CODEC.decompress(path.read_bytes(), decompressed_size=nbytes, asbytes=True)
+    raw = np.frombuffer(packed, np.uint8)
+    return np.ascontiguousarray(raw.reshape(dtype.itemsize, -1).T).view(dtype).reshape(-1)
 
 
 def segment_extra(seg: Path) -> dict[str, Any]:

@@ -279,9 +279,8 @@ def _umask() -> int:
     return 0o022
 
 
-def atomic_write_bytes(path: Path, data: bytes, *, durable: bool = True) -> None:
-    """Write a whole file or nothing: a reader never sees a half-written artifact. `durable=False`
-    for a file rewritten every second (a daemon's status): renamed whole, not forced to the disk."""
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write a whole file or nothing: a reader never sees a half-written artifact."""
     tmp: str | None = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -290,8 +289,7 @@ def atomic_write_bytes(path: Path, data: bytes, *, durable: bool = True) -> None
             f.write(data)
             f.flush()
             os.fchmod(f.fileno(), 0o666 & ~_umask())  # mkstemp's 0600: artifacts are meant to be shared
-            if durable:
-                os.fsync(f.fileno())
+            os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException as e:
         if tmp is not None:

@@ -176,7 +176,16 @@ class Recorder:
         doc = {"pid": os.getpid(), "at_ns": now, "ring": self.ring.status(),
                "incidents": self.incidents.status(), "seconds": s.seconds, "io_events": s.io_events,
                "lost_events": s.lost_events, "loss": s.loss, "late": s.late}  # fmt: skip
-        atomic_write_bytes(self.root / STATUS, json.dumps(doc, indent=1).encode(), durable=False)
+        _rewrite(self.root / STATUS, json.dumps(doc, indent=1).encode())
+
+
+def _rewrite(path: Path, data: bytes) -> None:
+    """A file rewritten every second in place: a rename over it (or a truncation to zero) would make
+    ext4 force its blocks to the disk each time (auto_da_alloc), I/O the recorder would then record.
+    A reader may meet a torn copy: iofp record --dump reads it again."""
+    with open(path, "r+b" if path.exists() else "wb") as f:
+        f.write(data)
+        f.truncate(len(data))
 
 
 def record(opts: RecordOptions, stop: threading.Event | None = None, *,
