@@ -103,7 +103,8 @@ def _pivot(raw: list[dict[str, Any]], device: str | None) -> list[dict[str, Any]
     devices = {r["device"] for r in raw if r["device"] is not None and r["op"] in OPS_SHOWN}
     if device is not None:
         devices &= {device, "*"}
-    out = {(k, d): {"t": k, "device": d, "seconds": n, "in_flight_ns": 0, "inflight_max": 0}
+    zero = {f"{x}_{rate}": 0.0 for x in OPS_SHOWN.values() for rate in ("per_s", "mb_per_s")}
+    out = {(k, d): {"t": k, "device": d, "seconds": n, "in_flight_ns": 0, "inflight_max": 0, **zero}
            for k, n in covered.items() for d in devices}  # fmt: skip
     for r in raw:
         row = out.get((r["k"], r["device"]))
