@@ -21,6 +21,7 @@ from bpf.capture import (
     capture,
     encode_interval,
     start_capture,
+    validate,
 )
 from bpf.record import Completions, ReqBits, completions
 from bpf.spool import Interval, Spool, read_capture, segment_bytes, segment_extra, segments
@@ -44,4 +45,5 @@ __all__ = [
     "segment_extra",
     "segments",
     "start_capture",
+    "validate",
 ]

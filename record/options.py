@@ -12,6 +12,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO
 
+from bpf import CaptureOptions
+from bpf import validate as check_capture
 from bpf.schedule import next_occurrence
 from iofp.contract import check_output_dir, iofp_alive
 from iofp.errors import BadInput
@@ -76,6 +78,22 @@ def validate(opts: RecordOptions) -> None:
     for at in opts.at:
         next_occurrence(at, datetime.now())  # BadInput naming the time
     _check_directory(Path(opts.output), opts.keep_bytes)
+    # the devices and the machine, as capture checks them (a recorder's capture writes no trace)
+    check_capture(CaptureOptions(output=opts.output, devices=list(opts.devices), sink=_NOT_YET))
+
+
+class _NotYet:
+    """Stands for the recorder's sink while the options are checked: capture's checks only ask
+    whether there is one (a trace directory is then not needed)."""
+
+    def start(self, *_: object) -> None:
+        raise AssertionError("a placeholder")
+
+    def put(self, *_: object, **__: object) -> None:
+        raise AssertionError("a placeholder")
+
+
+_NOT_YET = _NotYet()
 
 
 def _check_directory(root: Path, keep: int) -> None:

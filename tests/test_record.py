@@ -107,8 +107,9 @@ def test_a_commit_latency_step_saves_one_incident_with_the_step_and_its_history(
     (incident,) = (out / "incidents").iterdir()
     trace = open_trace(incident)
     inc = trace.meta.extra["incident"]
-    # the window that fired lies in the step (held 2 s, a window ends on the second)
-    assert step[0] + 2 * NS <= inc["window_end_ns"] <= step[1] + 3 * NS, (step, inc["window_end_ns"])
+    # the window that fired lies in the step: held 2 s, the first of the two windows may be the second in
+    # which the step began (a few slow commits of ~300 are its p99)
+    assert step[0] + NS <= inc["window_end_ns"] <= step[1] + 3 * NS, (step, inc["window_end_ns"])
     assert inc["failures"][0].startswith("commit p99 ")
     assert inc["cut"] == "stopped by SIGTERM before --after ended"
     # every request of its span exactly once: the span holds the whole run (history 90 s), so /sys/block
@@ -157,9 +158,10 @@ def test_a_run_four_times_its_history_stays_within_its_bounds_and_counts_its_dro
                 du.append(disk_bytes(ring))
                 rss.append(int(Path(f"/proc/{rec.pid}/statm").read_text().split()[1]) * PAGE)
             assert load.wait(timeout=60) == 0
-            present = {p.name for p in ring.glob("*/spool/0*")}
             summary, _ = stopped(rec)
         s1 = stat(loop_device)
+    present = {p.name for p in ring.glob("*/spool/0*")}  # the last second's segment came at the stop
+    seen |= present
     assert max(du) <= keep and summary["ring"]["dropped_segments"] == len(seen - present) > 20
     status = json.loads((out / "status.json").read_text())
     assert status["ring"]["bytes"] <= keep and summary["lost_events"] == 0

@@ -58,6 +58,13 @@ def test_a_directory_that_is_not_a_recorders_is_refused(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"]
 
 
+def test_a_device_that_is_not_there_is_refused_before_anything_is_made(tmp_path):
+    out = tmp_path / "rec"
+    err = refused("-d", "nosuchdisk9", "-o", str(out))
+    assert err == "no block device named 'nosuchdisk9'; pass --device NAME from `lsblk -d`, e.g. loop3"
+    assert not out.exists()
+
+
 def test_dump_with_no_recorder_running_says_how_to_start_one(tmp_path):
     code, _, err = run_iofp("record", "--dump", str(tmp_path))
     assert (code, err) == (2, f"iofp: {tmp_path}: no recorder is running there; start one with iofp record "
