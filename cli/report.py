@@ -28,7 +28,8 @@ def report_cmd(
         ...,
         metavar="PATH...",
         help="A trace directory; or replay, probe and headroom results directories (several, or a "
-        "directory holding them, make a comparison); or a fleet review (iofp fleet --json).",
+        "directory holding them, make a comparison); or a fleet review (iofp fleet --json); or a "
+        "flight recorder's directory (iofp record -o).",
     ),
     out: Path = typer.Option(..., "-o", "--output", help="The HTML file to write."),
     slo: list[str] = typer.Option(
@@ -46,7 +47,9 @@ def report_cmd(
     per op, the commit latency, against the SLO. Of a probe: the four cells and the queue-depth sweep.
     Of a headroom sweep: the verdict, latency p50/p99 per op and demanded vs achieved rates against
     the load scale, with the SLO (--slo, else the sweep's own), and every step; steps not run (above
-    the replayer's ceiling) or stopped are marked, not drawn. Results of all kinds mix on one page.
+    the replayer's ceiling) or stopped are marked, not drawn. Results of all kinds mix on one page. Of
+    a flight recorder (iofp record -o): its per-second summary over the run, rates and p99 per op,
+    with the incidents it saved.
 
     Example: iofp report samples/traces/market-open -o market-open.html
     """
@@ -72,6 +75,12 @@ def report_paths(
 
     if len(paths) == 1 and (view := load_view(paths[0])) is not None:
         return fleet_page(view), "a fleet review"
+    if len(paths) == 1 and is_recorder(paths[0]):
+        from record import incidents, iostat
+        from report import recorder_page
+
+        view = iostat(paths[0], whole=True, rows=RECORDER_POINTS, device=device)
+        return recorder_page(view.to_dict(), incidents(paths[0])), "a flight recorder's summary"
     if len(paths) == 1 and is_trace(paths[0]):
         fp, tl = report_trace(paths[0], Options(window_ns, device))
         return trace_page(fp, tl), "a trace"
@@ -85,6 +94,14 @@ NEITHER = (
     "neither a trace nor results; pass a trace directory (iofp capture, iofp import), results "
     "(iofp replay, iofp probe, iofp headroom) or a directory holding results"
 )
+
+
+RECORDER_POINTS = 720  # a recorder's summary drawn in at most this many steps (1 s to an hour each)
+
+
+def is_recorder(path: Path) -> bool:
+    """An `iofp record -o` directory: its summary and its state are there."""
+    return (path / "summary").is_dir() and (path / "recorder.json").is_file()
 
 
 def is_trace(path: Path) -> bool:

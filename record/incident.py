@@ -240,3 +240,20 @@ def start_encoder(incident: Path) -> subprocess.Popen[bytes]:
 
 def _clock(ns: int) -> str:
     return time.strftime("%H:%M:%S", time.localtime(ns / 1e9))
+
+
+def incidents(root: Path) -> list[dict[str, Any]]:
+    """The incidents the recorder at `root` saved (or is saving), oldest first: name, reason, the
+    failures, the window's end, the span, whether complete, why cut (iofp report draws them)."""
+    out = []
+    for inc in sorted((Path(root) / INCIDENTS).glob("*/")) if (Path(root) / INCIDENTS).is_dir() else []:
+        try:
+            d = IncidentDoc.read(inc)
+        except (OSError, ValueError, TypeError):
+            continue  # being made, or not one of ours
+        complete = (inc / "trace.json").exists()
+        end = d.closed_ns if d.cut and d.closed_ns else d.end_ns
+        out.append({"name": d.name, "reason": d.reason, "failures": d.failures, "start_ns": d.start_ns,
+                    "window_end_ns": d.window_end_ns, "end_ns": end, "complete": complete,
+                    "cut": d.cut})  # fmt: skip
+    return out

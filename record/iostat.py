@@ -64,8 +64,9 @@ def parse_time(text: str, now: datetime, flag: str = "--between") -> int:
 
 
 def iostat(root: Path, between: tuple[str, str] | None = None, every_s: int | None = None,
-           device: str | None = None) -> Iostat:  # fmt: skip
-    """The summary of the recorder at `root` over `between` (default: the last 10 minutes recorded)."""
+           device: str | None = None, *, whole: bool = False, rows: int = MAX_ROWS) -> Iostat:  # fmt: skip
+    """The summary of the recorder at `root` over `between` (default: the last 10 minutes recorded,
+    or with `whole` all of it), in steps that make about `rows` rows."""
     root = Path(root)
     if not (root / SUMMARY).is_dir():
         raise BadInput(f"{root}: no recorder summary here (no {SUMMARY}/); pass the -o of iofp record")
@@ -74,7 +75,7 @@ def iostat(root: Path, between: tuple[str, str] | None = None, every_s: int | No
         raise BadInput(f"{root}: the recorder has not finished a second yet; try again in a second")
     first, last = tbl["t"][0].as_py(), tbl["t"][-1].as_py() + 1
     if between is None:
-        lo, hi = max(first, last - 600), last
+        lo, hi = (first if whole else max(first, last - 600)), last
     else:
         now = datetime.now()
         lo, hi = parse_time(between[0], now), parse_time(between[1], now)
@@ -82,7 +83,7 @@ def iostat(root: Path, between: tuple[str, str] | None = None, every_s: int | No
             hi += 86400 if between[1].count("-") == 0 else 0  # 23:50 00:10: across midnight
         if hi <= lo:
             raise BadInput(f"--between {between[0]} {between[1]}: the end must come after the start")
-    step = every_s or next((s for s in STEPS_S if (hi - lo) / s <= MAX_ROWS), STEPS_S[-1])
+    step = every_s or next((s for s in STEPS_S if (hi - lo) / s <= rows), STEPS_S[-1])
     con = connect()
     try:
         con.register("summary", tbl)

@@ -9,15 +9,18 @@ report/sql), `headroom` (a sweep's section), `slo` (an SLO's limits as reference
 
     trace_page(fp, timeline) -> str
     fleet_page(view) -> str   (the view iofp fleet computes: fleet.quarterly)
+    recorder_page(view, incidents) -> str   (a flight recorder: record.iostat's view, record.incidents)
     results_page(Results(cands=[Candidate(name, path, result, curves(con, io, sync))]), slo) -> str
 """
 
 from report.curves import Curves, curves
 from report.fleet import fleet_page
 from report.headroom import Sweep, sweep
+from report.recorder import recorder_page
 from report.results import Candidate, Results, results_page
 from report.trace import trace_page
 
 __all__ = [
-    "Candidate", "Curves", "Results", "Sweep", "curves", "fleet_page", "results_page", "sweep", "trace_page",
+    "Candidate", "Curves", "Results", "Sweep", "curves", "fleet_page", "recorder_page", "results_page",
+    "sweep", "trace_page",
 ]  # fmt: skip
