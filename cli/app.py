@@ -110,8 +110,16 @@ def _root(
     version: bool = typer.Option(
         False, "--version", callback=_version, is_eager=True, help="Show the version."
     ),
+    follow_links: bool = typer.Option(
+        False,
+        "--follow-links",
+        help="Read what an artifact refers to even where a link leads out of it (a trace's files, a "
+        "result's capture, a headroom step's directory); by default that is refused.",
+    ),
 ) -> None:
-    pass
+    from iofp import contract
+
+    contract.FOLLOW_LINKS = follow_links  # for this command (set on every run, in-process ones too)
 
 
 def _register() -> None:

@@ -15,6 +15,7 @@ from iofp import headroom_result as hr
 from iofp import probe_result as pr
 from iofp import replay_result as rr
 from iofp import slo as slomod
+from iofp.contract import inside
 from iofp.errors import BadInput
 from iofp.output import force_option
 from iofp.slo import Slo
@@ -128,7 +129,8 @@ def results(paths: list[Path]) -> Results:
             else:
                 root, res = rr.load(d)
                 name = res.labels.get("device") or root.name
-                g.cands.append(Candidate(name, root, res, run_curves(root / "capture")))
+                capture = inside(root, root / "capture", "its capture")
+                g.cands.append(Candidate(name, root, res, run_curves(capture)))
     return g
 
 

@@ -587,7 +587,7 @@ def open_trace(path: Path | str) -> Trace:
         files = {IO_TABLE: [root], SYNC_TABLE: []}
         _check_files(files, root)
         return _opened(Trace(root, _footer_meta(root), files))
-    files = {t: _parts(root / t) for t in SCHEMAS}
+    files = {t: [inside(root, p, "a trace file") for p in _parts(root / t)] for t in SCHEMAS}
     manifest = root / MANIFEST
     if not any(files.values()) and not manifest.exists():
         if (root / SPOOL).is_dir():
@@ -605,6 +605,25 @@ def open_trace(path: Path | str) -> Trace:
         meta = _footer_meta(newest)
         meta.extra = {**meta.extra, "incomplete": _incomplete(root)}
     return _opened(Trace(root, meta, files))
+
+
+# An artifact's references (a trace's part files, a result's capture, a headroom step's directory)
+# are read only where they lie inside the artifact: a link out of it (a part linked to another
+# trace, a step's dir of ../../x) is refused unless the user says to follow links (`iofp
+# --follow-links`, which sets this for the command).
+FOLLOW_LINKS = False
+
+
+def inside(root: Path, ref: Path, what: str) -> Path:
+    """`ref` (a path within the artifact at `root`), checked to resolve inside it; BadInput naming
+    it otherwise, unless FOLLOW_LINKS. Returns `ref`."""
+    if FOLLOW_LINKS:
+        return ref
+    base, got = Path(root).resolve(), Path(ref).resolve()
+    if got != base and not got.is_relative_to(base):
+        raise BadInput(f"{ref}: {what} leads out of {root} (to {got}); pass iofp --follow-links to read "
+                       "it there")  # fmt: skip
+    return ref
 
 
 PART = re.compile(r"part-\d{6,}\.parquet")  # what TraceWriter names a file: nothing else is read

@@ -32,9 +32,10 @@ from typing import Any
 from iofp import headroom_result as hr
 from iofp import probe_result as pr
 from iofp import replay_result as rr
-from iofp.contract import open_trace
+from iofp.contract import inside, open_trace
 from iofp.errors import BadInput
 from iofp.slo import Slo, format_ns
+from iofp.terminal import one_line
 from replay.run import measure
 
 PCTS_FIO = {"p50": "50.000000", "p99": "99.000000", "p99.9": "99.900000"}
@@ -97,7 +98,7 @@ def compare(paths: list[Path], slo: Slo, baseline: Path | None = None) -> Compar
     for root, h in headrooms:  # a candidate given by its headroom alone: its 1x step is its replay
         today = _today(h)
         if _name(h.labels, h.target) not in named and today is not None:
-            loaded.append(rr.load(root / today))
+            loaded.append(rr.load(inside(root, root / today, "its step's directory")))
     if not loaded:
         raise BadInput("no replay to compare: pass `iofp replay` or `iofp headroom` results directories")
     rows = [_candidate(root, res) for root, res in loaded]
@@ -389,10 +390,17 @@ def render(cmp: Comparison, fmt: str, width: int | None = None) -> str:
     figs = figures(cmp.rows, cmp.slo)
     names = [r.name for r in cmp.rows]
     if fmt == "markdown":
-        lines = ["| | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
-        lines += [f"| {label} | " + " | ".join(cells) + " |" for label, cells in figs]
-        return "\n".join([*lines, "", *footnotes(cmp)])
+        lines = ["| | " + " | ".join(map(_md, names)) + " |", "|---|" + "---|" * len(names)]
+        lines += [f"| {_md(label)} | " + " | ".join(map(_md, cells)) + " |" for label, cells in figs]
+        return "\n".join([*lines, "", *map(_md, footnotes(cmp))])
     return _text(names, figs, footnotes(cmp), width or _terminal_width())
+
+
+def _md(text: str) -> str:
+    """Text as one markdown table cell (or a line of the notes under it): a `|` from a label or a
+    device's name neither ends the cell nor starts a row of its own, and no HTML comes through."""
+    flat = one_line(text).replace("\\", "\\\\").replace("|", "\\|")
+    return flat.replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _terminal_width() -> int:
