@@ -26,7 +26,7 @@ import duckdb
 from fingerprint import catalog_store
 from fingerprint.diff import DiffResult, diff
 from iofp import artifact_json, duck, fingerprint_doc, objstore
-from iofp.errors import BadInput, Busy
+from iofp.errors import BadInput, Busy, OutputFailed
 from iofp.slo import Slo
 from iofp.sqlfiles import load_sql
 from iofp.values import parse_duration_ns
@@ -159,6 +159,9 @@ class Catalog:
         except duckdb.Error as e:
             if isinstance(e, (duckdb.ParserException, duckdb.BinderException)):
                 raise  # the query's fault, not the file's
+            if "No space left on device" in str(e):  # the disk's, not the catalog's
+                raise OutputFailed(f"cannot write the catalog {self.path}: no space left on its disk; "
+                                   "nothing was added, and the catalog is as it was") from None
             raise BadInput(
                 f"{self.path}: not a readable iofp catalog ({_first_line(e)}); "
                 "restore it from a copy, or pass --catalog NEW to start another"

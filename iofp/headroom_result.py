@@ -18,6 +18,7 @@ draws `steps` as the curve (report/headroom.py). This module imports no stage.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -149,7 +150,9 @@ def load(path: Path | str) -> tuple[Path, HeadroomResult]:
     """The record of a headroom directory (or its headroom.json), checked; BadInput if it is not one."""
     f, doc = records.read(path, RECORD, KIND, READS, "headroom")
     try:
-        return f.parent, _checked(HeadroomResult.from_dict(doc))
+        res = _checked(HeadroomResult.from_dict(doc))
+        records.check_typed(res, "headroom")
+        return f.parent, res
     except (TypeError, KeyError, ValueError, AttributeError) as e:
         raise BadInput(f"{f}: not a complete headroom result ({e}); run the sweep again") from None
 
@@ -173,7 +176,7 @@ def _checked(res: HeadroomResult) -> HeadroomResult:
 
 
 def _number(v: object) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 __all__ = [

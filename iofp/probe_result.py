@@ -217,9 +217,21 @@ def load(path: Path | str) -> tuple[Path, ProbeResult]:
     """The record of a probe directory (or its probe.json), checked; BadInput if it is not one."""
     f, doc = records.read(path, RECORD, KIND, READS, "probe")
     try:
-        return f.parent, _build(ProbeResult, doc)
-    except (TypeError, KeyError, ValueError) as e:
-        raise BadInput(f"{f}: not a complete probe result ({e})") from None
+        res = _build(ProbeResult, doc)
+        records.check_typed(res, "probe")
+        _cross_checked(res)
+        return f.parent, res
+    except (TypeError, KeyError, ValueError, AttributeError) as e:
+        raise BadInput(f"{f}: not a complete probe result ({e}); run the probe again") from None
+
+
+def _cross_checked(res: ProbeResult) -> None:
+    """Every run a cell or a sweep point names is in the record (readers look them up)."""
+    names = {r.name for r in res.runs}
+    named = [c.run for c in res.cells] + ([p.run for p in res.sweep.points] if res.sweep else [])
+    missing = next((n for n in named if n is not None and n not in names), None)
+    if missing is not None:
+        raise ValueError(f"it names run {missing!r}, which it does not hold")
 
 
 def _build(tp: Any, value: Any) -> Any:
@@ -232,8 +244,12 @@ def _build(tp: Any, value: Any) -> Any:
         return _build(inner[0], value)
     if origin is list:
         (item,) = typing.get_args(tp)
+        if not isinstance(value, list):
+            raise TypeError(f"a list is {type(value).__name__}")
         return [_build(item, v) for v in value]
     if dataclasses.is_dataclass(tp):
+        if not isinstance(value, dict):
+            raise TypeError(f"{tp.__name__} is {type(value).__name__}, not an object")
         hints = typing.get_type_hints(tp)
         known = {f.name for f in dataclasses.fields(tp)}
         return tp(**{k: _build(hints[k], v) for k, v in value.items() if k in known})

@@ -278,3 +278,53 @@ def test_a_trace_is_read_literally_whatever_its_name(name, tmp_path):
     assert code == 0, err
     assert len(log.read_text().splitlines()) == 3 + 10
     assert sibling.is_dir()
+
+
+# --------------------------------------------------------------------------------------------
+# an artifact's references stay inside it, unless the user passes --follow-links
+
+
+def test_a_trace_file_linked_out_of_the_trace_is_read_only_when_asked(tmp_path):
+    other = hostile_trace(tmp_path / "other", FULL_META)
+    trace = hostile_trace(tmp_path / "t", FULL_META)
+    link = trace / "io" / "part-000002.parquet"
+    link.symlink_to(next((other / "io").glob("part-*.parquet")))
+    out = tmp_path / "fp.json"
+    code, _, err = run_iofp("fingerprint", str(trace), "--json", str(out))
+    assert code == 2 and err.startswith(f"iofp: {link}: a trace file leads out of {trace}"), err
+    assert "pass iofp --follow-links" in err and not out.exists()
+    code, _, err = run_iofp("--follow-links", "fingerprint", str(trace), "--json", str(out))
+    assert code == 0, err
+    assert json.loads(out.read_text())["whole"]["ios"] == 80  # both files, as asked
+
+
+def test_a_headroom_step_directory_outside_the_result_is_not_followed(tmp_path):
+    from helpers import headroom_record
+
+    from iofp import headroom_result as hr
+
+    (tmp_path / "elsewhere").mkdir()
+    step = hr.Step(scale=1.0, phase="sweep", dir="../elsewhere", verdict=hr.PASS)
+    hr.write(tmp_path / "h", headroom_record([step]))
+    code, _, err = run_iofp("compare", str(tmp_path / "h"))
+    assert code == 2 and "its step's directory leads out of" in err and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize("figure", [1e9, 1e300, float("inf"), float("nan"), -5.0])
+def test_probe_like_clamps_a_fingerprints_figures_to_what_fio_can_run(figure):
+    """A fingerprint's in-flight 1e9 went to fio as its iodepth, and a commit rate x latency planned
+    numjobs=1000000: each figure is clamped, and the probe's record says so."""
+    from replay.probe.like import MAX_COMMIT_JOBS, MAX_SIZE, from_fingerprint, max_iodepth
+
+    doc = json.loads(SAMPLE_FP.read_text())
+    whole = doc["whole"]
+    whole["inflight"]["max"] = figure
+    hist = whole["inflight"]["hist"]["read"]
+    hist["counts"] = [0] * (len(hist["counts"]) - 1) + [10]  # every read past the last limit: the max
+    whole["size"]["hist"]["read"]["counts"] = [0] * len(whole["size"]["hist"]["read"]["counts"])
+    whole["mix"]["read_bytes"], whole["mix"]["reads"] = figure, 1
+    whole["durability"]["sync_calls"]["fdatasync"].update(rate_per_s=figure, mean_us=1e6)
+    w = from_fingerprint(doc, "x")
+    assert all(1 <= qd <= max_iodepth() for qd in w.read_iodepths), w.read_iodepths
+    assert 512 <= w.read_size <= MAX_SIZE and w.read_size % 512 == 0, w.read_size
+    assert all(1 <= n <= MAX_COMMIT_JOBS for n in w.commit_jobs), w.commit_jobs

@@ -426,7 +426,7 @@ def _common_gaps(fp: Fingerprint, opts: JobOptions, job: FioJob) -> None:
         job.gaps.append(
             Gap(
                 "in-flight distribution",
-                f"mean {d.inflight_mean:.2f}, p99 {d.iodepth}",
+                f"mean {'-' if d.inflight_mean is None else f'{d.inflight_mean:.2f}'}, p99 {d.iodepth}",
                 f"iodepth {d.iodepth} caps it; the rest is the device's answer",
             )
         )

@@ -10,6 +10,11 @@ From the fingerprint's `whole` scope (docs/fingerprint-schema.md):
   issue, itself included; the upper limit of the bucket), `inflight.max` past the last limit.
 - commit concurrency of cell 3: Little's law on the sync table's figures, the sum over fsync and
   fdatasync of calls/s x mean latency (the mean number of commits in progress), rounded up.
+
+A fingerprint comes from elsewhere, and its figures become fio's options: each is clamped to what fio
+and this machine can run (a size to [512 B, MAX_SIZE], a depth to [1, max_iodepth()], committers to
+[1, MAX_COMMIT_JOBS]), and the basis says so: an in-flight count of 1e9 was passed to fio as its
+iodepth, and a commit rate x latency of 1e6 planned a million committer processes.
 """
 
 from __future__ import annotations
@@ -25,6 +30,27 @@ DEFAULT_WRITE_SIZE = 4096
 DEFAULT_READ_IODEPTHS = (1, 32)
 DEFAULT_COMMIT_JOBS = (1, 8)
 COMMIT_CALLS = ("fsync", "fdatasync")
+MAX_SIZE = 16 << 20  # a probe cell's block: far above any workload's median request
+MAX_IODEPTH = 4096  # and below what libaio's aio-max-nr leaves one job (max_iodepth)
+MAX_COMMIT_JOBS = 64  # committer processes, one fio job each
+
+
+def max_iodepth() -> int:
+    """The deepest queue one fio job gets here: MAX_IODEPTH, or less when fs.aio-max-nr (the system's
+    in-flight AIO requests, shared by every process) is small."""
+    try:
+        aio = int(Path("/proc/sys/fs/aio-max-nr").read_text())
+    except (OSError, ValueError):
+        return MAX_IODEPTH
+    return max(1, min(MAX_IODEPTH, aio // 4))
+
+
+def _clamp(value: float, lo: int, hi: int) -> tuple[int, bool]:
+    """`value` as a whole number in [lo, hi] (NaN: lo), and whether it had to be moved there."""
+    if not math.isfinite(value):
+        return (lo if math.isnan(value) else hi), True
+    n = int(value)
+    return min(max(n, lo), hi), not lo <= n <= hi
 
 
 def defaults() -> Workload:
@@ -62,13 +88,15 @@ def from_fingerprint(doc: dict[str, Any], where: str) -> Workload:
         limit = _quantile_limit(hist, 0.5)
         mean = (mix.get(f"{op}_bytes") or 0) / mix[f"{op}s"] if mix.get(f"{op}s") else None
         if limit is not None and math.isfinite(limit):
-            setattr(w, f"{op}_size", _round_up(int(limit), 512))
-            w.basis[f"{op}_size"] = f"median {op} size bucket (<= {int(limit)} bytes)"
-        elif mean:
-            setattr(w, f"{op}_size", _round_up(round(mean), 512))
-            w.basis[f"{op}_size"] = f"mean {op} size ({mean:.0f} bytes; median past the last bucket)"
+            value, why = limit, f"median {op} size bucket (<= {limit:.0f} bytes)"
+        elif mean and math.isfinite(mean):
+            value, why = mean, f"mean {op} size ({mean:.0f} bytes; median past the last bucket)"
         else:
             w.basis[f"{op}_size"] += f" (the fingerprint has no {op}s)"
+            continue
+        n, moved = _clamp(value, 512, MAX_SIZE)
+        setattr(w, f"{op}_size", _round_up(n, 512))
+        w.basis[f"{op}_size"] = why + (f"; clamped to {n} bytes" if moved else "")
     _depths(w, whole.get("inflight"))
     _commits(w, (whole.get("durability") or {}).get("sync_calls") or {})
     return w
@@ -81,9 +109,13 @@ def _depths(w: Workload, inflight: dict[str, Any] | None) -> None:
         w.basis["read_iodepths"] += " (the fingerprint has no in-flight counts of reads)"
         return
     top = (inflight or {}).get("max") or 1
-    qd = [int(top if math.isinf(q) else q) for q in (p50, p99)]
+    deepest = max_iodepth()
+    got = [_clamp(float(top if math.isinf(q) else q), 1, deepest) for q in (p50, p99)]
+    qd = [n for n, _ in got]
     w.read_iodepths = sorted(set(qd))
     w.basis["read_iodepths"] = f"reads in flight at issue: p50 bucket <= {qd[0]}, p99 bucket <= {qd[1]}"
+    if any(moved for _, moved in got):
+        w.basis["read_iodepths"] += f" (clamped to 1-{deepest}: fio's queue here)"
 
 
 def _commits(w: Workload, calls: dict[str, Any]) -> None:
@@ -95,11 +127,13 @@ def _commits(w: Workload, calls: dict[str, Any]) -> None:
     if not busy:
         w.basis["commit_jobs"] += " (the fingerprint has no fsync or fdatasync calls)"
         return
-    n = max(1, math.ceil(busy))
+    n, moved = _clamp(math.ceil(busy) if math.isfinite(busy) else busy, 1, MAX_COMMIT_JOBS)
     w.commit_jobs = sorted({1, n})
     w.basis["commit_jobs"] = (
         f"commits in progress, Little's law: calls/s x mean latency = {busy:.2f}, rounded up to {n}"
     )
+    if moved:
+        w.basis["commit_jobs"] += f" (clamped to at most {MAX_COMMIT_JOBS} committer processes)"
 
 
 def _quantile_limit(hist: dict[str, Any] | None, q: float) -> float | None:
