@@ -85,12 +85,14 @@ def launch(
     progress: Progress | None = None,
     timeout_s: float | None = None,
     watch: str | bool | None = False,
+    fds: Sequence[int] = (),
 ) -> FioRun:
     """Run fio with `args` (options, and the job file `write_job` wrote) in `out`, its working
     directory, keeping every raw artifact there. A run past `timeout_s` is stopped (its status then negative);
     an exception (a stop signal) stops fio's whole group, keeps what it printed, and goes on up.
     `watch`: sample the host (and this block device, by kernel name; None for none) while fio runs,
-    into `FioRun.evidence` (iofp/host_evidence.py); False (the default): do not."""
+    into `FioRun.evidence` (iofp/host_evidence.py); False (the default): do not. `fds`: descriptors
+    fio inherits (a held target, which its job names as /dev/fd/N)."""
     cmd = command(args)
     (out / f"{name}.cmd").write_text(shlex.join(cmd) + "\n")
     proc: subprocess.Popen | None = None
@@ -98,7 +100,8 @@ def launch(
     with open(out / f"{name}.stdout", "wb") as so, open(out / f"{name}.stderr", "wb") as se:
         try:
             with interrupt.deferred():  # a stop signal finds `proc` set, never a fio it cannot name
-                proc = subprocess.Popen(cmd, stdout=so, stderr=se, cwd=out, start_new_session=True)
+                proc = subprocess.Popen(cmd, stdout=so, stderr=se, cwd=out, start_new_session=True,
+                                        pass_fds=tuple(fds))  # fmt: skip
                 if sampler is not None:
                     sampler.start()
             if progress is not None:

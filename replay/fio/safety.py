@@ -13,9 +13,20 @@ A replay that writes (writes, flushes or trims in the selection) may go to:
 An existing non-empty file is refused (its content would be overwritten), and so is a file that
 carries a signature (`blkid -p` reads files too) or backs an attached loop device (found by device and
 inode, /sys/block/loop*/loop/backing_file: writing the file writes that device, so the device's checks
-apply). Anything else is refused unless the user passes --allow-destructive. Replaying reads only is
-always allowed. A target in /dev itself (not in a filesystem mounted under it, like /dev/shm) must be
-an existing block device: a mistyped device name would otherwise become a regular file in /dev.
+apply). Loop chains are followed both ways: a device that backs a loop device is in use (writing it
+rewrites what the loop device holds: a filesystem mounted through it, `losetup -o 1M`, is no mount of
+the device below), and a loop device is checked through what backs it (the block device under it,
+and every other loop device over the same file). Anything else is refused unless the user passes
+--allow-destructive. Replaying reads only is always allowed. A target in /dev itself (not in a
+filesystem mounted under it, like /dev/shm) must be an existing block device: a mistyped device name
+would otherwise become a regular file in /dev.
+
+Check, then use, is a race: the target is resolved once (its symlinks followed when inspected) and
+held open from before the checks until the run ends (`hold_target`): a block device with O_EXCL when
+the run writes (the kernel then refuses to mount it or let md, device-mapper or another iofp claim it;
+a file with flock, the per-target lock), a new file created O_EXCL|O_NOFOLLOW. fio is handed the held
+descriptor (`Target.fio_path`, /dev/fd/N), so that a path swapped in the meantime (a symlink pointed
+elsewhere) changes nothing.
 
 A target smaller than the end of the selection's highest I/O is refused in every mode (fio aborts on
 a read past the end and fails on a write past it) unless the offsets were folded into it:
@@ -24,7 +35,9 @@ never silently truncated.
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import fcntl
 import os
 import shutil
 import stat
@@ -49,31 +62,53 @@ class Target:
     backs: list[str] = field(default_factory=list)  # loop devices a regular file is attached to
     logical_block_size: int = 512
     checks: dict[str, Any] = field(default_factory=dict)
+    resolved: Path | None = None  # `path` with its symlinks followed, once: what is checked and held
+    identity: tuple[int, int] | None = None  # (st_dev, st_ino) of a file, (0, st_rdev) of a device
+    fd: int | None = None  # held open by hold_target until release()
+    exclusive: bool = False  # held with O_EXCL (a block device) or flock (a file)
+    made: bool = False  # hold_target created it (a new file)
 
     @property
     def is_block(self) -> bool:
         return self.kind == "block"
 
+    @property
+    def fio_path(self) -> str:
+        """What fio is given to open: the held descriptor (fio inherits it), else the resolved path."""
+        return f"/dev/fd/{self.fd}" if self.fd is not None else str(self.resolved or self.path)
+
+    def release(self, *, discard: bool = False) -> None:
+        """Close the held descriptor; with `discard`, remove a new file that was made and never written."""
+        if self.fd is None:
+            return
+        fd, self.fd = self.fd, None
+        if discard and self.made and os.fstat(fd).st_size == 0 and self.resolved is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self.resolved)
+        os.close(fd)
+
 
 def inspect_target(path: Path | str) -> Target:
     """Resolve the target and read its size and kind; BadInput for things fio cannot replay onto."""
     p = Path(path).absolute()
+    real = Path(os.path.realpath(p))  # once: everything after goes by what it pointed to now
     try:
-        st = os.stat(p)
+        st = os.stat(real)
     except FileNotFoundError:
         if in_dev(p):
             raise BadInput(f"{p} does not exist; name an existing block device (lsblk lists them)") from None
-        if not p.parent.is_dir():
+        if not real.parent.is_dir():
             raise BadInput(
-                f"{p}: directory {p.parent} does not exist; create it or name another target"
+                f"{p}: directory {real.parent} does not exist; create it or name another target"
             ) from None
-        return Target(p, "new-file", None)
+        return Target(p, "new-file", None, resolved=real)
     except OSError as e:
         raise BadInput(f"{p}: cannot stat the target ({e.strerror})") from None
     if in_dev(p) and not stat.S_ISBLK(st.st_mode):
         raise BadInput(f"{p} is not a block device; name an existing block device (lsblk lists them)")
     if stat.S_ISREG(st.st_mode):
-        return Target(p, "file", st.st_size, backs=loops_backed_by(st))
+        return Target(p, "file", st.st_size, backs=loops_backed_by(st), resolved=real,
+                      identity=(st.st_dev, st.st_ino))  # fmt: skip
     if stat.S_ISBLK(st.st_mode):
         name = _block_name(st.st_rdev, p)
         sysfs = Path("/sys/class/block") / name
@@ -82,7 +117,8 @@ def inspect_target(path: Path | str) -> Target:
         if not lbs_file.exists():  # a partition: its queue is its disk's
             lbs_file = sysfs.resolve().parent / "queue" / "logical_block_size"
         lbs = int(lbs_file.read_text()) if lbs_file.exists() else 512
-        return Target(p, "block", size, name=name, logical_block_size=lbs)
+        return Target(p, "block", size, name=name, logical_block_size=lbs, resolved=real,
+                      identity=(0, st.st_rdev))  # fmt: skip
     raise BadInput(f"{p}: not a regular file or block device; replay onto a file or an unused block device")
 
 
@@ -114,6 +150,33 @@ def loops_backed_by(st: os.stat_result) -> list[str]:
     return found
 
 
+def loops_over(name: str) -> list[str]:
+    """The attached loop devices whose backing file is the block device `name` (by major:minor)."""
+    try:
+        rdev = os.makedev(*(int(x) for x in (Path("/sys/class/block") / name / "dev").read_text().split(":")))
+    except (OSError, ValueError):
+        return []
+    found = []
+    for d in sorted(Path("/sys/block").glob("loop*")):
+        try:
+            bst = os.stat((d / "loop" / "backing_file").read_text().rstrip("\n"))
+        except OSError:
+            continue
+        if stat.S_ISBLK(bst.st_mode) and bst.st_rdev == rdev:
+            found.append(d.name)
+    return found
+
+
+def loop_backing(name: str) -> tuple[str, os.stat_result] | None:
+    """What the loop device `name` is backed by (its path and stat), or None (not a loop device, or
+    its file is deleted or out of sight)."""
+    try:
+        path = (Path("/sys/block") / name / "loop" / "backing_file").read_text().rstrip("\n")
+        return path, os.stat(path)
+    except OSError:
+        return None
+
+
 def _block_name(rdev: int, p: Path) -> str:
     link = Path(f"/sys/dev/block/{os.major(rdev)}:{os.minor(rdev)}")
     try:
@@ -122,26 +185,83 @@ def _block_name(rdev: int, p: Path) -> str:
         raise BadInput(f"{p}: block device {os.major(rdev)}:{os.minor(rdev)} is not in sysfs") from None
 
 
+def hold_target(target: Target, *, writes: bool, allow_destructive: bool) -> None:
+    """Open the resolved target and keep it open (Target.fd) until `release`: what fio will be given,
+    so that nothing swapped in under its name afterwards is written. For a run that writes, a block
+    device is opened O_EXCL (EBUSY while mounted, or held by md, device-mapper or another run; with
+    --allow-destructive a plain open), a file is locked (flock: one iofp run writes it at a time) and
+    a new file is created O_EXCL|O_NOFOLLOW. Refused when it is in use, or is not what was inspected."""
+    assert target.resolved is not None and target.fd is None
+    flags = os.O_CLOEXEC | (os.O_RDWR if writes else os.O_RDONLY)
+    if target.kind == "new-file":
+        flags |= os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+    elif not target.is_block:
+        flags |= os.O_NOFOLLOW
+    elif writes and not allow_destructive:
+        flags |= os.O_EXCL
+    try:
+        fd = os.open(target.resolved, flags, 0o666)
+    except OSError as e:
+        raise _unheld(target, e) from None
+    target.fd, target.made = fd, target.kind == "new-file"
+    try:
+        st = os.fstat(fd)
+        got = (0, st.st_rdev) if target.is_block else (st.st_dev, st.st_ino)
+        if target.identity is not None and got != target.identity:
+            raise Refused(f"{target.path} changed while it was checked (now another file or device); "
+                          "run again")  # fmt: skip
+        target.identity = got
+        if writes:
+            _lock(target, fd)
+    except BaseException:
+        target.release(discard=True)
+        raise
+
+
+def _unheld(target: Target, e: OSError) -> Refused:
+    if e.errno == errno.EBUSY:
+        return Refused(f"{target.path} is in use (an exclusive open failed with EBUSY); {OVERRIDE}")
+    if e.errno == errno.EEXIST:
+        return Refused(f"{target.path} appeared while it was checked; run again to check it")
+    if e.errno == errno.ELOOP:
+        return Refused(f"{target.path} became a symbolic link while it was checked; run again")
+    return Refused(f"{target.path}: cannot open it ({e.strerror})")
+
+
+def _lock(target: Target, fd: int) -> None:
+    """The per-target lock: two iofp runs never write one target at once (flock on the open file:
+    released when the descriptor closes, also when iofp is killed)."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise Refused(f"{target.path} is being written by another iofp run; wait for it to finish") from None
+    target.exclusive = True
+
+
 def check_target(target: Target, *, writes: bool, allow_destructive: bool) -> None:
     """Raise Refused (exit 2) naming the object and the fix when writing to `target` is unsafe."""
     if not writes or allow_destructive or target.kind == "new-file":
         return
     if target.is_block:
         assert target.name is not None
-        _check_device(target.name, f"/dev/{target.name}")
+        _check_device(target.name, f"/dev/{target.name}", held=target.fd is not None)
         return
     for name in target.backs:  # writing the file writes the device
         _check_device(name, f"{target.path} backs /dev/{name}, which")
-    _refuse_writers(str(target.path), str(target.path))
+    real = str(target.resolved or target.path)
+    _refuse_writers(real, str(target.path))
     if not target.size:
         return
-    sig = signature(str(target.path))
+    sig = signature(real)
     what = f"carries a {sig}" if sig else f"is an existing file ({_mib(target.size)})"
     raise Refused(f"{target.path} {what}; {OVERRIDE}, pass --reads-only, or name a new file")
 
 
-def _check_device(name: str, subject: str) -> None:
-    """Refuse a device in use; `subject` starts the message ("/dev/loop3" or "F backs /dev/loop3, which")."""
+def _check_device(
+    name: str, subject: str, *, held: bool = False, seen: frozenset[str] = frozenset()
+) -> None:
+    """Refuse a device in use; `subject` starts the message ("/dev/loop3" or "F backs /dev/loop3, which").
+    `held`: this run holds it (with O_EXCL when it writes): the exclusive open was the busy test."""
     dev = f"/dev/{name}"
     parts = partitions(name)
     mounts = mountpoints([name, *parts])
@@ -160,9 +280,31 @@ def _check_device(name: str, subject: str) -> None:
     sig = signature(dev)
     if sig:
         raise Refused(f"{subject} carries a {sig}; {OVERRIDE} (or erase it first: wipefs -a {dev})")
-    if busy(dev):
+    if not held and busy(dev):
         raise Refused(f"{subject} is in use (an exclusive open failed with EBUSY); {OVERRIDE}")
     _refuse_writers(dev, subject)
+    _check_chain(name, subject, seen | {name})
+
+
+def _check_chain(name: str, subject: str, seen: frozenset[str]) -> None:
+    """A loop device over this one is a use of it (it is in use whatever that one holds); what backs
+    a loop device is checked as the device itself (the block device under it, and every other loop
+    device over the same file)."""
+    for upper in (u for u in loops_over(name) if u not in seen):
+        _check_device(upper, f"{subject} backs /dev/{upper}, which", seen=seen)
+        raise Refused(f"{subject} backs /dev/{upper} (a loop device over it; losetup -d /dev/{upper} "
+                      f"detaches it); {OVERRIDE}")  # fmt: skip
+    backing = loop_backing(name)
+    if backing is None:
+        return
+    path, st = backing
+    if stat.S_ISBLK(st.st_mode):
+        lower = _block_name(st.st_rdev, Path(path))
+        if lower not in seen:
+            _check_device(lower, f"{subject} is backed by /dev/{lower}, which", seen=seen)
+        return
+    for other in (o for o in loops_backed_by(st) if o not in seen):
+        _check_device(other, f"{subject} shares its backing file {path} with /dev/{other}, which", seen=seen)
 
 
 def _refuse_writers(path: str, subject: str) -> None:

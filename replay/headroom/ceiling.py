@@ -14,14 +14,18 @@ iologs are repeated (the timestamps shifted so that they still rise) until the r
 MIN_RUN_MS, and run again; the ceiling counts the repeats.
 
 The RAM file is folded into CEILING_FILE_BYTES (the offsets move, the rate does not), so the run
-holds at most that much memory, and it is removed afterwards. Nothing is written to the target.
+holds at most that much memory, and it is removed afterwards. Nothing is written to the target. It is
+created O_EXCL|O_NOFOLLOW in a directory of this run's own (mkdtemp: mode 0700, a name nobody can
+guess), and fio is handed the open file (/dev/fd/N): /dev/shm is writable by every user, and a
+predictable name there was a link another user could plant to have iofp truncate a file of root's.
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
+import shutil
+import tempfile
 from dataclasses import replace
 from pathlib import Path
 
@@ -43,18 +47,20 @@ def measure(prep: run.Prepared, out: Path) -> Ceiling:
     """Run the plan unpaced onto a RAM file in `out` (fio's raw artifacts kept there)."""
     if not RAM_DIR.is_dir():
         return Ceiling("not measured", HOW, reason=f"no {RAM_DIR} (a RAM file system) on this machine")
-    ram = RAM_DIR / f"iofp-ceiling-{os.getpid()}.img"
-    mapping = replace(prep.mapping, target=str(ram), fold_size=CEILING_FILE_BYTES, time_scale=1.0, trim=False)
     out.mkdir(parents=True, exist_ok=True)
+    private = Path(tempfile.mkdtemp(prefix="iofp-ceiling-", dir=RAM_DIR))
+    ram = private / "ceiling.img"
+    fd = os.open(ram, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    mapping = replace(prep.mapping, target=str(ram), fold_size=CEILING_FILE_BYTES, time_scale=1.0, trim=False)
     try:
-        with open(ram, "wb") as f:
-            f.truncate(CEILING_FILE_BYTES)
+        os.ftruncate(fd, CEILING_FILE_BYTES)
         conv = iolog.write(
             prep.plan, out / "ceiling.iolog", mapping, force=True, pacing=iolog.Pacing("off")
         )
         jobs = run.jobs_of(conv.report)
-        args = [write_job(out, run.job_file(prep.plan.trace, jobs, per_job=True))]
-        rc, doc = _run(out, args)
+        job = run.job_file(prep.plan.trace, jobs, redirect=f"/dev/fd/{fd}", per_job=True)
+        args = [write_job(out, job)]
+        rc, doc = _run(out, args, fd)
         times = 1
         for _ in range(3):  # a plan done within one ms is timed as 1 ms: its first repeat may be short
             more = _repeats(doc, conv.report.kept * times) if rc == 0 and doc is not None else 1
@@ -64,17 +70,17 @@ def measure(prep: run.Prepared, out: Path) -> Ceiling:
                 if st["kept"]:
                     repeat_iolog(Path(st["iolog"]), more)
             times *= more
-            rc, doc = _run(out, args)
+            rc, doc = _run(out, args, fd)
     finally:
-        with contextlib.suppress(FileNotFoundError):
-            ram.unlink()
+        os.close(fd)
+        shutil.rmtree(private, ignore_errors=True)
     if rc != 0 or doc is None:
         return Ceiling("not measured", HOW, reason=f"fio exited with status {rc}; see {out / 'fio.stderr'}")
     return _ceiling(doc, conv.report, times)
 
 
-def _run(out: Path, args: list[str]) -> tuple[int, dict | None]:
-    res = launch(out, args)
+def _run(out: Path, args: list[str], fd: int) -> tuple[int, dict | None]:
+    res = launch(out, args, fds=(fd,))
     return res.rc, res.doc
 
 

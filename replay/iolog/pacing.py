@@ -180,8 +180,11 @@ def calibrate(
     workdir: Path,
     *,
     block: int = 4096,
+    redirect: str | None = None,
+    fds: tuple[int, ...] = (),
 ) -> Pacing:
-    """Measure c per engine: fio replays N reads of `target` spaced `gap_ns`; c = runtime / N - gap."""
+    """Measure c per engine: fio replays N reads of `target` spaced `gap_ns`; c = runtime / N - gap.
+    `redirect`: what fio opens instead of the name in the log (the held target, /dev/fd/N in `fds`)."""
     workdir.mkdir(parents=True, exist_ok=True)
     gap_us = max(1, gap_ns // 1000)
     n = int(min(CAL_MAX_IOS, max(200, CAL_SECONDS * 1e6 / gap_us)))
@@ -194,13 +197,14 @@ def calibrate(
     log.write_text("\n".join(lines) + "\n")
     read_log = f"--read_iolog={fio_path('read_iolog', log)}"
     pacing = Pacing(mode="auto")
+    held = [f"--replay_redirect={fio_path('replay_redirect', redirect)}"] if redirect else []
     for engine in sorted(set(engines)):
         args = [
-            "--name=calibrate", f"--ioengine={engine}", "--direct=1",
+            *held, "--name=calibrate", f"--ioengine={engine}", "--direct=1",
             "--iodepth=4", read_log, "--stonewall",
             "--name=calibrate2", read_log, "--name=calibrate3", read_log,
         ]  # fmt: skip
-        res = launch(workdir, args, name=f"calibration-{engine}", timeout_s=CAL_TIMEOUT_S)
+        res = launch(workdir, args, name=f"calibration-{engine}", timeout_s=CAL_TIMEOUT_S, fds=fds)
         doc = res.doc
         if res.rc != 0 or doc is None:
             raise IofpError(

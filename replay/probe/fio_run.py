@@ -12,24 +12,24 @@ No fio is left writing to the target.
 
 from __future__ import annotations
 
-import os
-import stat
 import time
 from pathlib import Path
 from typing import Any
 
 from iofp.errors import IofpError
 from iofp.probe_result import FioFigures, Run
-from replay.fio import launch, write_job
+from replay.fio import Target, launch, write_job
 from replay.probe.plan import LOG_WINDOWS, RunSpec
 
 
-def run(spec: RunSpec, target: str, probed: int, run_dir: Path, rel: str) -> Run:
-    """Run `spec` on `target`; its artifacts go to `run_dir` (`rel` from the result directory)."""
+def run(spec: RunSpec, target: Target, probed: int, run_dir: Path, rel: str) -> Run:
+    """Run `spec` on `target` (held: fio gets its descriptor); its artifacts go to `run_dir` (`rel`
+    from the result directory)."""
     run_dir.mkdir(parents=True)
-    args = [write_job(run_dir, spec.job_file(target, probed))]
+    args = [write_job(run_dir, spec.job_file(target.fio_path, probed))]
     started = time.time_ns()
-    res = launch(run_dir, args, watch=block_name(target))
+    held = (target.fd,) if target.fd is not None else ()
+    res = launch(run_dir, args, watch=target.name if target.is_block else None, fds=held)
     ended = time.time_ns()
     rc, doc = res.rc, res.doc
     if rc != 0 or doc is None:
@@ -50,15 +50,6 @@ def run(spec: RunSpec, target: str, probed: int, run_dir: Path, rel: str) -> Run
         fio=figures(doc, "read" if spec.rw in ("read", "randread") else "write"),
         host=res.evidence,
     )
-
-
-def block_name(target: str) -> str | None:
-    """The kernel name of the block device `target` (a symlink resolved), None for a file."""
-    path = Path(target).resolve()
-    try:
-        return path.name if stat.S_ISBLK(os.stat(path).st_mode) else None
-    except OSError:
-        return None
 
 
 def figures(doc: dict[str, Any], ddir: str) -> FioFigures:

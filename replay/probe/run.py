@@ -24,10 +24,12 @@ from iofp.contract import device_facts
 from iofp.errors import BadInput, Refused
 from replay.fio import OVERRIDE as REPLAY_OVERRIDE
 from replay.fio import (
+    FioCaps,
     Interrupted,
     Target,
     check_target,
     deferred,
+    hold_target,
     inspect_target,
     installed,
     prepare_dir,
@@ -57,7 +59,23 @@ def probe(
     probed = _check_target(target, opts)
     probe_like.fit_to_block(work, target.logical_block_size)
     specs = plan(opts, work)
-    out = prepare_output(Path(opts.output).absolute(), opts.force)
+    hold_target(target, writes=opts.writes, allow_destructive=opts.allow_destructive)  # fio gets only this
+    try:
+        _check_target(target, opts)  # nothing changed before the hold
+        out = prepare_output(Path(opts.output).absolute(), opts.force)
+    except BaseException:
+        target.release(discard=True)
+        raise
+    try:
+        return _probe(opts, caps, work, target, probed, specs, out, note)
+    finally:
+        target.release()
+
+
+def _probe(
+    opts: ProbeOptions, caps: FioCaps, work: pr.Workload, target: Target, probed: int, specs: list[RunSpec],
+    out: Path, note: Note | None,
+) -> tuple[Path, pr.ProbeResult]:  # fmt: skip
     result = pr.ProbeResult(
         kind=pr.KIND, version=pr.VERSION, tool_version=__version__, fio_version=caps.version,
         host=socket.gethostname(), kernel=platform.release(), started=datetime.now(UTC).isoformat(),
@@ -68,9 +86,7 @@ def probe(
     t0 = time.monotonic()
     with trap():  # also over the cleanup: a second signal is remembered, not obeyed
         try:
-            _run_all(
-                specs, result, str(target.path), probed, out, capture, note or (lambda s: None)
-            )
+            _run_all(specs, result, target, probed, out, capture, note or (lambda s: None))
         except Interrupted as e:
             result.interrupted = e.name
         except KeyboardInterrupt:  # outside the main thread, where trap() cannot install its handlers
@@ -86,7 +102,7 @@ def probe(
 
 
 def _run_all(
-    specs: list[RunSpec], result: pr.ProbeResult, target: str, probed: int, out: Path,
+    specs: list[RunSpec], result: pr.ProbeResult, target: Target, probed: int, out: Path,
     capture: CommitCapture, note: Note,
 ) -> None:  # fmt: skip
     for i, spec in enumerate(specs, 1):

@@ -51,7 +51,9 @@ from replay.fio import (
     clear_artifacts,
     command,
     deferred,
+    fio_path,
     fio_summary,
+    hold_target,
     inspect_target,
     installed,
     launch,
@@ -96,6 +98,7 @@ class ReplayOptions:
         if self.target_size is not None and self.target_size <= 0:
             raise BadInput(f"--target-size {self.target_size}: must be > 0")
         self.selection.check()
+        fio_path("read_iolog", Path(self.output).absolute() / "replay.iolog")  # fio reads it: before any work
 
 
 @dataclass
@@ -168,6 +171,7 @@ class Prepared:
     mapping: iolog.Mapping  # at opts.time_scale; run_step replaces the scale
 
     def close(self) -> None:
+        self.target.release(discard=True)  # a new file no step wrote (sized 0) is not left behind
         self.plan.close()
 
 
@@ -179,9 +183,13 @@ def prepare(trace: Trace, opts: ReplayOptions) -> Prepared:
         trace, opts.selection, streams=opts.streams, engine=opts.engine, iodepth=opts.iodepth
     )
     try:
-        check_target(target, writes=plan.stats.writes_anything, allow_destructive=opts.allow_destructive)
+        writes, allowed = plan.stats.writes_anything, opts.allow_destructive
+        check_target(target, writes=writes, allow_destructive=allowed)
+        hold_target(target, writes=writes, allow_destructive=allowed)  # from here on, fio gets only this
+        check_target(target, writes=writes, allow_destructive=allowed)  # nothing changed before the hold
         mapping = _mapping(target, opts, plan.stats)
     except BaseException:
+        target.release(discard=True)
         plan.close()
         raise
     return Prepared(caps, target, plan, mapping)
@@ -205,11 +213,12 @@ def run_step(prep: Prepared, opts: ReplayOptions) -> tuple[Path, rr.ReplayResult
 def _execute(run: Run) -> None:
     """Every step that writes: the target file, the iologs and job file, then capture + fio."""
     assert run.mapping is not None
+    fd = run.target.fd
+    assert fd is not None  # held since prepare()
     if run.target.kind == "new-file":  # sized to what the selection touches, sparse
-        with open(run.target.path, "wb") as f:
-            f.truncate(
-                max(_footprint(run.plan.stats, run.mapping), run.mapping.fold_size or 0, run.mapping.align)
-            )
+        os.ftruncate(
+            fd, max(_footprint(run.plan.stats, run.mapping), run.mapping.fold_size or 0, run.mapping.align)
+        )
         run.created = True
     run.pacing = _pacing(run.opts, run.target, run.plan.streams, run.out / "calibration")
     run.conv = iolog.write(
@@ -220,11 +229,10 @@ def _execute(run: Run) -> None:
         pacing=run.pacing,
         expected_dir=run.out / "expected",
     )
-    if run.created and run.target.path.stat().st_size < run.conv.report.max_end:
-        with open(run.target.path, "r+b") as f:
-            f.truncate(run.conv.report.max_end)
+    if run.created and os.fstat(fd).st_size < run.conv.report.max_end:
+        os.ftruncate(fd, run.conv.report.max_end)
     run.jobs = jobs_of(run.conv.report)
-    run.args = [write_job(run.out, job_file(run.plan.trace, run.jobs))]
+    run.args = [write_job(run.out, job_file(run.plan.trace, run.jobs, redirect=run.target.fio_path))]
     run.cmd = command(run.args)
     _run_captured(run)
     _judge(run)
@@ -240,7 +248,9 @@ def _run_captured(run: Run) -> None:
         t0 = time.monotonic()
         shown = Progress(report.kept, report.duration_us / 1e6, run.target.path)
         watch = run.target.name if run.target.is_block else None
-        fio_run = launch(run.out, run.args, progress=shown if run.opts.progress else None, watch=watch)
+        held = (run.target.fd,) if run.target.fd is not None else ()
+        progress = shown if run.opts.progress else None
+        fio_run = launch(run.out, run.args, progress=progress, watch=watch, fds=held)
         run.rc, run.evidence = fio_run.rc, fio_run.evidence
     finally:
         with deferred():
@@ -283,7 +293,7 @@ def _stopped(run: Run, e: Interrupted) -> None:
         if (rc := run.out / "fio.rc").is_file():
             run.rc = int(rc.read_text())  # fio's own status once it was stopped
         if run.fio_s is not None and any(not j.direct for j in run.jobs) and run.target.is_block:
-            _write_back(run.target.path)  # what the commit jobs had buffered: now, not after iofp exits
+            _write_back(run.target)  # what the commit jobs had buffered: now, not after iofp exits
         if run.capture is not None:
             try:
                 run.measured = measure(open_trace(run.out / "capture"), "replay capture", comm="fio")
@@ -296,12 +306,9 @@ def _stopped(run: Run, e: Interrupted) -> None:
         }
 
 
-def _write_back(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fdatasync(fd)
-    finally:
-        os.close(fd)
+def _write_back(target: Target) -> None:
+    if target.fd is not None:  # the held target itself, not whatever its name points to now
+        os.fdatasync(target.fd)
 
 
 def _signum(text: str) -> int:
@@ -395,7 +402,7 @@ def _target_info(run: Run) -> dict[str, Any]:
         "path": str(t.path),
         "kind": "file" if run.created else t.kind,
         "created": run.created,
-        "size_bytes": t.path.stat().st_size if run.created else t.size,
+        "size_bytes": os.fstat(t.fd).st_size if run.created and t.fd is not None else t.size,
         "name": t.name,
         "logical_block_size": t.logical_block_size,
         "device_facts": device_facts(t.name) if t.name else {},
@@ -475,13 +482,16 @@ def jobs_of(report: iolog.ConvertReport) -> list[JobSpec]:
     ]
 
 
-def job_file(trace: Trace, jobs: list[JobSpec], *, per_job: bool = False) -> str:
+def job_file(trace: Trace, jobs: list[JobSpec], *, redirect: str | None = None, per_job: bool = False) -> str:
     """One job per stream, all in one fio run, all started together; group_reporting sums them
     (`per_job`: fio reports each job on its own and ignores the logs' times, for the replayer's
-    ceiling, replay/headroom/ceiling.py)."""
+    ceiling, replay/headroom/ceiling.py). `redirect`: what fio opens in place of the file the logs
+    name (the held target, /dev/fd/N: resolved and checked once, so nothing swapped in is written)."""
     f = JobFile().comment(f"written by iofp {__version__} to replay {trace.root}", width=1000)
     f.comment("the target is named inside each iolog; see results.json for the settings and why each job")
     f.section("global").set("direct", 1).set("replay_no_stall" if per_job else "group_reporting", 1)
+    if redirect is not None:
+        f.path("replay_redirect", redirect)
     for j in jobs:
         f.blank().section(j.name).set("ioengine", j.engine).set("iodepth", j.iodepth)
         f.path("read_iolog", j.iolog)
@@ -507,9 +517,10 @@ def _pacing(
     if spec.mode == "fixed":
         return iolog.Pacing(mode="fixed", overhead_ns=dict.fromkeys(engines, spec.overhead_ns))
     biggest = max(plan.streams, key=lambda s: s.ios)
-    size = target.size or target.path.stat().st_size
+    size = target.size or (os.fstat(target.fd).st_size if target.fd is not None else 0)
     gap = iolog.calibration_gap_ns(biggest.median_gap_ns)
-    return iolog.calibrate(target.path, size, engines, gap, workdir)
+    held = (target.fd,) if target.fd is not None else ()
+    return iolog.calibrate(target.path, size, engines, gap, workdir, redirect=target.fio_path, fds=held)
 
 
 def _start_capture(run: Run) -> Any:
