@@ -5,7 +5,10 @@ directory per process, made by mkdtemp in the temp directory ($TMPDIR, else /tmp
 name nobody can guess, so that no other user can plant a link where iofp will write. It is removed
 when the command ends, on every path out of it (cli/app.py: a normal end, an error, a stop signal);
 a process killed with SIGKILL cannot, and the next iofp removes what such a process left (`sweep`:
-directories of this prefix whose process is gone).
+directories of this prefix whose process is gone). A process holds an exclusive lock on its
+directory's LOCK file for as long as it lives (the kernel drops it however the process ends): a
+directory whose lock can be taken is a leftover. Its command line says nothing either way: a
+benchmark, a Spark worker or a script fingerprinting through the library is as alive as `iofp`.
 
 Imports no stage.
 """
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import fcntl
 import os
 import shutil
 import tempfile
@@ -21,26 +25,35 @@ from pathlib import Path
 
 PREFIX = "iofp-scratch-"
 LEGACY = "iofp-duckdb-"  # DuckDB's spill directory before this module (/tmp/iofp-duckdb-PID)
+LOCK = "LOCK"
 
 _dir: Path | None = None
+_lock: int | None = None  # the open, locked LOCK file of _dir
 
 
 def directory() -> Path:
     """The scratch directory of this process, made on first use (after sweeping away the leftovers of
     processes that are gone)."""
-    global _dir
+    global _dir, _lock
     if _dir is None or not _dir.is_dir():
         sweep()
         _dir = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-"))
+        if _lock is not None:
+            os.close(_lock)
+        _lock = os.open(_dir / LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        fcntl.flock(_lock, fcntl.LOCK_EX)
     return _dir
 
 
 def remove() -> None:
     """Remove this process's scratch directory (the next use makes a new one)."""
-    global _dir
+    global _dir, _lock
     if _dir is not None:
         shutil.rmtree(_dir, ignore_errors=True)
         _dir = None
+    if _lock is not None:
+        os.close(_lock)
+        _lock = None
 
 
 atexit.register(remove)
@@ -49,12 +62,12 @@ atexit.register(remove)
 def sweep(root: Path | None = None) -> list[Path]:
     """Remove the scratch directories of processes that are gone (killed with SIGKILL, or a machine
     that lost power); returns what was removed. A directory is only ever removed when it is a real
-    directory (never a link), owned by this user, and its process is no iofp any more."""
+    directory (never a link), owned by this user, and its process is gone: nobody holds its lock."""
     base = Path(root or tempfile.gettempdir())
     removed = []
     for d in (*base.glob(f"{PREFIX}*"), *base.glob(f"{LEGACY}*")):
         pid = _pid_of(d.name)
-        if pid is None or _alive(pid):
+        if pid is None or _alive(d, pid):
             continue
         with contextlib.suppress(OSError):
             st = d.lstat()
@@ -71,13 +84,22 @@ def _pid_of(name: str) -> int | None:
     return int(head) if head.isdecimal() else None
 
 
-def _alive(pid: int) -> bool:
-    """Whether `pid` is a running iofp (this process included): a pid reused since by another program
-    is not."""
+def _alive(d: Path, pid: int) -> bool:
+    """Whether the process that made `d` may still use it: this process, one holding the directory's
+    lock, or, for a directory with no lock (DuckDB's spill before this module, or one made an instant
+    ago), any process with its pid."""
     if pid == os.getpid():
         return True
     try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        fd = os.open(d / LOCK, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return Path(f"/proc/{pid}").exists()
     except OSError:
-        return False
-    return b"iofp" in cmdline or b"cli.app" in cmdline or b"pytest" in cmdline
+        return True  # not ours to judge
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return False  # taken: its owner is gone (the lock is dropped as the directory goes)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
