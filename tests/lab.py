@@ -30,9 +30,10 @@ WHERE = {RAM: Path("/dev/shm"), DISK: Path("/tmp")}  # DISK's file is on the VM 
 BLKIO = Path("/sys/fs/cgroup/blkio")
 
 
-def attach(backing: Path, *, direct_io: bool = False, partscan: bool = False) -> str:
-    """A loop device over an existing file (`losetup -f --show`); its path. Detach it with detach()."""
-    flags = ["--direct-io=on"] * direct_io + ["-P"] * partscan
+def attach(backing: Path | str, *, direct_io: bool = False, partscan: bool = False, offset: int = 0) -> str:
+    """A loop device over an existing file or device (`losetup -f --show`), from `offset` bytes in;
+    its path. Detach it with detach()."""
+    flags = ["--direct-io=on"] * direct_io + ["-P"] * partscan + ["-o", str(offset)] * bool(offset)
     res = subprocess.run(["losetup", "-f", "--show", *flags, str(backing)], capture_output=True, text=True)
     if res.returncode != 0:
         raise RuntimeError(f"losetup {backing}: {res.stderr.strip()}")

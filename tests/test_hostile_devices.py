@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
 
+import lab
 import pytest
 from conftest import REPO, needs_fio, needs_root
 from helpers import IOFP, iofp_in, write_trace
@@ -57,9 +58,9 @@ class Lab:
         self.images.append(img)
         return img
 
-    def loop(self, backing: Path | str, *extra: str) -> str:
-        dev = _sh("losetup", "-f", "--show", *extra, str(backing))
-        self.stack.callback(subprocess.run, ["losetup", "-d", dev], check=False, capture_output=True)
+    def loop(self, backing: Path | str, offset: int = 0) -> str:
+        dev = lab.attach(backing, offset=offset)
+        self.stack.callback(lab.detach, dev)
         return dev
 
     def mount(self, dev: str) -> Path:
@@ -126,7 +127,7 @@ def test_a_device_under_a_mounted_loop_device_is_refused_by_every_writer(devices
     neither mounted nor signed nor held, and replay, probe and headroom all ran (fsck: a bad
     superblock). It backs a device in use: refused."""
     lower = devices.loop(devices.image(64, "lower"))
-    upper = devices.loop(lower, "-o", str(1 << 20))
+    upper = devices.loop(lower, 1 << 20)
     mnt = devices.mount(upper)
     before = devices.sums()
     for args in writers(small_trace, lower, tmp_path).values():
@@ -137,7 +138,7 @@ def test_a_device_under_a_mounted_loop_device_is_refused_by_every_writer(devices
 
 def test_an_unused_loop_device_over_the_target_makes_it_in_use(devices, small_trace, tmp_path):
     lower = devices.loop(devices.image(64, "lower"))
-    upper = devices.loop(lower, "-o", str(1 << 20))
+    upper = devices.loop(lower, 1 << 20)
     before = devices.sums()
     res = iofp_in(None, *writers(small_trace, lower, tmp_path)["replay"])
     assert_refused(res, f"{lower} backs {upper} (a loop device over it; losetup -d {upper} detaches it)")
@@ -149,8 +150,8 @@ def test_a_loop_device_over_a_mounted_device_is_refused(devices, small_trace, tm
     lower = devices.loop(devices.image(64, "lower"))
     mnt = devices.mount(lower)
     try:
-        upper = devices.loop(lower, "-o", str(32 << 20))
-    except subprocess.CalledProcessError:
+        upper = devices.loop(lower, 32 << 20)
+    except RuntimeError:
         pytest.skip("this kernel refuses a loop device over a mounted one")
     before = devices.sums()
     for args in writers(small_trace, upper, tmp_path).values():
@@ -162,7 +163,7 @@ def test_a_loop_device_sharing_its_file_with_a_mounted_one_is_refused(devices, s
     """Two loop devices over one file: the filesystem is mounted through one at an offset (so the
     other shows no signature at its start), and writing the other rewrites it."""
     img = devices.image(64, "shared")
-    first = devices.loop(img, "-o", str(1 << 20))
+    first = devices.loop(img, 1 << 20)
     mnt = devices.mount(first)
     second = devices.loop(img)
     before = devices.sums()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import uuid
 from pathlib import Path
 
 import pytest
@@ -227,7 +228,7 @@ def test_force_replaces_the_previous_runs_artifacts(tmp_path):
         },
     )
     out = tmp_path / "r"
-    targets = [Path("/dev/shm") / f"iofp-force-{tmp_path.name}-{i}.dat" for i in range(2)]
+    targets = [Path("/dev/shm") / f"iofp-force-{uuid.uuid4().hex[:8]}-{i}.dat" for i in range(2)]  # new files
     try:
         code, _, err = run_iofp(
             "replay", trace, "--target", targets[0], "--streams", "pid", "--no-fidelity", "--output", out
