@@ -29,7 +29,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from conftest import REPO, blkio_throttle, needs_fio, needs_root
-from helpers import IOFP, MEASURE_NICE, cpu_hogs
+from helpers import IOFP, MEASURE_NICE, cpu_hogs, run_iofp
 
 from bpf import Spool, segments
 from iofp.contract import open_trace
@@ -190,13 +190,25 @@ def test_kill_9_loses_at_most_the_second_being_written_and_a_restart_keeps_ring_
     before = read_summary(out)
     summed = sum(r["count"] for r in before.to_pylist() if r["op"] == "read")
     assert 0 <= done - summed <= 1000 * 2.5, (done, summed)  # the second in memory and the one open
-    # a restart keeps the ring and the summary written before, and adds to both
+    # a restart keeps the ring and the summary written before, and adds to both; an incident asked for
+    # now (iofp record --dump) holds the history of both runs
     with recorder(loop_device, out, "--history", "60s", "--after", "10s", "--json", "-") as rec:
-        time.sleep(3)
-        summary, _ = stopped(rec)
+        load = reads(loop_device, 4, 1000)
+        time.sleep(2)
+        code, said, err = run_iofp("record", "--dump", str(out))
+        assert code == 0, err
+        time.sleep(2.5)
+        summary, _ = stopped(rec)  # inside --after: the incident is completed, cut short
+        assert load.wait(timeout=60) == 0
     sessions = sorted((out / "ring").iterdir())
     assert len(sessions) == 2 and sessions[0] == session and len(segments(session)) * 1000 >= kept
     assert summary["ring"]["segments"] == sum(len(segments(s)) for s in sessions)
+    (incident,) = (out / "incidents").iterdir()
+    assert said.strip() == f"Saving an incident: {incident}"
+    trace = open_trace(incident)
+    ring_io = sum(len(Spool(s, 0).read(seg)[0]) for s in sessions for seg in segments(s))
+    assert trace.num_rows("io") + trace.meta.counts["before_start"] == ring_io > kept
+    assert trace.meta.extra["incident"]["reason"] == "SIGUSR1"
     last = before["t"][-1].as_py()
     after = read_summary(out)
     assert after.filter(pc.less_equal(after["t"], last)).equals(before)
