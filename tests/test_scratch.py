@@ -20,7 +20,8 @@ def test_a_live_process_keeps_its_scratch_directory_and_a_killed_ones_is_swept(t
     # iofp nor pytest (the script comes on stdin)
     env = {**os.environ, "TMPDIR": str(tmp_path), "PYTHONPATH": str(REPO)}
     pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE}
-    proc = subprocess.Popen([sys.executable, "-"], env=env, text=True, **pipes)
+    # argv[0] a bare name: the clone's own path may hold "iofp" (/src/iofp/.venv/bin/python)
+    proc = subprocess.Popen(["python3", "-"], executable=sys.executable, env=env, text=True, **pipes)
     try:
         proc.stdin.write(HOLD)
         proc.stdin.close()
