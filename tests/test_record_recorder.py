@@ -1,9 +1,13 @@
 """The recorder's sink (record/recorder.py) fed the capture's intervals made here, no kernel: a steady
 stream with a latency step saves exactly one incident (an ordinary trace of the step and the history
-before it, every record once), the summary holds every record once, and --dump's signal, --at and a
+before it, every record once), the summary holds every record once; a trigger inside --after extends
+the incident, --cooldown and --max-incidents refuse the next ones (counted); --dump's signal, --at and a
 full ring are handled as a running recorder meets them."""
 
 from __future__ import annotations
+
+import time
+from datetime import datetime, timedelta
 
 import numpy as np
 import pytest
@@ -83,3 +87,53 @@ def test_a_request_to_save_now_and_a_full_disk_are_met_as_a_running_recorder_mee
     assert rec.incidents.written and open_trace(rec.incidents.written[0]).meta.extra["incident"]["cut"] == (
         "stopped by SIGTERM before --after ended"
     )
+
+
+def run(rec: Recorder, bits: ReqBits, wall0: int, slow: set[int], seconds: int = 40) -> None:
+    """`seconds` of second() into the recorder, those in `slow` slow."""
+    rec.start(T0, bits, {DEV: "loop9"}, TraceMeta(capture_start_ns=T0 + wall0, devices={"loop9": {}}))
+    for s in range(seconds):
+        io, sync, counts = second(s, slow=s in slow)
+        rec.put((io, sync, counts, InflightFixes()), T0 + (s + 1) * NS + 1000, last=s == seconds - 1)
+
+
+def test_a_trigger_inside_after_extends_it_and_cooldown_and_max_incidents_bound_the_next(tmp_path, bits):
+    # the recorder's clock: wall = now at second 0 (windows fall on whole seconds), so that --cooldown
+    # (counted from the real time of the close) applies
+    wall0 = time.time_ns() // NS * NS - T0
+    rec = recorder(tmp_path / "a", wall0, trigger=slo.parse("read.p99<=1ms"))
+    rec.incidents.cooldown_ns = 120 * NS
+    run(rec, bits, wall0, slow={10, 13, 30})
+    summary = rec.finish("")
+    (incident,) = rec.incidents.written
+    inc = open_trace(incident).meta.extra["incident"]
+    # fired at the end of second 10, extended by second 13's window (inside --after 5 s) to 19 s
+    assert inc["window_end_ns"] == T0 + wall0 + 11 * NS and inc["end_ns"] == T0 + wall0 + 19 * NS
+    assert [t["window_end_ns"] for t in inc["triggers"]] == [T0 + wall0 + 14 * NS]
+    assert open_trace(incident).num_rows("io") == 19 * 200  # seconds 0-18: history, step, after, step, after
+    # second 30's step came within --cooldown of the close: counted, not saved
+    assert summary.suppressed == {"within --cooldown 120s of the last incident": 1}
+    rec = recorder(tmp_path / "b", wall0, trigger=slo.parse("read.p99<=1ms"), max_incidents=1)
+    run(rec, bits, wall0, slow={10, 30})
+    full = f"--max-incidents 1 reached in {tmp_path / 'b' / 'incidents'}; move some away"
+    assert rec.finish("").suppressed == {full: 1}
+    assert len(rec.incidents.written) == 1
+
+
+def test_an_at_time_saves_an_incident_when_it_comes(tmp_path, bits):
+    now = datetime.now()
+    if (now + timedelta(seconds=8)).date() != now.date():
+        time.sleep(9)  # --at is a time of day: not across midnight
+        now = datetime.now()
+    at = (now + timedelta(seconds=6)).replace(microsecond=0)
+    wall0 = int(now.timestamp()) * NS - T0
+    rec = recorder(tmp_path, wall0, at=[f"{at:%H:%M:%S}"])
+    run(rec, bits, wall0, slow=set(), seconds=20)
+    rec.finish("")
+    (incident,) = rec.incidents.written
+    inc = open_trace(incident).meta.extra["incident"]
+    assert inc["reason"] == f"at {at:%H:%M:%S}" and inc["failures"] == []
+    # saved from the end of the first interval at or past the time (the sink's intervals end 1 µs past
+    # each second here), with --after (5 s) after it
+    assert inc["window_end_ns"] == int(at.timestamp()) * NS + 1000
+    assert inc["end_ns"] == inc["window_end_ns"] + 5 * NS
