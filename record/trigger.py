@@ -6,7 +6,10 @@ requests (by the second they completed in): nearest-rank latency percentiles per
 latencies, IOPS (reads, writes and discards per second), MB/s (reads and writes), commits per second
 (the sync calls; the same for every device) and the most requests in flight at an issue. The trigger
 fires when the SLO is missed in `--for` consecutive windows; a missed window is named by the SLO's
-own phrases ("read p99 31.20 ms > 5.00 ms").
+own phrases ("read p99 31.20 ms > 5.00 ms"). A window without a request of an op does not miss that
+op's latency term (nor, without an issue, the in-flight bound): compare judges a replay that measured
+no commits as missing its commit SLO, but an idle second on a recorded device is no incident. Rates
+are judged on idle windows too: 0 IOPS is a measured rate.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from iofp.slo import IopsTerm, Slo
+from iofp.slo import InflightTerm, IopsTerm, LatencyTerm, Slo, Term
 from record import histogram
 from record.seconds import COMMIT, NS, Second
 
@@ -48,13 +51,23 @@ class WindowFigures:
         return self.counts.get(COMMIT, 0) / self.seconds
 
     def latency(self, op: str, pct: str) -> float | None:
+        return histogram.exact(self._lats(op), pct)
+
+    def _lats(self, op: str) -> np.ndarray:
         if op in ("fsync", "commit"):
             op = COMMIT
         if op == "all":
-            lat = np.concatenate([self.lats.get(o, np.empty(0, np.int64)) for o in DATA_OPS])
-        else:
-            lat = self.lats.get(op, np.empty(0, np.int64))
-        return histogram.exact(lat, pct)
+            return np.concatenate([self.lats.get(o, np.empty(0, np.int64)) for o in DATA_OPS])
+        return self.lats.get(op, np.empty(0, np.int64))
+
+    def judged(self, t: Term) -> bool:
+        """Whether the window has what `t` judges: a request of its op (a bare latency term: a read
+        or a write), an issue for the in-flight bound; every other term is judged."""
+        if isinstance(t, LatencyTerm):
+            return any(len(self._lats(op)) for op in ([t.op] if t.op else ["read", "write"]))
+        if isinstance(t, InflightTerm):
+            return self.max_inflight is not None
+        return True
 
     def to_dict(self) -> dict[str, Any]:
         """The window's figures as an incident's trace.json records them."""
@@ -136,7 +149,8 @@ class Trigger:
         """The window just completed; the Miss that fires the trigger, or None."""
         figs = window_figures(window)
         named = len(figs) > 1  # several devices: each failure names its own
-        failures = [f"{f.device}: {why}" if named else why for f in figs for why in self.slo.failures(f)]
+        failures = [f"{f.device}: {why}" if named else why for f in figs
+                    for why in Slo(tuple(t for t in self.slo.terms if f.judged(t))).failures(f)]  # fmt: skip
         if not failures:
             self.run.clear()
             return None

@@ -1,6 +1,6 @@
 """The recorder's per-second summary and its trigger (record/seconds.py, record/trigger.py), on raw
 records made here: every request counted once in the second it completed, and the SLO judged on each
-window as compare judges it."""
+window as compare judges it, except that an idle window misses no latency term."""
 
 from __future__ import annotations
 
@@ -81,6 +81,17 @@ def test_the_trigger_fires_once_the_slo_is_missed_for_the_whole_hold(bits):
     assert fired[4].failures == ["read p99 50 µs > 10 µs"] and fired[4].end_ns == T0 + 5 * NS
     assert fired[4].figures[0]["read"]["p99_ns"] == 50_000
 
+
+def test_an_idle_window_misses_no_latency_or_inflight_term_but_is_judged_on_its_rates(bits):
+    idle = Seconds({DEV: "loop9"}, "loop9", T0).close(T0 + NS)  # a second without a request
+    for terms in ("read.p99<=1ms", "commit.p99<=1ms,flush.p99<=1ms", "p99<=1ms,all.p50<=1us", "inflight<=1"):
+        assert Trigger(slo.parse(terms)).judge(idle) is None, terms
+    assert Trigger(slo.parse("read.p99<=1ms,iops>=100")).judge(idle).failures == ["0 IOPS < 100"]
+    # reads but no commits: the read term is judged, the commit term waits for a commit
+    reads = Seconds({DEV: "loop9"}, "loop9", T0)
+    reads.add_io(raw_io(T0 + np.arange(10) * 1000, [50_000] * 10, ["read"] * 10), bits, 0)
+    fired = Trigger(slo.parse("commit.p99<=1ms,read.p99<=10us")).judge(reads.close(T0 + NS))
+    assert fired is not None and fired.failures == ["read p99 50 µs > 10 µs"]
 
 def test_windows_fall_on_wall_clock_multiples(bits):
     w = Windows(5)
