@@ -8,6 +8,8 @@ An SLO is terms joined by `,`, all of which must hold (several `--slo` options a
     iops>=demanded      the achieved rate kept the demanded one (within IOPS_TOLERANCE)
     iops<=N, iops>=N    the achieved rate (data requests per second) at most / at least N
     mbps<=N, mbps>=N    the achieved MB/s (read + write bytes per second / 1e6) at most / at least N
+    iops<=Nx, mbps>=Nx  (any of the four) relative: at most / at least N times the figure's baseline
+                        (`iofp record`: the mean rate over the history before the window)
     inflight<=N         at most N requests in flight on the device (the most seen at an issue)
     commits>=N/s        at least N commits (sync calls) per second achieved
 
@@ -16,8 +18,10 @@ reads, writes and discards together; `flush.` the block flush requests; `fsync.`
 figure, two names) the application's sync calls (fsync, fdatasync, O_DSYNC writes), each timed from
 the call to its return, which includes the writeback the call forced; where a trace has no sync
 table, the block flushes stand in (the figures say which). The upper bounds on rates and in-flight
-requests are what `iofp record --trigger` watches for (a surge is an incident too); a figure a command
-does not measure is named as not measured, never taken as held.
+requests are what `iofp record --trigger` watches for (a surge is an incident too), and so are the
+relative bounds (a rate that halved, or tripled, against the recent baseline); a figure a command
+does not measure (a baseline where there is none: compare's) is named as not measured, never taken
+as held.
 """
 
 from __future__ import annotations
@@ -36,21 +40,21 @@ UNITS_NS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_
 IOPS_TOLERANCE = 0.05
 GRAMMAR = (
     "expected terms joined by ',': [read.|write.|all.|flush.|fsync.|commit.]p50|p99|p99.9<=TIME "
-    "(TIME with a unit: ns, us, µs, ms, s), iops>=demanded, iops<=N, iops>=N, mbps<=N, mbps>=N, "
-    "inflight<=N, commits>=N/s; e.g. --slo 'p99<=2ms,fsync.p99<=1ms'"
+    "(TIME with a unit: ns, us, µs, ms, s), iops>=demanded, iops<=N, iops>=N, mbps<=N, mbps>=N "
+    "(N, or Nx: N times the baseline), inflight<=N, commits>=N/s; e.g. --slo 'p99<=2ms,fsync.p99<=1ms'"
 )
 HELP = (
     "Terms joined by ',', all of which must hold: OP.p50|p99|p99.9<=TIME (OP: read, write, all, flush, "
     "fsync or commit; left out: reads and writes each), iops>=demanded, iops<=N or >=N, mbps<=N or "
-    ">=N, inflight<=N, commits>=N/s; e.g. 'p99<=2ms,fsync.p99<=1ms' (quote it: < and > are "
-    "redirections in a shell). Repeatable."
+    ">=N (Nx: N times the recent baseline, e.g. iops<=3x), inflight<=N, commits>=N/s; e.g. "
+    "'p99<=2ms,fsync.p99<=1ms' (quote it: < and > are redirections in a shell). Repeatable."
 )
 
 _LATENCY = re.compile(
     r"(?:(?P<op>[a-z]+)\.)?(?P<pct>p[0-9.]+)<=(?P<val>[0-9]+(?:\.[0-9]+)?)(?P<unit>ns|us|µs|ms|s)"
 )
 _COMMITS = re.compile(r"commits>=(?P<n>[0-9]+(?:\.[0-9]+)?)/s")
-_RATE = re.compile(r"(?P<what>iops|mbps)(?P<bound><=|>=)(?P<n>[0-9]+(?:\.[0-9]+)?)")
+_RATE = re.compile(r"(?P<what>iops|mbps)(?P<bound><=|>=)(?P<n>[0-9]+(?:\.[0-9]+)?)(?P<x>x)?")
 _INFLIGHT = re.compile(r"inflight<=(?P<n>[0-9]+)")
 
 
@@ -75,12 +79,14 @@ class CommitsTerm:
 
 @dataclass(frozen=True)
 class RateTerm:
-    """iops<=N, iops>=N, mbps<=N, mbps>=N: an absolute bound on the achieved rate."""
+    """iops<=N, iops>=N, mbps<=N, mbps>=N: a bound on the achieved rate; with `x`, N times the
+    figure's baseline rate (`baseline_iops`, `baseline_mbps`)."""
 
     what: str  # "iops" | "mbps"
     bound: str  # "<=" | ">="
     value: float
     text: str
+    relative: bool = False
 
 
 @dataclass(frozen=True)
@@ -146,8 +152,14 @@ def _rate_failures(t: RateTerm, fig: Figures) -> list[str]:
     unit = "IOPS" if t.what == "iops" else "MB/s"
     if v is None:
         return [f"achieved {unit} not measured"]
-    if (v > t.value) if t.bound == "<=" else (v < t.value):
-        return [f"{_rate(v)} {unit} {'>' if t.bound == '<=' else '<'} {_rate(t.value)}"]
+    limit, named = t.value, _rate(t.value)
+    if t.relative:
+        base = getattr(fig, f"baseline_{t.what}", None)
+        if base is None:
+            return [f"no baseline {unit} measured"]
+        limit, named = t.value * base, f"{t.value:g}x the baseline {_rate(base)}"
+    if (v > limit) if t.bound == "<=" else (v < limit):
+        return [f"{_rate(v)} {unit} {'>' if t.bound == '<=' else '<'} {named}"]
     return []
 
 
@@ -187,7 +199,7 @@ def _term(raw: str, whole: str, flag: str) -> Term:
     if m := _COMMITS.fullmatch(t):
         return CommitsTerm(float(m["n"]), t)
     if m := _RATE.fullmatch(t):
-        return RateTerm(m["what"], m["bound"], float(m["n"]), t)
+        return RateTerm(m["what"], m["bound"], float(m["n"]), t, relative=m["x"] is not None)
     if m := _INFLIGHT.fullmatch(t):
         return InflightTerm(int(m["n"]), t)
     m = _LATENCY.fullmatch(t)

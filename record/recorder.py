@@ -38,7 +38,7 @@ from iofp.signals import stop_on_signals
 from record.incident import Fired, Incidents
 from record.options import STATE, RecordOptions, lock, validate
 from record.ring import Ring, Segment, session_name
-from record.seconds import LOST, Second, Seconds, Windows
+from record.seconds import LOST, NS, Second, Seconds, Windows
 from record.summary import SummaryLog, compact_left
 from record.trigger import Trigger
 
@@ -73,7 +73,7 @@ class Recorder:
         self.root = Path(opts.output)
         self.ring = ring
         self.incidents = incidents
-        self.trigger = Trigger(opts.trigger, opts.hold) if opts.trigger else None
+        self.trigger = Trigger(opts.trigger, opts.hold, opts.history_ns // NS) if opts.trigger else None
         self.windows = Windows(opts.window_s)
         self.dump_asked = threading.Event()
         self.summary = RecordSummary(self.root)
@@ -89,6 +89,8 @@ class Recorder:
         self.log = SummaryLog(self.root, session.name)
         one = self.opts.devices[0] if len(self.opts.devices) == 1 else None
         self.seconds = Seconds(names, one, wall0)
+        if self.trigger is not None:
+            self.trigger.devices = tuple(sorted(set(names.values())))
         self.prev_end = wall0
 
     def put(self, item: Interval, upto_ns: int, *, last: bool = False) -> None:

@@ -9,21 +9,27 @@ fires when the SLO is missed in `--for` consecutive windows; a missed window is 
 own phrases ("read p99 31.20 ms > 5.00 ms"). A window without a request of an op does not miss that
 op's latency term (nor, without an issue, the in-flight bound): compare judges a replay that measured
 no commits as missing its commit SLO, but an idle second on a recorded device is no incident. Rates
-are judged on idle windows too: 0 IOPS is a measured rate.
+are judged on idle windows too: 0 IOPS is a measured rate, and every recorded device is judged.
+
+A relative rate term (`iops<=3x`, `mbps>=0.5x`) is judged against the device's baseline: its mean rate
+over the seconds before the window, as far back as --history; judged once the baseline spans a minute
+(or the whole --history, if shorter) and holds some I/O (a surge from an idle device has no ratio).
 """
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from iofp.slo import InflightTerm, IopsTerm, LatencyTerm, Slo, Term
+from iofp.slo import InflightTerm, IopsTerm, LatencyTerm, RateTerm, Slo, Term
 from record import histogram
-from record.seconds import COMMIT, NS, Second
+from record.seconds import ALL_DEVICES, COMMIT, NS, Second
 
 DATA_OPS = ("read", "write", "discard")
+BASELINE_MIN_S = 60  # a relative term waits for this much baseline (or all of --history, if shorter)
 
 
 @dataclass
@@ -37,6 +43,8 @@ class WindowFigures:
     mbytes: float
     max_inflight: int | None
     demanded_iops: float | None = None  # a recorder has no demand: iops>=demanded is refused
+    baseline_iops: float | None = None  # the relative terms' (Baseline.rates)
+    baseline_mbps: float | None = None
 
     @property
     def achieved_iops(self) -> float:
@@ -62,11 +70,14 @@ class WindowFigures:
 
     def judged(self, t: Term) -> bool:
         """Whether the window has what `t` judges: a request of its op (a bare latency term: a read
-        or a write), an issue for the in-flight bound; every other term is judged."""
+        or a write), an issue for the in-flight bound, a baseline for a relative rate; every other
+        term is judged."""
         if isinstance(t, LatencyTerm):
             return any(len(self._lats(op)) for op in ([t.op] if t.op else ["read", "write"]))
         if isinstance(t, InflightTerm):
             return self.max_inflight is not None
+        if isinstance(t, RateTerm) and t.relative:
+            return (self.baseline_iops if t.what == "iops" else self.baseline_mbps) is not None
         return True
 
     def to_dict(self) -> dict[str, Any]:
@@ -87,8 +98,9 @@ class WindowFigures:
         return out
 
 
-def window_figures(window: list[Second]) -> list[WindowFigures]:
-    """The figures of each device recorded in the window (sync calls are every device's)."""
+def window_figures(window: list[Second], devices: tuple[str, ...] = ()) -> list[WindowFigures]:
+    """The figures of each device in the window and of each of `devices` (those recorded, idle or
+    not; sync calls are every device's)."""
     by_dev: dict[str, dict[str, list[np.ndarray]]] = {}
     counts: dict[str, dict[str, int]] = {}
     mbytes: dict[str, float] = {}
@@ -110,7 +122,8 @@ def window_figures(window: list[Second]) -> list[WindowFigures]:
             inflight[dev] = max(inflight.get(dev, 0), cell.inflight_max)
     commit_lats = np.concatenate(commits) if commits else np.empty(0, np.int64)
     out = []
-    for dev in sorted(by_dev) or ["*"]:
+    # ALL_DEVICES holds what no one device owns (the unissued barriers, with several devices): no device
+    for dev in sorted((set(by_dev) | set(devices)) - {ALL_DEVICES}) or [ALL_DEVICES]:
         lats = {op: np.concatenate(a) for op, a in by_dev.get(dev, {}).items()}
         lats[COMMIT] = commit_lats
         c = {**counts.get(dev, {}), COMMIT: n_commits}
@@ -137,17 +150,68 @@ class Miss:
     figures: list[dict[str, Any]]
 
 
+class Baseline:
+    """Each device's mean rate (IOPS, MB/s) over the last `span_s` seconds judged."""
+
+    def __init__(self, span_s: int) -> None:
+        self.span_s = span_s
+        self.seconds: deque[tuple[int, dict[str, tuple[int, float]]]] = deque()
+        self.sums: dict[str, list[float]] = {}
+
+    def rates(self, dev: str) -> tuple[float | None, float | None]:
+        n = len(self.seconds)
+        if n < min(self.span_s, BASELINE_MIN_S):
+            return None, None
+        ios, mbytes = self.sums.get(dev, (0, 0.0))
+        return (ios / n or None), (mbytes / n or None)
+
+    def follow(self, t: int) -> None:
+        """Second `t` comes next: after a gap (the recorder was down) the baseline starts afresh."""
+        if self.seconds and self.seconds[-1][0] != t - 1:
+            self.seconds.clear()
+            self.sums.clear()
+
+    def push(self, s: Second) -> None:
+        self.follow(s.t)
+        per: dict[str, tuple[int, float]] = {}
+        for (dev, op), cell in s.cells.items():
+            ios, mbytes = per.get(dev, (0, 0.0))
+            per[dev] = (ios + cell.count * (op in DATA_OPS),
+                        mbytes + cell.bytes / 1e6 * (op in ("read", "write")))  # fmt: skip
+        self.seconds.append((s.t, per))
+        self._add(per, 1)
+        while len(self.seconds) > self.span_s:
+            self._add(self.seconds.popleft()[1], -1)
+
+    def _add(self, per: dict[str, tuple[int, float]], sign: int) -> None:
+        for dev, (ios, mbytes) in per.items():
+            acc = self.sums.setdefault(dev, [0, 0.0])
+            acc[0] += sign * ios
+            acc[1] += sign * mbytes
+
+
 @dataclass
 class Trigger:
     """The SLO held for `hold` windows before it fires."""
 
     slo: Slo
     hold: int = 1  # --for, in windows
+    baseline_s: int = 600  # --history: how far back a relative term's baseline reaches
+    devices: tuple[str, ...] = ()  # the recorded devices, judged when idle too
     run: list[Miss] = field(default_factory=list)  # consecutive missed windows
+    baseline: Baseline = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.baseline = Baseline(self.baseline_s)
 
     def judge(self, window: list[Second]) -> Miss | None:
         """The window just completed; the Miss that fires the trigger, or None."""
-        figs = window_figures(window)
+        figs = window_figures(window, self.devices)
+        self.baseline.follow(window[0].t)
+        for f in figs:
+            f.baseline_iops, f.baseline_mbps = self.baseline.rates(f.device)
+        for s in window:
+            self.baseline.push(s)
         named = len(figs) > 1  # several devices: each failure names its own
         failures = [f"{f.device}: {why}" if named else why for f in figs
                     for why in Slo(tuple(t for t in self.slo.terms if f.judged(t))).failures(f)]  # fmt: skip

@@ -320,7 +320,7 @@ def raw_io(issue_ns, lat_ns, ops, *, dev: int = (7 << 20) | 9, size: int = 4096)
     recs["queue_ns"] = np.asarray(issue_ns) - 1000
     lat = np.array([0 if x is None else x for x in lat_ns], np.uint64)
     recs["complete_ns"] = np.asarray(issue_ns, np.uint64) + lat
-    unseen = np.array([x is None for x in lat_ns])
+    unseen = np.array([x is None for x in lat_ns], bool)
     recs["complete_ns"][unseen] |= np.uint64(1 << 63)
     recs["cmd_flags"] = [code[o] for o in ops]
     recs["bytes"] = [0 if o == "flush" else size for o in ops]

@@ -93,6 +93,25 @@ def test_an_idle_window_misses_no_latency_or_inflight_term_but_is_judged_on_its_
     fired = Trigger(slo.parse("commit.p99<=1ms,read.p99<=10us")).judge(reads.close(T0 + NS))
     assert fired is not None and fired.failures == ["read p99 50 µs > 10 µs"]
 
+def test_a_relative_rate_is_judged_against_the_baseline_before_the_window_once_it_spans_a_minute(bits):
+    def judge(trig, t, n):
+        return trig.judge([_second(bits, [1000] * n, t)])
+
+    trig = Trigger(slo.parse("iops<=3x,iops>=0.5x"), baseline_s=600, devices=("loop9",))
+    assert [judge(trig, t, 100 if t < 59 else 400) for t in range(60)] == [None] * 60  # 59 s: no baseline
+    fired = judge(trig, 60, 400)  # 59 s at 100/s and one at 400/s: 105/s
+    assert fired.failures == ["400 IOPS > 3x the baseline 105"]
+    assert judge(trig, 61, 0).failures == ["0 IOPS < 0.5x the baseline 110"]  # an I/O stop is one too
+    # the baseline reaches back --history (30 s: judged from then on), and a gap starts it afresh
+    short = Trigger(slo.parse("iops<=3x"), baseline_s=30)
+    assert [judge(short, t, 100) for t in range(30)] == [None] * 30
+    assert judge(short, 30, 400).failures == ["400 IOPS > 3x the baseline 100"]
+    assert judge(short, 40, 400) is None
+    # several devices: an idle one is judged on its rate too, and named
+    idle = Seconds({DEV: "loop9"}, "loop9", T0).close(T0 + NS)
+    fired = Trigger(slo.parse("iops>=10"), devices=("loop8", "loop9")).judge(idle)
+    assert fired.failures == ["loop8: 0 IOPS < 10", "loop9: 0 IOPS < 10"]
+
 def test_windows_fall_on_wall_clock_multiples(bits):
     w = Windows(5)
     ends = [w.push(_second(bits, [1000], t)) for t in range(12)]

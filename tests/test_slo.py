@@ -96,6 +96,19 @@ def test_upper_and_lower_bounds_on_rates_and_in_flight():
     assert s.failures(idle) == ["40 IOPS < 100", "1.2 MB/s < 1.5"]
 
 
+def test_a_relative_rate_bound_is_n_times_the_figures_baseline():
+    s = slo.parse("iops<=3x,mbps>=0.5x")
+    assert s.terms[0] == slo.RateTerm("iops", "<=", 3.0, "iops<=3x", relative=True)
+    surge = Fig(achieved_iops=4210.0)
+    surge.achieved_mbps, surge.baseline_iops, surge.baseline_mbps = 1.2, 1000.0, 4.0
+    assert s.failures(surge) == ["4,210 IOPS > 3x the baseline 1,000", "1.2 MB/s < 0.5x the baseline 4"]
+    surge.achieved_iops, surge.achieved_mbps = 3000.0, 2.0
+    assert s.failures(surge) == []
+    # a row with no baseline (compare's) says so, never holds
+    no_base = Fig(achieved_iops=10.0)
+    no_base.achieved_mbps = 1.0
+    assert s.failures(no_base) == ["no baseline IOPS measured", "no baseline MB/s measured"]
+
 def test_a_figure_a_row_does_not_measure_is_named_not_held():
     """A command whose rows have no MB/s or in-flight figure (a fingerprint's scope) says so."""
     assert slo.parse("mbps<=400,inflight<=8").failures(Fig()) == [
@@ -103,7 +116,11 @@ def test_a_figure_a_row_does_not_measure_is_named_not_held():
     ]  # fmt: skip
 
 
-@pytest.mark.parametrize("text", ["iops<=", "iops<3000", "mbps<=fast", "inflight>=4", "inflight<=1.5"])
+BAD_RATES = ["iops<=", "iops<3000", "mbps<=fast", "inflight>=4", "inflight<=1.5", "iops<=x", "iops<=3xx",
+             "inflight<=2x"]  # fmt: skip
+
+
+@pytest.mark.parametrize("text", BAD_RATES)
 def test_bad_rate_terms_are_named(text):
     with pytest.raises(BadInput, match="expected terms"):
         slo.parse(text)
