@@ -91,10 +91,17 @@ def iostat(root: Path, between: tuple[str, str] | None = None, every_s: int | No
     finally:
         con.close()
     rows = _pivot(raw, device)
+    if between is not None and not raw:  # a span the recorder did not see: say what it did see
+        raise BadInput(f"--between {between[0]} {between[1]}: nothing recorded from {_when(lo)} to "
+                       f"{_when(hi)}; {root} holds {_when(first)} to {_when(last)} (local time)")  # fmt: skip
     if device is not None and not rows:
         seen = sorted(set(tbl["device"].to_pylist()) - {"", "*"})
         raise BadInput(f"--device {device}: not recorded in {root}; recorded: {', '.join(seen) or 'none'}")
     return Iostat(root, lo, hi, step, rows)
+
+
+def _when(s: int) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(s))
 
 
 def _pivot(raw: list[dict[str, Any]], device: str | None) -> list[dict[str, Any]]:

@@ -79,9 +79,14 @@ def test_bad_spans_and_directories_are_one_line(recorded, tmp_path):
                               "iofp record\n")  # fmt: skip
     code, _, err = run_iofp("iostat", str(root), "--between", "14h", "15:00")
     assert code == 2 and err.startswith("iofp: --between '14h': use HH:MM[:SS]")
+    # a span the recorder did not see: one line saying what it did
+    code, _, err = run_iofp("iostat", str(root), "--between", "2020-01-01T10:00", "2020-01-01T11:00")
+    held = f"{root} holds {_clock(T0, ' ')} to {_clock(T0 + 120 * NS, ' ')} (local time)"
+    assert code == 2 and err == (f"iofp: --between 2020-01-01T10:00 2020-01-01T11:00: nothing recorded from "
+                                 f"2020-01-01 10:00:00 to 2020-01-01 11:00:00; {held}\n")  # fmt: skip
     code, out, _ = run_iofp("iostat", str(root), "--between", _clock(T0), _clock(T0 + 30 * NS), "--json", "-")
     assert code == 0 and len(json.loads(out)["rows"]) == 30
 
 
-def _clock(ns: int) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(ns / NS))
+def _clock(ns: int, sep: str = "T") -> str:
+    return time.strftime(f"%Y-%m-%d{sep}%H:%M:%S", time.localtime(ns / NS))
