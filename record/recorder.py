@@ -89,8 +89,8 @@ class Recorder:
         self.log = SummaryLog(self.root, session.name)
         one = self.opts.devices[0] if len(self.opts.devices) == 1 else None
         self.seconds = Seconds(names, one, wall0)
-        if self.trigger is not None:
-            self.trigger.devices = tuple(sorted(set(names.values())))
+        if self.trigger is not None:  # judged idle or not: the devices asked for (names holds every one)
+            self.trigger.devices = tuple(sorted(self.opts.devices))
         self.prev_end = wall0
 
     def put(self, item: Interval, upto_ns: int, *, last: bool = False) -> None:

@@ -51,7 +51,8 @@ def recorder(tmp_path, wall0, **opts) -> Recorder:
 def test_a_latency_step_saves_one_incident_of_the_step_and_its_history(tmp_path, bits):
     wall0 = 1_800_000_000 * NS - T0  # wall clock = monotonic + this
     rec = recorder(tmp_path, wall0, trigger=slo.parse("read.p99<=1ms"), for_ns=2 * NS)
-    rec.start(T0, bits, {DEV: "loop9"}, TraceMeta(capture_start_ns=T0 + wall0, devices={"loop9": {}}))
+    names = {DEV: "loop9", DEV + 1: "loop10"}  # the capture names every block device; loop9 is recorded
+    rec.start(T0, bits, names, TraceMeta(capture_start_ns=T0 + wall0, devices={"loop9": {}}))
     for s in range(40):
         io, sync, counts = second(s, slow=15 <= s < 18)
         rec.put((io, sync, counts, InflightFixes()), T0 + (s + 1) * NS + 1000, last=s == 39)
