@@ -17,7 +17,6 @@ if TYPE_CHECKING:
     from bpf.capture import CaptureOptions, CaptureSummary
 
 
-SHIP_WAIT_S = 600.0  # at the end of a capture to a store: what is not shipped by then stays spooled
 
 
 def capture_cmd(
@@ -79,7 +78,7 @@ def capture_cmd(
     Example: sudo iofp capture --device nvme0n1 --duration 60s --label service=orders -o orders-peak
     """
     from bpf.capture import CaptureOptions, loss_warning, render_summary
-    from store import trace_output
+    from store import SHIP_WAIT_S, trace_output
 
     target = trace_output(output, parse_labels(label))  # s3://LAKE: written to a spool, shipped
     opts = CaptureOptions(

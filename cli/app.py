@@ -17,7 +17,7 @@ import typer.main
 import typer.models
 from typer.core import TyperGroup, TyperOption
 
-from iofp import __version__, scratch, signals, terminal
+from iofp import __version__, results_dir, scratch, signals, terminal
 from iofp.errors import IofpError, OutputFailed
 
 
@@ -31,8 +31,8 @@ class IofpGroup(TyperGroup):
     def invoke(self, ctx: typer.Context) -> object:
         try:
             return super().invoke(ctx)
-        except IofpError as e:
-            typer.echo(f"iofp: {e}", err=True)
+        except IofpError as e:  # a copy of a store's results is named by its URL (iofp/results_dir.py)
+            typer.echo(f"iofp: {results_dir.named(str(e))}", err=True)
             raise typer.Exit(e.exit_code) from None
         except Exception as e:
             known = _known_failure(e)

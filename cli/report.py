@@ -5,6 +5,7 @@ iofp's contracts) and each replay's capture into relations; the report stage (re
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -12,10 +13,11 @@ import typer
 
 from fingerprint.commands import WINDOW_HELP
 from iofp import headroom_result as hr
+from iofp import objstore, results_dir
 from iofp import probe_result as pr
 from iofp import replay_result as rr
 from iofp import slo as slomod
-from iofp.contract import inside
+from iofp.contract import MANIFEST, inside
 from iofp.errors import BadInput
 from iofp.output import force_option
 from iofp.slo import Slo
@@ -106,9 +108,11 @@ def is_recorder(path: Path) -> bool:
 
 
 def is_trace(path: Path) -> bool:
-    """Looks like a trace (its manifest or its io table is there): the trace contract then says
-    whether it is a good one."""
-    return (path / "trace.json").exists() or (path / "io").is_dir()
+    """Looks like a trace (its manifest or its io table is there; in a store, its manifest): the
+    trace contract then says whether it is a good one."""
+    if (url := objstore.url_of(path)) is not None:
+        return objstore.head(url.join(MANIFEST)) is not None
+    return (path / MANIFEST).exists() or (path / "io").is_dir()
 
 
 def results(paths: list[Path]) -> Results:
@@ -117,20 +121,22 @@ def results(paths: list[Path]) -> Results:
     from report import Candidate, Results, sweep
 
     g = Results()
-    for path in paths:
+    for given in paths:
+        path = results_dir.local(given, captures=True)  # s3://: a local copy of what the report reads
         found = [path] if _is_result(path) else sorted(p for p in _children(path) if _is_result(p))
         if not found:
-            raise BadInput(f"{path}: {NEITHER}")
+            raise BadInput(f"{results_dir.shown(path)}: {NEITHER}")
         for d in found:
+            shown = results_dir.shown(d)  # where it was read from, as the page names it
             if hr.is_result(d):
-                g.sweeps.append(sweep(*hr.load(d)))
+                g.sweeps.append(replace(sweep(*hr.load(d)), path=shown))
             elif (d / pr.RECORD).is_file():
-                g.probes.append(pr.load(d))
+                g.probes.append((shown, pr.load(d)[1]))
             else:
                 root, res = rr.load(d)
                 name = res.labels.get("device") or root.name
                 capture = inside(root, root / "capture", "its capture")
-                g.cands.append(Candidate(name, root, res, run_curves(capture)))
+                g.cands.append(Candidate(name, shown, res, run_curves(capture)))
     return g
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import datetime
 import errno
 import functools
 import json
@@ -549,6 +550,12 @@ class Trace:
     root: Path
     meta: TraceMeta
     files: dict[str, list[Path]]
+    origin: str | None = None  # the s3:// URL of a trace read from a store (root is its local copy)
+
+    @property
+    def where(self) -> str:
+        """The trace as a user and a record name it: its URL in a store, else its path."""
+        return self.origin or str(self.root)
 
     def has(self, table: str) -> bool:
         return bool(self.files.get(table))
@@ -577,7 +584,9 @@ def open_trace(path: Path | str) -> Trace:
     incomplete (its writer did not finish). An `s3://` trace is copied to a local scratch
     directory first (fetch_trace), and only once it is complete."""
     if (url := objstore.url_of(path)) is not None:
-        return open_trace(fetch_trace(url, _scratch() / f"{len(_opened_traces)}-{url.name or 'trace'}"))
+        trace = open_trace(fetch_trace(url, _scratch() / f"{len(_opened_traces)}-{url.name or 'trace'}"))
+        trace.origin = str(url)
+        return trace
     root = Path(path)
     check_utf8_path(root)
     if not root.exists():
@@ -760,14 +769,32 @@ def hive_parts(meta: TraceMeta) -> dict[str, str]:
     service = meta.labels.get("service")
     if not service:
         raise BadInput("a trace shipped to a store needs its service: pass --label service=NAME")
+    label = meta.labels.get("date")
     if meta.capture_start_ns is None:
-        raise BadInput("a trace shipped to a store needs its wall-clock start; this one has none")
-    day = time.strftime("%Y-%m-%d", time.gmtime(meta.capture_start_ns / 1e9))
+        if not label:
+            raise BadInput("a trace shipped to a store is filed by date, and this one has no wall clock: "
+                           "pass --label date=YYYY-MM-DD")  # fmt: skip
+        day = check_date_label(label)
+    else:
+        day = time.strftime("%Y-%m-%d", time.gmtime(meta.capture_start_ns / 1e9))
+        if label and label != day:
+            raise BadInput(f"--label date={label}, but its clock starts on {day}: drop the label")
     parts = {"host": meta.host, "service": service, "date": day}
     for k, v in parts.items():
         if not v or "/" in v or "=" in v:
             raise BadInput(f"{k} {v!r} cannot name a partition (no '/' or '='); relabel it")
     return parts
+
+
+def check_date_label(text: str) -> str:
+    """A `date` label as a lake's date= partition takes it (Spark reads it as a date): YYYY-MM-DD."""
+    try:
+        ok = datetime.date.fromisoformat(text).isoformat() == text
+    except ValueError:
+        ok = False
+    if not ok:
+        raise BadInput(f"--label date={text}: give the day as YYYY-MM-DD, e.g. date=2026-01-05")
+    return text
 
 
 def hive_path(parts: Mapping[str, str]) -> str:

@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from iofp import records
+from iofp import objstore, records
 from iofp.contract import atomic_write_bytes
 from iofp.errors import BadInput
 from iofp.host_evidence import HostEvidence
@@ -142,6 +142,8 @@ def write(root: Path, result: HeadroomResult) -> Path:
 
 
 def is_result(path: Path | str) -> bool:
+    if (url := objstore.url_of(path)) is not None:
+        return objstore.head(url if url.name == RECORD else url.join(RECORD)) is not None
     p = Path(path)
     return (p / RECORD).is_file() if p.is_dir() else p.name == RECORD
 

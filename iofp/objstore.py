@@ -215,13 +215,16 @@ def put_file(url: Url, path: Path) -> str:
     return digest
 
 
-def listing(url: Url, *, etags: bool = False) -> list[tuple[str, Any]]:
-    """Every object under `url` (a prefix), as (key, size) (with `etags`: (key, ETag)), in key order."""
+def listing(url: Url, *, etags: bool = False, most: int | None = None) -> list[tuple[str, Any]]:
+    """Every object under `url` (a prefix), as (key, size) (with `etags`: (key, ETag)), in key order;
+    with `most`, the listing stops once it holds more than that (a reader that bounds what it reads)."""
     prefix = url.key.rstrip("/") + "/" if url.key else ""
     out: list[tuple[str, Any]] = []
     with _named(url, "list"):
         for page in client().get_paginator("list_objects_v2").paginate(Bucket=url.bucket, Prefix=prefix):
             out.extend((o["Key"], o["ETag"] if etags else o["Size"]) for o in page.get("Contents", []))
+            if most is not None and len(out) > most:
+                break
     return out
 
 

@@ -11,7 +11,7 @@ import typing
 from pathlib import Path
 from typing import Any
 
-from iofp import artifact_json
+from iofp import artifact_json, results_dir
 from iofp.errors import BadInput
 
 
@@ -20,8 +20,8 @@ def read(
 ) -> tuple[Path, dict[str, Any]]:
     """The record `record` of a result directory written by `iofp COMMAND` (or the file itself),
     with its `kind` and `version` (or one of the versions, oldest first) checked: (the file, its
-    parsed JSON object)."""
-    p = Path(path)
+    parsed JSON object). An s3:// URL is read from its local copy (iofp/results_dir.py)."""
+    p = results_dir.local(path)
     f = p / record if p.is_dir() else p
     noun = f"{command} result"
     if not f.exists():

@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from iofp import artifact_json
+from iofp import artifact_json, results_dir
 from iofp.contract import atomic_write_bytes
 from iofp.errors import BadInput
 from iofp.host_evidence import HostEvidence
@@ -152,8 +152,9 @@ def write(root: Path, result: ReplayResult) -> Path:
 
 
 def load(path: Path | str) -> tuple[Path, ReplayResult]:
-    """Load a result from its directory or its results.json; BadInput (one line) if it is not one."""
-    p = Path(path)
+    """Load a result from its directory or its results.json (or their s3:// URL: iofp/results_dir.py);
+    BadInput (one line) if it is not one."""
+    p = results_dir.local(path)
     f = p / RECORD if p.is_dir() else p
     if not p.exists():
         raise BadInput(f"{p}: no such directory; pass a directory written by `iofp replay`")

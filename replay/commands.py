@@ -82,7 +82,11 @@ def replay_cmd(
     run: RunArgs,
     trace: Path = typer.Argument(..., help="An iofp trace directory."),
     output: Path | None = typer.Option(
-        None, "-o", "--output", help="Results directory (default results/TARGET-TIME)."
+        None,
+        "-o",
+        "--output",
+        help="Results directory (default results/TARGET-TIME), or s3://BUCKET/PREFIX (shipped when the "
+        "run ends).",
     ),
     no_fidelity: bool = typer.Option(
         False, "--no-fidelity", help="Do not capture the target during the replay."
@@ -95,11 +99,17 @@ def replay_cmd(
     """
     from iofp.contract import open_trace
     from replay import run as runner
+    from replay.fio import ARTIFACTS
+    from store import results_output
 
-    opts = replay_options(args, run, output or runner.default_output(run.target), fidelity=not no_fidelity)
-    path, res = runner.replay(open_trace(trace), opts)
+    dest = results_output(output or runner.default_output(run.target), ARTIFACTS, force=args.force)
+    opts = replay_options(args, run, dest.local, fidelity=not no_fidelity)
+    with dest:  # s3://: shipped when it ends (a failed or stopped run's record too)
+        path, res = runner.replay(open_trace(trace), opts)
     typer.echo(runner.replay_summary(res))
-    typer.echo(f"Wrote {path}. Next: {shell_command('iofp', 'compare', path.parent)}")
+    if (shipped := dest.finish()) is not None:
+        typer.echo(shipped)
+    typer.echo(f"Wrote {dest.shown(path)}. Next: {shell_command('iofp', 'compare', dest.shown(path.parent))}")
 
 
 @selection_options(without=("time_scale",))
@@ -122,7 +132,11 @@ def headroom_cmd(
     ),
     budget: int = typer.Option(12, "--budget", help="At most this many replay steps in all."),
     output: Path | None = typer.Option(
-        None, "-o", "--output", help="Results directory (default results/headroom-TARGET-TIME)."
+        None,
+        "-o",
+        "--output",
+        help="Results directory (default results/headroom-TARGET-TIME), or s3://BUCKET/PREFIX (shipped "
+        "when the sweep ends).",
     ),
     json_out: str | None = json_option(),
 ) -> None:
@@ -134,9 +148,11 @@ def headroom_cmd(
     from iofp.slo import parse as parse_slo
     from replay import headroom
     from replay.fio import Stopped
+    from store import results_output
 
+    dest = results_output(output or headroom.default_output(run.target), headroom.ARTIFACTS, force=args.force)
     opts = headroom.HeadroomOptions(
-        replay=replay_options(args, run, output or headroom.default_output(run.target)),
+        replay=replay_options(args, run, dest.local),
         slo=parse_slo(slo),
         scales=headroom.parse_scales(scales),
         max_scale=max_scale,
@@ -144,20 +160,24 @@ def headroom_cmd(
         budget=budget,
     )
     json_target(json_out, force=args.force)
-    path, res = headroom.headroom(open_trace(trace), opts, note=lambda s: typer.echo(s, err=True))
-    echo(headroom.summary(res), json_out)
-    emit_json(json_out, res.to_dict(), force=args.force)
-    if res.interrupted:
-        raise Stopped(headroom.stopped_line(res), signal.Signals[res.interrupted])
-    compare = shell_command("iofp", "compare", path.parent)
-    echo(f"Wrote {path}; each step's replay is under steps/. Next: {compare}", json_out)
+    with dest:  # s3://: shipped when it ends (a failed or stopped sweep's record too)
+        path, res = headroom.headroom(open_trace(trace), opts, note=lambda s: typer.echo(s, err=True))
+        echo(headroom.summary(res), json_out)
+        emit_json(json_out, res.to_dict(), force=args.force)
+        if res.interrupted:
+            raise Stopped(headroom.stopped_line(res), signal.Signals[res.interrupted])
+    if (shipped := dest.finish()) is not None:
+        echo(shipped, json_out)
+    compare = shell_command("iofp", "compare", dest.shown(path.parent))
+    echo(f"Wrote {dest.shown(path)}; each step's replay is under steps/. Next: {compare}", json_out)
 
 
 def compare_cmd(
     results_dirs: list[Path] = typer.Argument(
         ...,
         help="Results directories written by `iofp replay`, `iofp headroom` (ranked by their factor) or "
-        "`iofp probe` (its cells beside the candidate of the same --label device=...).",
+        "`iofp probe` (its cells beside the candidate of the same --label device=...); local, or "
+        "s3://BUCKET/PREFIX as -o shipped them.",
     ),
     slo: list[str] = typer.Option(
         [], "--slo", help=slo_help + " iofp compare exits 1 when a candidate misses it (for cron and CI)."
@@ -178,6 +198,7 @@ def compare_cmd(
     Exit status: 0 when every candidate meets the SLO (or none is given), 1 when a candidate misses
     it, 2 for bad input.
     """
+    from iofp import results_dir
     from iofp import slo as slomod
     from replay import compare
 
@@ -186,7 +207,7 @@ def compare_cmd(
             f"--format {fmt}: choose table or markdown" + (" (JSON: --json -)" if fmt == "json" else "")
         )
     json_target(json_out, force=force)
-    cmp = compare.compare(results_dirs, slomod.parse(slo), baseline)
+    cmp = compare.compare([results_dir.local(p) for p in results_dirs], slomod.parse(slo), baseline)
     echo(compare.render(cmp, fmt).rstrip("\n"), json_out)
     if (path := emit_json(json_out, None, force=force, text=compare.render(cmp, "json") + "\n")) is not None:
         echo(f"Wrote {path}.", json_out)

@@ -35,7 +35,7 @@ class Sweep:
     """One headroom result as the report reads it: where it was read from (shown, not opened), the
     record and the SLO its steps were judged by."""
 
-    path: Path
+    path: Path | str  # or the s3:// URL it was read from
     result: hr.HeadroomResult
     slo: Slo | None  # the record's own SLO, parsed
 

@@ -36,7 +36,7 @@ class Candidate:
     the record and its capture's latency curves (None without a capture)."""
 
     name: str
-    path: Path
+    path: Path | str  # or the s3:// URL it was read from
     result: rr.ReplayResult
     curves: Curves | None
 
@@ -167,7 +167,7 @@ def _commit_overlay(cands: list[Candidate], slo: Slo | None) -> str:
     return legend(names) + chart.svg() if names else ""
 
 
-def probe_section(path: Path, res: pr.ProbeResult) -> str:
+def probe_section(path: Path | str, res: pr.ProbeResult) -> str:
     name = res.labels.get("device") or Path(res.target.path).name
     rows = ['<tr><th>cell</th><th>what</th><th>IOPS</th><th>MB/s</th><th>p50 µs</th><th>p99 µs</th>'
             "<th>p99.9 µs</th><th>from</th></tr>"]  # fmt: skip
@@ -222,7 +222,7 @@ class Results:
     """The results a report draws, by what wrote them, each read through its contract."""
 
     cands: list[Candidate] = field(default_factory=list)  # iofp replay
-    probes: list[tuple[Path, pr.ProbeResult]] = field(default_factory=list)  # iofp probe
+    probes: list[tuple[Path | str, pr.ProbeResult]] = field(default_factory=list)  # iofp probe
     sweeps: list[rh.Sweep] = field(default_factory=list)  # iofp headroom
 
     def what(self) -> str:

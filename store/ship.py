@@ -32,6 +32,7 @@ from iofp.errors import BadInput, warn
 
 DEFAULT_LIMIT = 1 << 30  # 1 GiB of files waiting
 BACKOFF_S = (0.2, 30.0)  # first retry after 0.2 s, doubling to 30 s between tries
+SHIP_WAIT_S = 600.0  # at the end of a command: what is not shipped by then stays spooled for `iofp ship`
 
 
 @dataclass

@@ -34,6 +34,7 @@ from iofp import probe_result as pr
 from iofp import replay_result as rr
 from iofp.contract import inside, open_trace
 from iofp.errors import BadInput
+from iofp.results_dir import shown
 from iofp.slo import Slo, format_ns
 from iofp.terminal import one_line
 from replay.run import measure
@@ -150,9 +151,9 @@ def _join(cmp: Comparison, headrooms: Headrooms, probes: list[pr.ProbeResult]) -
     for root, h in headrooms:
         row = by_name.get(_name(h.labels, h.target))
         if row is None:
-            cmp.notes.append(f"{root}: its device {_name(h.labels, h.target)!r} matches no candidate")
+            cmp.notes.append(f"{shown(root)}: its device {_name(h.labels, h.target)!r} matches no candidate")
         elif h.headroom is not None:
-            row.headroom = asdict(h.headroom) | {"source": str(root), "slo": h.slo, "status": h.status}
+            row.headroom = asdict(h.headroom) | {"source": shown(root), "slo": h.slo, "status": h.status}
     for p in probes:
         row = by_name.get(_name(p.labels, asdict(p.target)))
         if row is None:
@@ -195,7 +196,7 @@ def _candidate(root: Path, res: rr.ReplayResult) -> Row:
     fid = res.fidelity
     row = Row(
         name=_name(res.labels, t),
-        source=str(root),
+        source=shown(root),
         role="candidate",
         demanded_iops=res.demanded.iops,
         demanded_mbps=res.demanded.mbps,
@@ -219,13 +220,12 @@ def _baseline(trace_path: Path, first: rr.ReplayResult, notes: list[str]) -> Row
     sel = first.selection
     device = (first.settings.get("selection") or {}).get("device")
     m = measure(trace, "trace", device=device, span_ns=(sel.get("t_lo_ns"), sel.get("t_hi_ns")))
-    if Path(first.trace["path"]).resolve() != trace.root.resolve():
-        notes.append(
-            f"the baseline {trace.root} is not the trace the results replayed ({first.trace['path']})"
-        )
+    replayed = first.trace["path"]
+    if replayed != trace.where and Path(replayed).resolve() != trace.root.resolve():
+        notes.append(f"the baseline {trace.where} is not the trace the results replayed ({replayed})")
     return Row(
         name="baseline",
-        source=str(trace.root),
+        source=trace.where,
         role="baseline",
         demanded_iops=m.achieved_iops,
         demanded_mbps=m.achieved_mbps,

@@ -6,9 +6,17 @@ Other families import only these names; the modules behind them are this package
 """
 
 from replay.headroom.render import stopped_line, summary
-from replay.headroom.sweep import HeadroomOptions, default_output, headroom, parse_precision, parse_scales
+from replay.headroom.sweep import (
+    ARTIFACTS,
+    HeadroomOptions,
+    default_output,
+    headroom,
+    parse_precision,
+    parse_scales,
+)
 
 __all__ = [
+    "ARTIFACTS",
     "HeadroomOptions",
     "default_output",
     "headroom",

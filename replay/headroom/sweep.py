@@ -378,7 +378,7 @@ def _new_result(prep: run.Prepared, opts: HeadroomOptions) -> hr.HeadroomResult:
     return hr.HeadroomResult(
         tool_version=__version__, host=socket.gethostname(), kernel=platform.release(),
         started=datetime.now(UTC).isoformat(),
-        trace={"path": str(prep.plan.trace.root), "source": prep.plan.trace.meta.source,
+        trace={"path": prep.plan.trace.where, "source": prep.plan.trace.meta.source,
                "host": prep.plan.trace.meta.host},
         target={"path": str(t.path), "name": t.name, "kind": t.kind, "size_bytes": t.size},
         labels=dict(r.labels), slo=opts.slo.text,
@@ -396,9 +396,12 @@ def _check_output(out: Path, force: bool) -> None:
         raise BadInput(f"{out} already exists and is not empty; pass --force or choose another --output")
 
 
+ARTIFACTS = (hr.RECORD, hr.STEPS_DIR, hr.CEILING_DIR)  # what a sweep writes in its directory
+
+
 def _prepare_output(out: Path, force: bool) -> None:
     """Make `out` ready; --force removes a previous sweep's artifacts (and only those)."""
-    prepare_dir(out, force, (hr.RECORD, hr.STEPS_DIR, hr.CEILING_DIR), "the sweep's results")
+    prepare_dir(out, force, ARTIFACTS, "the sweep's results")
 
 
 def default_output(target: Path) -> Path:
@@ -406,5 +409,5 @@ def default_output(target: Path) -> Path:
     return Path("results") / f"headroom-{Path(target).name}-{stamp}"
 
 
-__all__ = ["HeadroomOptions", "conclude", "default_output", "headroom", "judge", "parse_precision",
-           "parse_scales", "rising", "why"]  # fmt: skip
+__all__ = ["ARTIFACTS", "HeadroomOptions", "conclude", "default_output", "headroom", "judge",
+           "parse_precision", "parse_scales", "rising", "why"]  # fmt: skip

@@ -498,7 +498,7 @@ def _write_expected(root: Path, expected: Expected, plan: planmod.Plan, mapping:
         labels=dict(plan.trace.meta.labels),
         extra={
             "original": {
-                "root": str(plan.trace.root), "source": plan.trace.meta.source, "host": plan.trace.meta.host
+                "root": plan.trace.where, "source": plan.trace.meta.source, "host": plan.trace.meta.host
             }
         },
     )  # fmt: skip

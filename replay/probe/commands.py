@@ -47,7 +47,11 @@ def probe_cmd(
     ),
     label: list[str] = typer.Option([], "--label", help="name=value recorded with the result (repeatable)."),
     output: Path | None = typer.Option(
-        None, "-o", "--output", help="Results directory (default results/probe-TARGET-TIME)."
+        None,
+        "-o",
+        "--output",
+        help="Results directory (default results/probe-TARGET-TIME), or s3://BUCKET/PREFIX (shipped "
+        "when the probe ends).",
     ),
     json_out: str | None = json_option(),
     allow_destructive: bool = typer.Option(
@@ -63,9 +67,11 @@ def probe_cmd(
     from replay.fio import Stopped
     from replay.probe import render as probe_render
     from replay.probe import run as probe
+    from store import results_output
 
+    dest = results_output(output or probe.default_output(target), probe.ARTIFACTS, force=force)
     opts = probe_plan.ProbeOptions(
-        target=target, output=output or probe.default_output(target), cells=probe_plan.parse_cells(cells),
+        target=target, output=dest.local, cells=probe_plan.parse_cells(cells),
         qd=probe_plan.parse_qd(qd) if qd is not None else None, quick=quick, reads_only=reads_only,
         runtime_ns=probe_plan.parse_runtime_ns(runtime) if runtime is not None else None,
         precondition=probe_plan.parse_precondition(precondition), labels=parse_labels(label),
@@ -73,12 +79,15 @@ def probe_cmd(
         allow_destructive=allow_destructive, force=force,
     )  # fmt: skip
     json_target(json_out, force=force)
-    path, result = probe.probe(opts, like, note=lambda s: typer.echo(s, err=True))
-    echo(probe_render.summary(result), json_out)
-    emit_json(json_out, result.to_dict(), force=force)
-    if result.interrupted:
-        raise Stopped(probe_render.stopped_line(result), signal.Signals[result.interrupted])
-    echo(f"Wrote {path}; every fio run's raw artifacts are in runs/ beside it.", json_out)
+    with dest:  # s3://: shipped when it ends (a failed or stopped probe's record too)
+        path, result = probe.probe(opts, like, note=lambda s: typer.echo(s, err=True))
+        echo(probe_render.summary(result), json_out)
+        emit_json(json_out, result.to_dict(), force=force)
+        if result.interrupted:
+            raise Stopped(probe_render.stopped_line(result), signal.Signals[result.interrupted])
+    if (shipped := dest.finish()) is not None:
+        echo(shipped, json_out)
+    echo(f"Wrote {dest.shown(path)}; every fio run's raw artifacts are in runs/ beside it.", json_out)
 
 
 def register(app: typer.Typer) -> None:

@@ -199,10 +199,13 @@ def _check_target(target: Target, opts: ProbeOptions) -> int:
     return probed
 
 
+ARTIFACTS = (pr.RECORD, pr.RUNS_DIR, pr.CAPTURE_DIR)  # what a probe writes in its directory
+
+
 def prepare_output(out: Path, force: bool) -> Path:
     """Make `out` ready: refused when it holds anything unless --force, which removes a previous
     probe's artifacts (and only those)."""
-    return prepare_dir(out, force, (pr.RECORD, pr.RUNS_DIR, pr.CAPTURE_DIR), "the probe's results")
+    return prepare_dir(out, force, ARTIFACTS, "the probe's results")
 
 
 def _target_record(target: Target, probed: int) -> pr.Target:
@@ -226,4 +229,4 @@ def default_output(target: Path) -> Path:
     return Path("results") / f"probe-{Path(target).name}-{stamp}"
 
 
-__all__ = ["ProbeOptions", "default_output", "prepare_output", "probe"]
+__all__ = ["ARTIFACTS", "ProbeOptions", "default_output", "prepare_output", "probe"]

@@ -370,7 +370,7 @@ def _fio_doc(out: Path) -> dict[str, Any] | None:
 def _trace_info(trace: Trace) -> dict[str, Any]:
     m = trace.meta
     return {
-        "path": str(trace.root),
+        "path": trace.where,
         "source": m.source,
         "host": m.host,
         "capture_start_ns": m.capture_start_ns,
@@ -487,7 +487,7 @@ def job_file(trace: Trace, jobs: list[JobSpec], *, redirect: str | None = None, 
     (`per_job`: fio reports each job on its own and ignores the logs' times, for the replayer's
     ceiling, replay/headroom/ceiling.py). `redirect`: what fio opens in place of the file the logs
     name (the held target, /dev/fd/N: resolved and checked once, so nothing swapped in is written)."""
-    f = JobFile().comment(f"written by iofp {__version__} to replay {trace.root}", width=1000)
+    f = JobFile().comment(f"written by iofp {__version__} to replay {trace.where}", width=1000)
     f.comment("the target is named inside each iolog; see results.json for the settings and why each job")
     f.section("global").set("direct", 1).set("replay_no_stall" if per_job else "group_reporting", 1)
     if redirect is not None:
