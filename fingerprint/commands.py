@@ -28,26 +28,48 @@ def import_cmd(
     paths: list[Path] = typer.Argument(
         ..., metavar="PATH...", help="Input files, read in order; .gz is fine."
     ),
-    out: Path = typer.Option(..., "-o", "--output", help="The trace directory to write."),
+    out: Path = typer.Option(
+        ...,
+        "-o",
+        "--output",
+        help="The trace directory to write, or s3://LAKE: filed under host=/service=/date=/ there "
+        "(needs --label host=... and --label service=...).",
+    ),
     force: bool = force_option("an existing trace"),
     time_unit: str = typer.Option("ns", "--time-unit", help="disksim arrival unit: ns (MQSim), us, ms, s."),
+    label: list[str] = typer.Option(
+        [],
+        "--label",
+        help="key=value recorded with the trace (repeatable); host=NAME names the host that recorded it, "
+        "date=YYYY-MM-DD the day of a trace without a wall clock (its lake partition).",
+    ),
 ) -> None:
     """Import another tool's trace into an iofp trace (streaming; constant memory).
 
     Example: iofp import blkreplay ../shared/traces/linux-mysql.load.gz -o mysql.trace
+
+    Example: iofp import blkreplay linux-mysql.load.gz -o s3://traces/lake --label host=db-07
+    --label service=mysql --label date=2026-01-05
     """
     from fingerprint.importing import import_trace
     from iofp.signals import stop_on_signals
+    from iofp.values import parse_labels
+    from store import SHIP_WAIT_S, trace_output
 
+    labels = parse_labels(label)
+    target = trace_output(out, labels, needs=("host", "service"))  # s3://LAKE: imported here, then shipped
     with stop_on_signals():  # held until the summary is printed: a late Ctrl-C cannot cut it
-        r = import_trace(fmt, paths, out, force=force, time_unit=time_unit)
+        r = import_trace(fmt, paths, target.local, force=force, time_unit=time_unit, labels=labels)
         notes = ", ".join(f"{k} {v}" for k, v in sorted(r.counters.items()))
         typer.echo(
             f"Imported {r.rows:,} I/Os"
             + (f" and {r.sync_rows:,} syncs" if r.sync_rows else "")
             + f" ({r.format}; devices {device_list(r.devices)}{'; ' + notes if notes else ''})."
         )
-        typer.echo(f"Wrote {r.out}. Next: {shell_command('iofp', 'fingerprint', r.out)}")
+        if (shipped := target.ship_written(SHIP_WAIT_S)) is not None:
+            typer.echo(shipped)
+        where = target.shown
+        typer.echo(f"Wrote {where}. Next: {shell_command('iofp', 'fingerprint', where)}")
 
 
 def fingerprint_cmd(

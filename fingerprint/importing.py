@@ -114,8 +114,11 @@ def import_trace(
     force: bool = False,
     time_unit: str = "ns",
     chunk_rows: int = CHUNK_ROWS,
+    labels: dict[str, str] | None = None,
 ) -> ImportResult:
-    """Import `paths` (read in the order given) in format `fmt` (or "auto") into the trace `out`."""
+    """Import `paths` (read in the order given) in format `fmt` (or "auto") into the trace `out`.
+    `labels` go into its metadata as a capture's do; `host` among them names the host that recorded
+    it (an import's host is otherwise unknown)."""
     if not paths:
         raise BadInput("no input files; e.g. iofp import blkparse trace.txt -o trace")
     for p in paths:
@@ -133,8 +136,11 @@ def import_trace(
         fmt = detect_format(paths[0])
     cls = FORMATS[fmt]
     state = ParseState()
-    # The trace was recorded elsewhere: the host and kernel that recorded it are unknown.
-    meta = TraceMeta(source=f"import:{fmt}", host="unknown", kernel="unknown")
+    # The trace was recorded elsewhere: the host and kernel that recorded it are unknown (unless the
+    # user names the host: a lake files traces by it).
+    given = dict(labels or {})
+    meta = TraceMeta(source=f"import:{fmt}", host=given.pop("host", None) or "unknown", kernel="unknown")
+    meta.labels = given
     meta.extra = {
         "format": fmt,
         "source_files": [str(p) for p in paths],

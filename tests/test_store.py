@@ -13,7 +13,7 @@ from urllib.parse import unquote
 
 import numpy as np
 import pytest
-from helpers import close, run_iofp
+from helpers import close, mysql_load, run_iofp
 from s3server import BUCKET, s3_server
 
 from bench.fleet_lake import write_host_day
@@ -187,6 +187,38 @@ def test_a_spool_left_by_a_dead_process_is_shipped_by_the_next(s3, tmp_path):
     assert len(objstore.listing(dest)) == 2
 
 
+def test_a_trace_whose_part_the_full_spool_turned_away_says_so_in_its_manifest(s3, tmp_path, capfd):
+    """The store away, the spool with room for one part and the manifest: the second part is
+    dropped, its rows counted in the trace's loss (lost_ship_spool_full) and said; the trace that
+    arrives says what it lacks."""
+    from store import TraceShipping
+
+    place = LAKE.join("spill", "host=db-03/service=orders/date=1970-01-01")
+    rows = write_rows(20_000)
+    s3.kill()
+    try:
+        w = TraceWriter(tmp_path / "t", TraceMeta(capture_start_ns=0))
+        limit = w.write("io", rows).stat().st_size + 16384  # one part (~100 KB) and the manifest (a few KB)
+        w.abort()
+        shipper = Shipper(tmp_path / "spool", limit_bytes=limit, backoff_s=(0.05, 0.2))
+        meta = TraceMeta(host="db-03", capture_start_ns=0, labels={"service": "orders"})
+        w = TraceWriter(tmp_path / "t", meta, on_file=TraceShipping(LAKE.join("spill"), shipper))
+        w.write("io", rows)
+        w.write("io", rows)
+        w.close()
+        s3.start()
+        assert shipper.drain(60)
+        shipper.close()
+    finally:
+        if s3.proc is None:
+            s3.start()
+    keys = [k.removeprefix(f"{place.key}/") for k, _ in objstore.listing(place)]
+    assert keys == ["io/part-000001.parquet", MANIFEST]
+    stored = TraceMeta.from_json(objstore.get_bytes(place.join(MANIFEST)))
+    assert stored.loss == {"lost_ship_spool_full": 20_000}
+    assert "part-000002.parquet not shipped (1 dropped so far)" in capfd.readouterr().err
+
+
 def test_a_trace_shipped_with_its_own_writer_names_a_service(s3, tmp_path):
     """A trace without the service label has no place in the lake: one line, nothing shipped."""
     from store import TraceShipping
@@ -198,10 +230,54 @@ def test_a_trace_shipped_with_its_own_writer_names_a_service(s3, tmp_path):
         w.abort()
 
 
-def write_rows():
+@pytest.mark.slow  # two imports of the shared MySQL trace and a fingerprint of each: 3-7 s
+def test_an_import_is_filed_in_the_lake_by_the_labels_it_is_given(s3, tmp_path, monkeypatch):
+    """`iofp import -o s3://LAKE`: the host and service it needs before any work, the date of a
+    trace without a wall clock after the import (the trace kept); then filed under its place, the
+    manifest last, and its fingerprint in the store equals the local import's."""
+    src = mysql_load()
+    if not src.exists():
+        pytest.skip(f"needs the shared traces at {src.parent}")
+    monkeypatch.setenv("IOFP_SPOOL_DIR", str(tmp_path / "spool"))
+    lake = LAKE.join("imported")
+    code, _, err = run_iofp("import", "blkreplay", src, "-o", str(lake), "--label", "service=mysql")
+    said = f"iofp: {lake}: a trace in a store is filed by host and service: pass --label host=NAME\n"
+    assert (code, err) == (2, said)
+    labels = ["--label", "host=db-07", "--label", "service=mysql"]
+    code, _, err = run_iofp("import", "blkreplay", src, "-o", str(lake), *labels)
+    kept = next((tmp_path / "spool" / "traces").iterdir())
+    assert (code, err) == (2, f"iofp: {lake}: a trace shipped to a store is filed by date, and this one has "
+                              "no wall clock: pass --label date=YYYY-MM-DD; the trace is kept in "
+                              f"{kept}\n")  # fmt: skip
+    assert objstore.listing(lake) == []
+    labels += ["--label", "date=2026-01-05"]
+    code, out, err = run_iofp("import", "blkreplay", src, "-o", str(lake), *labels)
+    assert code == 0, err
+    place = lake.join("host=db-07/service=mysql/date=2026-01-05")
+    assert out.endswith(f"Shipped 2 file(s) to {place}\nWrote {place}. Next: iofp fingerprint {place}\n")
+    keys = [k.removeprefix(f"{place.key}/") for k, _ in objstore.listing(place)]
+    assert keys == ["io/part-000001.parquet", MANIFEST]
+    log = [json.loads(line) for line in s3.recording.read_text().splitlines()]
+    puts = [unquote(r["url"]) for r in log if r["method"] == "PUT" and place.key in unquote(r["url"])]
+    assert puts[-1].endswith(MANIFEST)
+    local = tmp_path / "local"
+    code, _, err = run_iofp("import", "blkreplay", src, "-o", str(local), *labels)
+    assert code == 0, err
+    there, here = fingerprint_trace(str(place)).to_dict(), fingerprint_trace(local).to_dict()
+    prov = there["provenance"]
+    assert (prov["host"], prov["labels"]) == ("db-07", {"service": "mysql", "date": "2026-01-05"})
+    for d in (there, here):
+        d["provenance"].pop("fingerprint_tool_version")
+        d["provenance"].pop("source_files", None)
+    assert close(there, here)
+
+
+def write_rows(n: int = 1):
     import pyarrow as pa
 
-    return pa.table({"ts_ns": [1], "device": ["d"], "offset": [0], "size": [4096], "op": ["read"]})
+    offsets = np.random.default_rng(7).integers(0, 1 << 30, n) * 4096  # random: a part of n * ~5 bytes
+    return pa.table({"ts_ns": list(range(1, n + 1)), "device": ["d"] * n, "offset": offsets,
+                     "size": [4096] * n, "op": ["read"] * n})  # fmt: skip
 
 
 
