@@ -14,7 +14,6 @@ workload is harder there.
 
 from __future__ import annotations
 
-import json
 import statistics
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -37,15 +36,22 @@ LATENCIES = ("commit_p99_us", "flush_p99_us")
 KIND = "iofp-fleet-view"  # the view's JSON says what it is: iofp report draws it
 
 
-def load(path: Path) -> dict[str, Any] | None:
-    """The fleet view JSON at `path` (`iofp fleet --json`), or None when the file is not one."""
-    try:
-        with open(path, "rb") as f:
-            if b'"kind": "iofp-fleet-view"' not in f.read(64):
-                return None
-        view = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
+def load(path: Path | str) -> dict[str, Any] | None:
+    """The fleet view JSON at `path` (`iofp fleet --json`: a file, or an s3:// object), or None when
+    it is not one; read as every JSON artifact is (iofp/artifact_json.py: bounded, its text one line)."""
+    from iofp import artifact_json, objstore
+
+    if (url := objstore.url_of(path)) is not None:
+        if not url.key.endswith(".json") or objstore.head(url) is None:
+            return None
+    else:
+        try:
+            with open(path, "rb") as f:
+                if b'"kind": "iofp-fleet-view"' not in f.read(64):
+                    return None
+        except OSError:
+            return None
+    view = artifact_json.load(path, "result", "write it again with iofp fleet --json")
     return view if isinstance(view, dict) and view.get("kind") == KIND else None
 
 
