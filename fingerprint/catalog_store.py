@@ -10,11 +10,10 @@ rebuilt on every open.
 
 from __future__ import annotations
 
-import json
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from iofp import fingerprint_doc, objstore
+from iofp import artifact_json, fingerprint_doc, objstore
 from iofp.contract import FINGERPRINT, TraceMeta, hive_parts, hive_path
 from iofp.errors import BadInput
 
@@ -22,9 +21,11 @@ FETCH_THREADS = 16  # a lake of 2,400 documents is 2,400 GETs: in parallel
 
 
 def place(lake: objstore.Url, doc: fingerprint_doc.Fingerprint, service: str) -> objstore.Url:
-    """Where a fingerprint goes in the lake: beside its trace (its host, service and UTC day)."""
+    """Where a fingerprint goes in the lake: beside its trace (its host, service and UTC day; the
+    day of a trace without a wall clock from its `date` label, as an import to the lake files it)."""
     p = doc.provenance
-    meta = TraceMeta(host=p.host or "", labels={"service": service}, capture_start_ns=p.capture_start_ns)
+    labels = {"service": service} | ({"date": p.labels["date"]} if p.labels.get("date") else {})
+    meta = TraceMeta(host=p.host or "", labels=labels, capture_start_ns=p.capture_start_ns)
     try:
         return lake.join(hive_path(hive_parts(meta)), FINGERPRINT)
     except BadInput as e:
@@ -47,7 +48,8 @@ def put(url: objstore.Url, text: str) -> bool:
 
 
 def _same(url: objstore.Url, text: str) -> bool:
-    return json.loads(objstore.get_bytes(url)) == json.loads(text)
+    there = artifact_json.load(str(url), "fingerprint", "remove it with iofp catalog rm")
+    return there == artifact_json.parse(text, "this fingerprint", "fingerprint", "fingerprint it again")
 
 
 def documents(lake: objstore.Url) -> list[tuple[str, str, dict[str, Any]]]:

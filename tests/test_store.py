@@ -263,6 +263,12 @@ def test_an_import_is_filed_in_the_lake_by_the_labels_it_is_given(s3, tmp_path, 
     local = tmp_path / "local"
     code, _, err = run_iofp("import", "blkreplay", src, "-o", str(local), *labels)
     assert code == 0, err
+    # its fingerprint in the catalog of the same lake goes beside it (its day from its date label)
+    code, _, err = run_iofp("fingerprint", str(place), "-o", str(tmp_path / "fp.json"))
+    assert code == 0, err
+    code, _, err = run_iofp("catalog", "add", tmp_path / "fp.json", "--service", "mysql", "--catalog", lake)
+    assert code == 0, err
+    assert objstore.head(place.join(FINGERPRINT)) is not None
     there, here = fingerprint_trace(str(place)).to_dict(), fingerprint_trace(local).to_dict()
     prov = there["provenance"]
     assert (prov["host"], prov["labels"]) == ("db-07", {"service": "mysql", "date": "2026-01-05"})
@@ -301,6 +307,23 @@ def test_the_readmes_duckdb_query_reads_a_lake_as_iofp_does(tmp_path):
         fp = fingerprint_trace(tmp_path / f"host={host}/service={service}/date={date}")
         assert rows[(host, date)][3] == fp.whole.mix.reads + fp.whole.mix.writes
         assert rows[(host, date)][4] == fp.whole.latency["all"].p99_us
+
+
+def test_another_fingerprint_of_the_same_host_and_day_is_refused_not_written_over(s3, lake_trace, tmp_path):
+    doc = fingerprint_trace(lake_trace).to_dict()
+    first, other = tmp_path / "fp.json", tmp_path / "other.json"
+    first.write_text(json.dumps(doc))
+    doc["whole"]["intensity"]["iops"] *= 2
+    other.write_text(json.dumps(doc))
+    cat = LAKE.join("one-per-day")
+    code, _, err = run_iofp("catalog", "add", str(first), "--catalog", str(cat))
+    assert code == 0, err
+    at = cat.join(PLACE, FINGERPRINT)
+    kept = objstore.get_bytes(at)
+    code, _, err = run_iofp("catalog", "add", str(other), "--catalog", str(cat))
+    assert (code, err) == (2, f"iofp: {at} holds another fingerprint of that host and day; the catalog keeps "
+                              "one per trace\n")  # fmt: skip
+    assert objstore.get_bytes(at) == kept
 
 
 @pytest.mark.slow  # eight processes waiting on the catalog: 5-16 s
