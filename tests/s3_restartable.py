@@ -55,9 +55,24 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def whole_records(path: str) -> None:
+    """Drop the record a kill cut short. moto logs a request (a PUT's body with it: 5.6 MB of JSON for
+    4 MiB) before it answers it, so a SIGKILL while it writes that line leaves a line without its end,
+    which its replay cannot parse (the restart failed: one run of the outage test in many). That
+    request was never answered, so the store never took it; a real store's journal drops a torn tail
+    the same way."""
+    with open(path, "rb+") as f:
+        data = f.read()
+        whole = data.rfind(b"\n") + 1
+        if whole < len(data):
+            f.truncate(whole)
+
+
 def main() -> None:
     port = int(sys.argv[1])
     rec = os.environ["MOTO_RECORDER_FILEPATH"]
+    if os.path.exists(rec):
+        whole_records(rec)
     if os.path.exists(rec) and os.path.getsize(rec):
         private = free_port()
         restore = ThreadedMotoServer("127.0.0.1", private, verbose=False)
