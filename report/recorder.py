@@ -9,9 +9,11 @@ document) and the incidents (record.incidents): documents, never paths.
 from __future__ import annotations
 
 import html
+import math
 import time
 from typing import Any
 
+from iofp.slo import format_ns
 from report.page import page
 from report.svg import Chart, Series, legend
 
@@ -37,18 +39,31 @@ def _chart(view: dict[str, Any], rows: list[dict[str, Any]], incidents: list[dic
         c.spans.append((inc["start_ns"] / 1e9, inc["end_ns"] / 1e9, INCIDENT, ""))
         c.vlines.append((inc["window_end_ns"] / 1e9, inc["name"], FIRED))
     names = []
+    peak: tuple[float, float, str, str] | None = None  # (x, y, series, color)
     for key, name, color in series:
         ys = [r[key] * scale if r.get(key) is not None else None for r in rows]
         if any(y for y in ys):
-            c.series.append(Series(name, [r["t"] + view["step_s"] / 2 for r in rows], ys, color=color))
+            xs = [r["t"] + view["step_s"] / 2 for r in rows]
+            c.series.append(Series(name, xs, ys, color=color))
             names.append((name, color))
+            top = max(range(len(ys)), key=lambda i: ys[i] or 0)
+            if peak is None or (ys[top] or 0) > peak[1]:
+                peak = (xs[top], ys[top] or 0, name, color)
+    if log_y and peak is not None and peak[1] > 0:
+        # the spike is what the page is read for: the axis ends on a labelled decade at least 3x above
+        # it (room for its label), and the highest point says its value (a top at the data's max drew
+        # it along the frame, unread)
+        lows = [y for s in c.series for y in s.ys if y]
+        c.y_range = (min(lows), 10 ** math.ceil(math.log10(peak[1] * 3)))
+        c.points.append((peak[0], peak[1], f"peak: {peak[2]} {format_ns(peak[1] / scale)}", peak[3]))
     return c.svg() + legend(names)
 
 
 def _incidents_table(incidents: list[dict[str, Any]]) -> str:
     if not incidents:
         return "<p>No incident saved in this span.</p>"
-    head = "<tr><th>incident</th><th>why</th><th>window ended</th><th>span</th><th>state</th></tr>"
+    left = 'style="text-align:left"'  # the why is a sentence, read from its start
+    head = f"<tr><th>incident</th><th {left}>why</th><th>window ended</th><th>span</th><th>state</th></tr>"
     rows = [head]
     for i in incidents:
         why = "; ".join(i["failures"][:3]) or i["reason"]
@@ -56,7 +71,7 @@ def _incidents_table(incidents: list[dict[str, Any]]) -> str:
         state = "written" if i["complete"] else "being written"
         if i.get("cut"):
             state += f" (cut: {i['cut']})"
-        rows.append(f"<tr><td>{html.escape(i['name'])}</td><td>{html.escape(why)}</td>"
+        rows.append(f"<tr><td>{html.escape(i['name'])}</td><td {left}>{html.escape(why)}</td>"
                     f"<td>{_clock(i['window_end_ns'] / 1e9, 0)}</td><td>{span}</td>"
                     f"<td>{html.escape(state)}</td></tr>")  # fmt: skip
     return '<table class="fleet">' + "".join(rows) + "</table>"

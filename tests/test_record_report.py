@@ -35,4 +35,5 @@ def test_a_recorders_report_draws_its_summary_and_marks_its_incident(tmp_path, b
     (name,) = [p.name for p in (tmp_path / "rec" / "incidents").iterdir()]
     assert page.count(name) >= 3 and "read p99 2.00 ms &gt; 1.00 ms" in page  # both charts, the table
     assert "loop9: p99 latency per op" in page and "reads/s" in page
+    assert "peak: read p99 2.01 ms" in page  # the spike (2 ms, in its histogram bin), the axis on to 10 ms
     assert_drawn(tmp_path, tmp_path / "rec.html", "1280,1000")
