@@ -4,7 +4,7 @@ summed against /sys/block over the whole run, and each minute's p99 against the 
 p99 of a full trace of the same minutes (an `iofp capture` running beside it for --capture-minutes).
 
 The load is tests/test_record.py's, without its step: 300 buffered 4 KiB writes a second each with
-fsync (a commit) and 2000 direct 4 KiB random reads a second (QD1), both at MEASURE_NICE, beside
+fsync (a commit) and 2000 direct 4 KiB random reads a second (QD1), both at lab.MEASURE_NICE, beside
 --hogs busy loops, on a RAM loop; the trigger is the test's: commit.p99<=100ms held for 2 s.
 
     flock /tmp/iofp-heavy.lock .venv/bin/python -m bench.record_steady --minutes 30 --capture-minutes 10
@@ -30,7 +30,6 @@ import pyarrow.compute as pc
 from iofp.contract import open_trace
 from record import histogram, read_summary
 from tests import lab
-from tests.helpers import MEASURE_NICE
 
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "bench" / "out" / "record_steady"
@@ -107,7 +106,7 @@ def main() -> None:
             rec = start(["record", "-d", Path(dev).name, "-o", str(rec_dir), "--history", "2m",
                          "--after", "10s", "--json", "-", *TRIGGER], "iofp: recording")  # fmt: skip
             cap = start(["capture", "-d", Path(dev).name, "-o", str(trace), "--json", "-"], "iofp: recording")
-            nice = lab.join(None, MEASURE_NICE)
+            nice = lab.join(None, lab.MEASURE_NICE)
             timed = ("--time_based", f"--runtime={seconds}", "--ioengine=psync", "--bs=4k")
             loads = [lab.start_fio("--name=commits", f"--filename={dev}", "--rw=randwrite", "--direct=0",
                                    "--fsync=1", "--rate_iops=300", "--size=128m", *timed, preexec_fn=nice),

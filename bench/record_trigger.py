@@ -28,7 +28,6 @@ from pathlib import Path
 
 from iofp.contract import open_trace
 from tests import lab
-from tests.helpers import MEASURE_NICE
 
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "bench" / "out" / "record_trigger"
@@ -59,10 +58,10 @@ def main() -> None:
             timed = ("--time_based", f"--runtime={seconds}", "--bs=4k")
             loads = [lab.start_fio("--name=reads", f"--filename={dev}", "--rw=randread", "--direct=1",
                                    "--ioengine=libaio", "--iodepth=4", "--rate_iops=5000", "--offset=256m",
-                                   "--size=256m", *timed, preexec_fn=lab.join(None, MEASURE_NICE)),
+                                   "--size=256m", *timed, preexec_fn=lab.join(None, lab.MEASURE_NICE)),
                      lab.start_fio("--name=commits", f"--filename={dev}", "--rw=randwrite", "--direct=0",
                                    "--ioengine=psync", "--fsync=1", "--rate_iops=300", "--size=128m", *timed,
-                                   preexec_fn=lab.join(group, MEASURE_NICE))]  # fmt: skip
+                                   preexec_fn=lab.join(group, lab.MEASURE_NICE))]  # fmt: skip
             for _ in range(args.steps):
                 time.sleep(args.every - 4)
                 lab.limit(group, dev, write_iops=5)

@@ -34,9 +34,7 @@ from iofp.contract import SCHEMAS, TraceMeta, TraceWriter, open_trace
 # The real `iofp` as a child process (run with cwd=REPO): for signals, priorities, cgroups and
 # anything else a test cannot do to the in-process run_iofp.
 IOFP = [sys.executable, "-m", "cli.app"]
-# The niceness of what a test measures on a device (a replay, a sweep, a probe, a fio job): a busy CI
-# machine's other work at nice 0 must not take the CPU of the process whose timing is measured.
-MEASURE_NICE = -10
+MEASURE_NICE = lab.MEASURE_NICE  # tests/lab.py says why (the benchmarks take it from there)
 
 
 def iofp_in(

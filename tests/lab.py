@@ -28,6 +28,10 @@ from typing import Any
 RAM, DISK = "ram", "disk"
 WHERE = {RAM: Path("/dev/shm"), DISK: Path("/tmp")}  # DISK's file is on the VM disk: direct I/O to it
 BLKIO = Path("/sys/fs/cgroup/blkio")
+# The niceness of what a test or a benchmark measures on a device (a replay, a sweep, a probe, a fio
+# job): a busy CI machine's other work at nice 0 must not take the CPU of the process whose timing is
+# measured.
+MEASURE_NICE = -10
 
 
 def attach(backing: Path | str, *, direct_io: bool = False, partscan: bool = False, offset: int = 0) -> str:
