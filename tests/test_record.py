@@ -3,7 +3,7 @@ exactly one incident holding the step and the history before it, every request o
 summary sums to /sys/block and its p99 is the exact one within the histogram's error; the ring stays
 within its bound over four times its history, memory flat, every drop counted; SIGTERM completes the
 incident being written; kill -9 loses at most the second being written and a restart keeps the ring
-and the summaries.
+and the summaries; the same load and trigger without the step save no incident.
 
 The recorder runs as the systemd unit in the README runs it (Nice=-10: it watches the load, it must
 not be starved by it), beside CPU hogs where the test says so. The step: fio (at MEASURE_NICE: the test
@@ -147,9 +147,10 @@ def test_a_run_four_times_its_history_stays_within_its_bounds_and_counts_its_dro
     du, rss = [], []
     with cpu_hogs():
         s0 = stat(loop_device)
-        with recorder(loop_device, out, "--history", "8s", "--after", "0s", "--keep", "256KiB",
-                      "--json", "-") as rec:  # fmt: skip
-            load = reads(loop_device, 32, 2000)
+        # the step test's load and trigger, without the step: no incident
+        with recorder(loop_device, out, "--history", "8s", "--after", "0s", "--keep", "256KiB", "--trigger",
+                      "commit.p99<=100ms", "--for", "2s", "--json", "-") as rec:  # fmt: skip
+            load, steady = reads(loop_device, 32, 2000), commits(loop_device, 32)
             t_end = time.monotonic() + 33
             while time.monotonic() < t_end:
                 for _ in range(4):
@@ -157,9 +158,11 @@ def test_a_run_four_times_its_history_stays_within_its_bounds_and_counts_its_dro
                     time.sleep(0.25)
                 du.append(disk_bytes(ring))
                 rss.append(int(Path(f"/proc/{rec.pid}/statm").read_text().split()[1]) * PAGE)
-            assert load.wait(timeout=60) == 0
-            summary, _ = stopped(rec)
+            assert load.wait(timeout=60) == steady.wait(timeout=60) == 0
+            summary, err = stopped(rec)
         s1 = stat(loop_device)
+    assert "iofp: incident" not in err and summary["suppressed"] == {}
+    assert not list((out / "incidents").glob("*"))
     present = {p.name for p in ring.glob("*/spool/0*")}  # the last second's segment came at the stop
     seen |= present
     assert max(du) <= keep and summary["ring"]["dropped_segments"] == len(seen - present) > 20
