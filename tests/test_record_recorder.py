@@ -6,12 +6,13 @@ full ring are handled as a running recorder meets them."""
 
 from __future__ import annotations
 
+import json
 import time
 from datetime import datetime, timedelta
 
 import numpy as np
 import pytest
-from helpers import raw_io, raw_sync
+from helpers import raw_io, raw_sync, run_iofp
 
 from bpf.btf import kernel_btf
 from bpf.record import InflightFixes, ReqBits
@@ -138,3 +139,26 @@ def test_an_at_time_saves_an_incident_when_it_comes(tmp_path, bits):
     # each second here), with --after (5 s) after it
     assert inc["window_end_ns"] == int(at.timestamp()) * NS + 1000
     assert inc["end_ns"] == inc["window_end_ns"] + 5 * NS
+
+
+def test_a_surge_incident_fingerprints_with_its_triggering_window_in_a_spike(tmp_path, bits):
+    """An incident is an ordinary trace: `iofp fingerprint` of a surge's (iops<=N) finds the windows
+    that fired it as its spike, by the project's one regime rule (iofp/regimes.py: a rate rule; a
+    latency step with no change of rate is no spike there, and the report's timeline draws it)."""
+    wall0 = 1_800_000_000 * NS - T0
+    rec = recorder(tmp_path, wall0, trigger=slo.parse("iops<=1000"), for_ns=2 * NS)
+    rec.start(T0, bits, {DEV: "loop9"}, TraceMeta(capture_start_ns=T0 + wall0, devices={"loop9": {}}))
+    for s in range(40):
+        io, sync, counts = second(s, slow=False, n=2000 if 15 <= s < 18 else 200)
+        rec.put((io, sync, counts, InflightFixes()), T0 + (s + 1) * NS + 1000, last=s == 39)
+    rec.finish("")
+    (incident,) = rec.incidents.written
+    inc = open_trace(incident).meta.extra["incident"]
+    # 2,000 reads and the second's unissued barrier (a write), held 2 s: fired at the end of second 16
+    assert inc["failures"] == ["2,001 IOPS > 1,000"] and inc["window_end_ns"] == T0 + wall0 + 17 * NS
+    code, _, err = run_iofp("fingerprint", str(incident), "-o", str(tmp_path / "fp.json"))
+    assert code == 0, err
+    regimes = json.loads((tmp_path / "fp.json").read_text())["regimes"]
+    (spike,) = regimes["spikes"]
+    # windows from the first request (second 0, 50 s into the capture's clock): the surge is 15-18 s
+    assert (spike["start_s"], spike["end_s"]) == (15.0, 18.0) and regimes["spike_windows"] == 3
