@@ -1,11 +1,15 @@
 """Benchmark: fingerprint a generated 50-million-row trace; peer: a plain DuckDB scan of it.
 
     flock /tmp/iofp-heavy.lock .venv/bin/python -m bench.fingerprint_scale [--rows 50000000] [--reps 2]
+        [--load quiet,hog] [--tree before=/tmp/old-tree]
 
 The trace is generated straight into Parquet through the contract's TraceWriter, 4 M rows per
 file: ~100k IOPS for ~500 s on two devices, 70% reads, 4-64 KiB sizes, 30% sequential, log-normal
 latency, in-flight 1-32, sync/FUA flags on writes. Each measured run is a child process, so its
-peak RSS (ru_maxrss from wait4) is its own; fingerprint and peer alternate.
+peak RSS (ru_maxrss from wait4) is its own; fingerprint and peer alternate. `--load hog` runs
+them beside a busy loop on every CPU (the tests' cpu_hogs), so the ratio to the scan is judged
+against a scan as busy as the fingerprint; `--tree LABEL=DIR` also times the fingerprint of another
+checkout (e.g. `git archive` of the code before a change), alternating with this one in each rep.
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -57,10 +63,11 @@ def generate(root: Path, rows: int, seed: int = 1) -> None:
             }))  # fmt: skip
 
 
-def child(cmd: list[str]) -> tuple[float, int, str]:
-    """Run `cmd` in a child process; wall seconds, its peak RSS in KiB (it prints it), stdout."""
+def child(cmd: list[str], cwd: str | None = None) -> tuple[float, int, str]:
+    """Run `cmd` in a child process (in `cwd`: its tree is the code run); wall seconds, its peak RSS
+    in KiB (it prints it), stdout."""
     t0 = time.perf_counter()
-    p = subprocess.run(cmd, capture_output=True, text=True)
+    p = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd)
     wall = time.perf_counter() - t0
     if p.returncode != 0:
         sys.exit(f"{cmd} failed: {p.stderr[-2000:]}")
@@ -93,11 +100,51 @@ def run_peer(trace: str) -> None:
     print("maxrss_kib", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 
 
+@contextmanager
+def hogs(on: bool) -> Iterator[None]:
+    """A busy loop on every CPU while `on` (as tests/helpers.py's cpu_hogs)."""
+    busy = [sys.executable, "-c", "while True: pass"]
+    procs = [subprocess.Popen(busy) for _ in range(os.cpu_count() or 1)] if on else []
+    try:
+        yield
+    finally:
+        for h in procs:
+            h.kill()
+            h.wait()
+
+
+def measure(root: Path, rows: int, reps: int, loads: list[str], trees: dict[str, str]) -> None:
+    """Each rep, under each load: the peer scan, then every tree's fingerprint; the best of each, and
+    each tree's ratio to the scan measured under the same load."""
+    res: dict[tuple[str, str], list[tuple[float, int]]] = {}
+    me = [sys.executable, "-m", "bench.fingerprint_scale", "--trace", str(root), "--child"]
+    for rep in range(reps):
+        for load in loads:
+            with hogs(load == "hog"):
+                for what, tree in [("peer", None), *trees.items()]:
+                    cwd = tree or trees.get("this")
+                    mode = "peer" if what == "peer" else "fingerprint"
+                    wall, rss, _ = child([*me, mode], cwd=cwd)
+                    res.setdefault((load, what), []).append((wall, rss))
+                    print(f"rep {rep + 1} {load:5s} {what:11s} {wall:7.2f} s  "
+                          f"{rows / wall / 1e6:6.2f} M rows/s  peak RSS {rss / 2**20:5.2f} GiB",
+                          flush=True)  # fmt: skip
+    for load in loads:
+        peer = min(w for w, _ in res[(load, "peer")])
+        for what in trees:
+            fp = min(w for w, _ in res[(load, what)])
+            rss = max(r for _, r in res[(load, what)])
+            print(f"best {load}: {what} {fp:.2f} s ({rows / fp / 1e6:.2f} M rows/s), peer scan {peer:.2f} s; "
+                  f"ratio {fp / peer:.1f}x; peak RSS {rss / 2**20:.2f} GiB")  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=50_000_000)
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--trace", default="/tmp/iofp-bench/fp50m")
+    ap.add_argument("--load", default="quiet", help="comma-separated: quiet, hog (a busy loop per CPU)")
+    ap.add_argument("--tree", action="append", default=[], help="LABEL=DIR: also time DIR's code")
     ap.add_argument("--child", choices=("fingerprint", "peer"))
     a = ap.parse_args()
     if a.child == "fingerprint":
@@ -111,19 +158,12 @@ def main() -> None:
         print(f"generated {a.rows:,} rows in {time.perf_counter() - t0:.1f} s")
     size = sum(p.stat().st_size for p in root.rglob("*.parquet"))
     print(f"trace {root}: {a.rows:,} rows, {size / 2**20:,.0f} MiB of Parquet; cores {os.cpu_count()}")
-    me = [sys.executable, "-m", "bench.fingerprint_scale", "--trace", str(root), "--child"]
-    res: dict[str, list[tuple[float, int]]] = {"peer": [], "fingerprint": []}
-    for rep in range(a.reps):
-        for what in ("peer", "fingerprint"):
-            wall, rss, _ = child([*me, what])
-            res[what].append((wall, rss))
-            print(f"rep {rep + 1} {what:11s} {wall:7.2f} s  {a.rows / wall / 1e6:6.2f} M rows/s  "
-                  f"peak RSS {rss / 2**20:5.2f} GiB")  # fmt: skip
-    fp = min(w for w, _ in res["fingerprint"])
-    peer = min(w for w, _ in res["peer"])
-    rss = max(r for _, r in res["fingerprint"])
-    print(f"best: fingerprint {fp:.2f} s ({a.rows / fp / 1e6:.2f} M rows/s), peer scan {peer:.2f} s; "
-          f"ratio {fp / peer:.1f}x; fingerprint peak RSS {rss / 2**20:.2f} GiB")  # fmt: skip
+    loads = a.load.split(",")
+    if not set(loads) <= {"quiet", "hog"}:
+        sys.exit(f"--load {a.load}: use quiet, hog or quiet,hog")
+    trees = {"this": str(Path(__file__).resolve().parents[1])}
+    trees.update(t.split("=", 1) for t in a.tree)
+    measure(root, a.rows, a.reps, loads, trees)
 
 
 if __name__ == "__main__":
