@@ -36,6 +36,9 @@
 /* sys_enter_pwritev2's format declares `rwf_t flags` (8 bytes, as every syscall argument there);
  * bcc builds the args struct from that text, and no header included here defines rwf_t. */
 typedef __u64 rwf_t;
+#ifdef IOFP_AIO
+typedef unsigned long aio_context_t; /* io_submit's and io_getevents' formats, likewise */
+#endif
 #endif
 
 _Static_assert(sizeof(struct iofp_io_rec) == IOFP_IO_REC_SIZE, "iofp_io_rec differs from bpf/record.py");
@@ -74,10 +77,16 @@ struct iofp_flusher {
 	char comm[IOFP_COMM_LEN];
 };
 
+/* A syscall between its entry and its return: a commit (`call`), a data call (`data`), or both (an
+ * O_DIRECT write on an O_DSYNC file). IOFP_NO_CALL: not one. */
+#define IOFP_NO_CALL 0xffffffffU
 struct iofp_sync_start {
 	u64 enter_ns;
+	u64 offset;
 	s32 fd;
 	u32 call;
+	u32 data;
+	u32 dev;
 };
 
 /* Requests in flight live in a direct-mapped table indexed by a hash of their pointer: an array
@@ -126,6 +135,25 @@ BPF_HASH(sync_calls, u32, struct iofp_sync_start, 8192);
 /* Entries in sync_calls: while 0, a write's exit (every write(2) on the machine) returns at once
  * instead of looking its thread up. Only grows if a thread dies inside a sync; then exits look. */
 BPF_ARRAY(sync_pending, s64, 1);
+#ifdef IOFP_AIO
+/* libaio: an iocb between the io_submit that hands it to the kernel and the io_getevents that
+ * reaps it, keyed by its user-space address in its process (the io_event names it back). */
+struct iofp_aio_key {
+	u64 iocb;
+	u32 tgid;
+	u32 _pad;
+};
+struct iofp_aio {
+	u64 submit_ns;
+	u64 offset;
+	s32 fd;
+	u32 data;
+	u32 dev;
+	u32 _pad;
+};
+BPF_HASH(aio_iocbs, struct iofp_aio_key, struct iofp_aio, IOFP_AIO_MAX_INFLIGHT);
+BPF_HASH(aio_reaps, u32, u64, 8192); /* thread in io_getevents -> the io_event array it fills */
+#endif
 #ifdef IOFP_FILTER_DEV
 BPF_HASH(sync_devs, u32, u8, 1024); /* the captured disks, their partitions and holders (dm, md) */
 #endif
@@ -837,29 +865,28 @@ static __always_inline u32 file_dev(u64 file)
 	return dev;
 }
 
-/* With --device, only syncs of files on the captured devices count: an fsync elsewhere on the
- * machine says nothing about this device's commits. */
-static __always_inline bool file_wanted(u64 file)
+/* Whether a file's device is a captured one: with --device, the disks, their partitions and the
+ * devices stacked on them; without, any. */
+static __always_inline bool dev_captured(u32 dev)
 {
 #ifdef IOFP_FILTER_DEV
-	u32 dev = file_dev(file);
-	if (dev && sync_devs.lookup(&dev))
-		return true;
-	count(IOFP_CNT_SYNC_OTHER_DEVICE, 1);
-	return false;
+	return dev && sync_devs.lookup(&dev) != NULL;
 #else
 	return true;
 #endif
 }
 
-static __always_inline int sync_start(u32 call, s32 fd)
+static __always_inline int sync_start(u32 call, u32 data, s32 fd, u32 dev, u64 offset)
 {
 	u64 id = bpf_get_current_pid_tgid();
 	u32 tid = (u32)id;
 	struct iofp_sync_start s = {};
 	s.enter_ns = bpf_ktime_get_ns();
+	s.offset = offset;
 	s.fd = fd;
 	s.call = call;
+	s.data = data;
+	s.dev = dev;
 	if (sync_calls.update(&tid, &s) != 0) {
 		count(IOFP_CNT_LOST_SYNC_MAP_FULL, 1);
 		return 0;
@@ -871,31 +898,78 @@ static __always_inline int sync_start(u32 call, s32 fd)
 	return 0;
 }
 
+/* With --device, only syncs of files on the captured devices count: an fsync elsewhere on the
+ * machine says nothing about this device's commits. */
 static __always_inline int sync_enter(u32 call, s32 fd)
 {
-	if (fd >= 0 && !file_wanted(fd_file(fd)))
+	u64 file = fd >= 0 ? fd_file(fd) : 0;
+	u32 dev = file ? file_dev(file) : 0;
+	if (fd >= 0 && !dev_captured(dev)) {
+		count(IOFP_CNT_SYNC_OTHER_DEVICE, 1);
 		return 0;
-	return sync_start(call, fd);
+	}
+	return sync_start(call, IOFP_NO_CALL, fd, dev, IOFP_NO_OFFSET);
 }
 
 /* A write on a file opened O_DSYNC/O_SYNC (or pwritev2 with RWF_DSYNC/RWF_SYNC) is a commit too:
- * the call returns once the data is durable (PostgreSQL's open_datasync, O_DSYNC logs). Every
- * write(2) on the machine passes here, so the test is a few reads and no map operation. */
-#define IOFP_O_DSYNC 010000 /* uapi asm-generic/fcntl.h; O_SYNC includes this bit */
+ * the call returns once the data is durable (PostgreSQL's open_datasync, O_DSYNC logs). A read or
+ * write on a file opened O_DIRECT is a data call: it returns when its block I/O completes, so its
+ * time is the application's wait for the device and for anything holding its bios above the block
+ * layer (blk-throttle, before every block tracepoint). Buffered calls are left out: most never
+ * reach the device. Every read(2) and write(2) on the machine passes here, so the test is a few
+ * reads and no map operation. */
+#define IOFP_O_DSYNC 010000  /* uapi asm-generic/fcntl.h; O_SYNC includes this bit */
+#define IOFP_O_DIRECT 040000 /* x86 and most architectures (asm-generic/fcntl.h) */
 #define IOFP_RWF_DSYNC 0x2
 #define IOFP_RWF_SYNC 0x4
-static __always_inline int write_enter(s32 fd, u64 rwf)
+static __always_inline int data_enter(s32 fd, u32 data, u64 offset, u64 rwf, bool write)
 {
 	u64 file = fd_file(fd);
 	if (!file)
 		return 0;
 	u32 fflags = 0;
 	bpf_probe_read_kernel(&fflags, sizeof(fflags), (void *)(file + IOFP_OFF_FILE_FLAGS));
-	if (!(fflags & IOFP_O_DSYNC) && !(rwf & (IOFP_RWF_DSYNC | IOFP_RWF_SYNC)))
+	bool dsync = write && ((fflags & IOFP_O_DSYNC) || (rwf & (IOFP_RWF_DSYNC | IOFP_RWF_SYNC)));
+	bool direct = fflags & IOFP_O_DIRECT;
+	if (!dsync && !direct)
 		return 0;
-	if (!file_wanted(file))
+	u32 dev = file_dev(file);
+	if (!dev_captured(dev)) {
+		if (dsync)
+			count(IOFP_CNT_SYNC_OTHER_DEVICE, 1);
 		return 0;
-	return sync_start(IOFP_CALL_DSYNC_WRITE, fd);
+	}
+	return sync_start(dsync ? IOFP_CALL_DSYNC_WRITE : IOFP_NO_CALL, direct ? data : IOFP_NO_CALL, fd, dev,
+			  offset);
+}
+
+/* Append one syscall record to this CPU's batch (or send it alone: see emit_io). */
+static __always_inline void emit_sync(struct iofp_sync_rec *rec, u64 now)
+{
+	u32 zero = 0;
+	u32 *bz = busy.lookup(&zero);
+	struct iofp_sync_batch *b = sync_batch.lookup(&zero);
+	if (bz && b && !*(volatile u32 *)bz) {
+		*(volatile u32 *)bz = 1;
+		u32 i = b->hdr.count;
+		if (i == 0)
+			b->hdr.first_ns = now;
+		b->recs[i & (IOFP_SYNC_BATCH - 1)] = *rec;
+		b->hdr.count = i + 1;
+		if (i + 1 >= IOFP_SYNC_BATCH || now - b->hdr.first_ns >= IOFP_FLUSH_NS)
+			send_sync(b);
+		*(volatile u32 *)bz = 0;
+	} else if (bz) {
+		struct iofp_sync_single one = {};
+		one.hdr.kind = IOFP_KIND_SYNC;
+		one.hdr.count = 1;
+		one.hdr.first_ns = now;
+		one.rec = *rec;
+		if (events.ringbuf_output(&one, sizeof(one), IOFP_RB_FLAGS) == 0)
+			count(IOFP_CNT_SYNC_RECORDS, 1);
+		else
+			count(IOFP_CNT_LOST_SYNC_RINGBUF, 1);
+	}
 }
 
 static __always_inline int sync_exit(s64 ret)
@@ -908,41 +982,26 @@ static __always_inline int sync_exit(s64 ret)
 	struct iofp_sync_start *s = sync_calls.lookup(&tid);
 	if (!s)
 		return 0;
-	char comm[IOFP_COMM_LEN] = {};
-	u32 pid = current_who(comm);
-	if (submitter_wanted(pid, comm)) {
+	struct iofp_sync_rec rec = {};
+	u32 pid = current_who(rec.comm);
+	if (submitter_wanted(pid, rec.comm)) {
 		u64 now = bpf_ktime_get_ns();
-		u32 *bz = busy.lookup(&zero);
-		struct iofp_sync_batch *b = sync_batch.lookup(&zero);
-		struct iofp_sync_rec rec = {};
 		rec.enter_ns = s->enter_ns;
 		rec.exit_ns = now;
 		rec.ret = ret;
+		rec.offset = s->offset;
 		rec.pid = pid;
 		rec.tid = tid;
 		rec.fd = s->fd;
-		rec.call = s->call;
-		__builtin_memcpy(rec.comm, comm, sizeof(rec.comm));
-		if (bz && b && !*(volatile u32 *)bz) {
-			*(volatile u32 *)bz = 1;
-			u32 i = b->hdr.count;
-			if (i == 0)
-				b->hdr.first_ns = now;
-			b->recs[i & (IOFP_SYNC_BATCH - 1)] = rec;
-			b->hdr.count = i + 1;
-			if (i + 1 >= IOFP_SYNC_BATCH || now - b->hdr.first_ns >= IOFP_FLUSH_NS)
-				send_sync(b);
-			*(volatile u32 *)bz = 0;
-		} else if (bz) {
-			struct iofp_sync_single one = {};
-			one.hdr.kind = IOFP_KIND_SYNC;
-			one.hdr.count = 1;
-			one.hdr.first_ns = now;
-			one.rec = rec;
-			if (events.ringbuf_output(&one, sizeof(one), IOFP_RB_FLAGS) == 0)
-				count(IOFP_CNT_SYNC_RECORDS, 1);
-			else
-				count(IOFP_CNT_LOST_SYNC_RINGBUF, 1);
+		rec.dev = s->dev;
+		u32 data = s->data;
+		if (s->call != IOFP_NO_CALL) {
+			rec.call = s->call;
+			emit_sync(&rec, now);
+		}
+		if (data != IOFP_NO_CALL) {
+			rec.call = data;
+			emit_sync(&rec, now);
 		}
 	}
 	if (sync_calls.delete(&tid) == 0)
@@ -963,14 +1022,178 @@ TRACEPOINT_PROBE(syscalls, sys_enter_sync) { return sync_enter(4, -1); }
 TRACEPOINT_PROBE(syscalls, sys_exit_sync) { return sync_exit(args->ret); }
 TRACEPOINT_PROBE(syscalls, sys_enter_msync) { return sync_enter(5, -1); }
 TRACEPOINT_PROBE(syscalls, sys_exit_msync) { return sync_exit(args->ret); }
-TRACEPOINT_PROBE(syscalls, sys_enter_write) { return write_enter(args->fd, 0); }
+/* data calls: IOFP_DATA_<NAME> is the index of the name in iofp.contract.DATA_CALLS, from the loader */
+TRACEPOINT_PROBE(syscalls, sys_enter_write) { return data_enter(args->fd, IOFP_DATA_WRITE, IOFP_NO_OFFSET, 0, true); }
 TRACEPOINT_PROBE(syscalls, sys_exit_write) { return sync_exit(args->ret); }
-TRACEPOINT_PROBE(syscalls, sys_enter_pwrite64) { return write_enter(args->fd, 0); }
+TRACEPOINT_PROBE(syscalls, sys_enter_pwrite64) { return data_enter(args->fd, IOFP_DATA_PWRITE64, args->pos, 0, true); }
 TRACEPOINT_PROBE(syscalls, sys_exit_pwrite64) { return sync_exit(args->ret); }
-TRACEPOINT_PROBE(syscalls, sys_enter_writev) { return write_enter(args->fd, 0); }
+TRACEPOINT_PROBE(syscalls, sys_enter_writev) { return data_enter(args->fd, IOFP_DATA_WRITEV, IOFP_NO_OFFSET, 0, true); }
 TRACEPOINT_PROBE(syscalls, sys_exit_writev) { return sync_exit(args->ret); }
-TRACEPOINT_PROBE(syscalls, sys_enter_pwritev) { return write_enter(args->fd, 0); }
+TRACEPOINT_PROBE(syscalls, sys_enter_pwritev) { return data_enter(args->fd, IOFP_DATA_PWRITEV, args->pos_l, 0, true); }
 TRACEPOINT_PROBE(syscalls, sys_exit_pwritev) { return sync_exit(args->ret); }
-TRACEPOINT_PROBE(syscalls, sys_enter_pwritev2) { return write_enter(args->fd, args->flags); }
+TRACEPOINT_PROBE(syscalls, sys_enter_pwritev2)
+{
+	return data_enter(args->fd, IOFP_DATA_PWRITEV2, args->pos_l, args->flags, true);
+}
 TRACEPOINT_PROBE(syscalls, sys_exit_pwritev2) { return sync_exit(args->ret); }
+TRACEPOINT_PROBE(syscalls, sys_enter_read) { return data_enter(args->fd, IOFP_DATA_READ, IOFP_NO_OFFSET, 0, false); }
+TRACEPOINT_PROBE(syscalls, sys_exit_read) { return sync_exit(args->ret); }
+TRACEPOINT_PROBE(syscalls, sys_enter_pread64) { return data_enter(args->fd, IOFP_DATA_PREAD64, args->pos, 0, false); }
+TRACEPOINT_PROBE(syscalls, sys_exit_pread64) { return sync_exit(args->ret); }
+TRACEPOINT_PROBE(syscalls, sys_enter_readv) { return data_enter(args->fd, IOFP_DATA_READV, IOFP_NO_OFFSET, 0, false); }
+TRACEPOINT_PROBE(syscalls, sys_exit_readv) { return sync_exit(args->ret); }
+TRACEPOINT_PROBE(syscalls, sys_enter_preadv) { return data_enter(args->fd, IOFP_DATA_PREADV, args->pos_l, 0, false); }
+TRACEPOINT_PROBE(syscalls, sys_exit_preadv) { return sync_exit(args->ret); }
+TRACEPOINT_PROBE(syscalls, sys_enter_preadv2) { return data_enter(args->fd, IOFP_DATA_PREADV2, args->pos_l, 0, false); }
+TRACEPOINT_PROBE(syscalls, sys_exit_preadv2) { return sync_exit(args->ret); }
+
+#ifdef IOFP_AIO
+/* struct iocb (uapi linux/aio_abi.h) from aio_lio_opcode on: the fields an iocb's data call needs */
+#define IOFP_IOCB_OPCODE_OFF 16
+struct iofp_iocb {
+	u16 opcode; /* IOCB_CMD_PREAD 0, PWRITE 1, PREADV 7, PWRITEV 8 */
+	s16 reqprio;
+	u32 fildes;
+	u64 buf;
+	u64 nbytes;
+	s64 offset;
+};
+struct iofp_io_event {
+	u64 data;
+	u64 obj; /* the iocb's user-space address */
+	s64 res;
+	s64 res2;
+};
+struct iofp_aio_batch {
+	struct iofp_batch_hdr hdr;
+	struct iofp_sync_rec recs[IOFP_AIO_MAX];
+};
+
+/* io_submit: each data iocb (up to IOFP_AIO_MAX of one call) on a captured device, from now. An
+ * iocb of the caller's that is already tracked is one it reaped without our seeing (a capture that
+ * started while it was in flight); it is replaced. (bcc cannot pass bpf_loop a callback, so the
+ * loops over iocbs and events are unrolled, and kept free of branches that would multiply the
+ * verifier's paths.) */
+TRACEPOINT_PROBE(syscalls, sys_enter_io_submit)
+{
+	char comm[IOFP_COMM_LEN] = {};
+	u32 pid = current_who(comm);
+	if (!submitter_wanted(pid, comm))
+		return 0;
+	long nr = args->nr;
+	u64 iocbpp = (u64)args->iocbpp;
+	u64 now = bpf_ktime_get_ns();
+	if (nr > IOFP_AIO_MAX)
+		count(IOFP_CNT_LOST_AIO_BATCH, nr - IOFP_AIO_MAX);
+	s32 last_fd = -1; /* the iocbs of one call are mostly on one file: look it up once */
+	u32 last_dev = 0;
+	bool last_ok = false;
+#pragma unroll
+	for (u32 i = 0; i < IOFP_AIO_MAX; i++) {
+		if (i >= nr)
+			break;
+		u64 p = 0;
+		struct iofp_iocb cb = {};
+		bpf_probe_read_user(&p, sizeof(p), (void *)(iocbpp + 8 * (u64)i));
+		if (bpf_probe_read_user(&cb, sizeof(cb), (void *)(p + IOFP_IOCB_OPCODE_OFF)) != 0)
+			continue;
+		u32 data = cb.opcode == 0 || cb.opcode == 7 ? IOFP_DATA_AIO_READ
+			 : cb.opcode == 1 || cb.opcode == 8 ? IOFP_DATA_AIO_WRITE : IOFP_NO_CALL;
+		if (data == IOFP_NO_CALL)
+			continue;
+		if ((s32)cb.fildes != last_fd) {
+			last_fd = (s32)cb.fildes;
+			u64 file = fd_file(last_fd);
+			last_dev = file ? file_dev(file) : 0;
+			last_ok = file && dev_captured(last_dev);
+		}
+		if (!last_ok)
+			continue;
+		struct iofp_aio_key k = {};
+		k.iocb = p;
+		k.tgid = pid;
+		struct iofp_aio v = {};
+		v.submit_ns = now;
+		v.offset = (u64)cb.offset;
+		v.fd = (s32)cb.fildes;
+		v.data = data;
+		v.dev = last_dev;
+		if (aio_iocbs.update(&k, &v) != 0)
+			count(IOFP_CNT_LOST_AIO_MAP_FULL, 1);
+	}
+	return 0;
+}
+
+static __always_inline int aio_reap_enter(u64 events)
+{
+	u32 tid = (u32)bpf_get_current_pid_tgid();
+	aio_reaps.update(&tid, &events);
+	return 0;
+}
+
+/* io_getevents' return: each reaped iocb that io_submit tracked is a data call, submit to now. The
+ * records are written straight into one ring-buffer batch (no per-CPU batch to share with an
+ * interrupting program); an event whose iocb was not tracked leaves its slot marked IOFP_NO_CALL,
+ * which user space drops. */
+static __always_inline int aio_reap_exit(long ret)
+{
+	u32 tid = (u32)bpf_get_current_pid_tgid();
+	u64 *ev = aio_reaps.lookup(&tid);
+	if (!ev)
+		return 0;
+	u64 evs = *ev; /* the io_event array in user memory */
+	aio_reaps.delete(&tid);
+	if (ret <= 0)
+		return 0;
+	struct iofp_aio_batch *b = events.ringbuf_reserve(sizeof(struct iofp_aio_batch));
+	if (!b) {
+		count(IOFP_CNT_LOST_SYNC_RINGBUF, ret);
+		return 0;
+	}
+	u64 now = bpf_ktime_get_ns();
+	char comm[IOFP_COMM_LEN] = {};
+	u32 pid = current_who(comm);
+	if (ret > IOFP_AIO_MAX)
+		count(IOFP_CNT_LOST_AIO_BATCH, ret - IOFP_AIO_MAX);
+	u32 n = ret < IOFP_AIO_MAX ? (u32)ret : IOFP_AIO_MAX;
+	b->hdr.kind = IOFP_KIND_SYNC;
+	b->hdr.count = n;
+	b->hdr.first_ns = now;
+#pragma unroll
+	for (u32 i = 0; i < IOFP_AIO_MAX; i++) {
+		struct iofp_sync_rec *rec = &b->recs[i];
+		rec->call = IOFP_NO_CALL;
+		if (i >= n)
+			continue;
+		struct iofp_io_event e = {};
+		bpf_probe_read_user(&e, sizeof(e), (void *)(evs + sizeof(e) * (u64)i));
+		struct iofp_aio_key k = {};
+		k.iocb = e.obj;
+		k.tgid = pid;
+		struct iofp_aio *v = aio_iocbs.lookup(&k);
+		if (!v)
+			continue;
+		rec->enter_ns = v->submit_ns;
+		rec->exit_ns = now;
+		rec->ret = e.res;
+		rec->offset = v->offset;
+		rec->pid = pid;
+		rec->tid = tid;
+		rec->fd = v->fd;
+		rec->call = v->data;
+		rec->dev = v->dev;
+		rec->_pad = 0;
+		__builtin_memcpy(rec->comm, comm, sizeof(comm));
+		aio_iocbs.delete(&k);
+	}
+	events.ringbuf_submit(b, IOFP_RB_FLAGS);
+	count(IOFP_CNT_SYNC_RECORDS, n);
+	return 0;
+}
+
+TRACEPOINT_PROBE(syscalls, sys_enter_io_getevents) { return aio_reap_enter((u64)args->events); }
+TRACEPOINT_PROBE(syscalls, sys_exit_io_getevents) { return aio_reap_exit(args->ret); }
+TRACEPOINT_PROBE(syscalls, sys_enter_io_pgetevents) { return aio_reap_enter((u64)args->events); }
+TRACEPOINT_PROBE(syscalls, sys_exit_io_pgetevents) { return aio_reap_exit(args->ret); }
+#endif
 #endif

@@ -31,13 +31,14 @@ import numpy as np
 import pyarrow as pa
 
 from bpf.btf import kernel_btf
-from bpf.devices import device_names, resolve_devices, stacked_devices
+from bpf.devices import device_names, disk_names, resolve_devices, stacked_devices
 from bpf.doctor import check_syscall_tracepoints
 from bpf.loader import KernelOptions
 from bpf.record import InflightFixes, ReqBits
 from bpf.spool import Interval, Spool, segments
 from iofp import terminal
 from iofp.contract import (
+    CALLS_TABLE,
     IO_TABLE,
     PARQUET_DEFAULTS,
     SPOOL,
@@ -79,6 +80,12 @@ PARQUET_OPTIONS = {
     },
     SYNC_TABLE: {
         "use_dictionary": ["call", "pid", "tid", "comm", "fd", "ret"],
+        "compression_level": 1,
+        "write_statistics": ["ts_ns"],
+    },
+    CALLS_TABLE: {
+        "use_dictionary": ["call", "op", "device", "pid", "tid", "comm", "fd", "ret"],
+        "column_encoding": {"ts_ns": "DELTA_BINARY_PACKED"},
         "compression_level": 1,
         "write_statistics": ["ts_ns"],
     },
@@ -237,14 +244,16 @@ class Encoded:
     sync: pa.Table | None
     skipped_ops: int = 0  # records whose op is not block data I/O (zone management, driver-private)
     before_t0: int = 0  # requests issued, and sync calls entered, before t0: not rows
+    calls: pa.Table | None = None  # the application's data calls (CALLS_SCHEMA)
 
 
 def encode_interval(item: Interval, t0_ns: int, bits: ReqBits, names: dict[int, str]) -> Encoded:
-    """One interval (bpf/spool.py's Interval, in memory or read back) as IO_SCHEMA and SYNC_SCHEMA
-    tables, times counted from `t0_ns` (monotonic), the trace's clock origin; rows from before it
-    (in a trace cut from a longer recording: an incident) are left out and counted. Write the tables
-    with PARQUET_OPTIONS."""
-    from bpf.record import io_table, sync_table
+    """One interval (bpf/spool.py's Interval, in memory or read back) as IO_SCHEMA, SYNC_SCHEMA and
+    CALLS_SCHEMA tables, times counted from `t0_ns` (monotonic), the trace's clock origin; rows from
+    before it (in a trace cut from a longer recording: an incident) are left out and counted. The
+    syscall records hold both the fsync-family calls and the data calls: split here. Write the
+    tables with PARQUET_OPTIONS."""
+    from bpf.record import calls_table, io_table, split_calls, sync_table
 
     io, sync, _, fixes = item
     before = 0
@@ -253,8 +262,10 @@ def encode_interval(item: Interval, t0_ns: int, bits: ReqBits, names: dict[int, 
     io_tbl, skipped = io_table(io, t0_ns, bits, names, fixes) if len(io) else (None, 0)
     kept = sync[sync["enter_ns"] >= t0_ns] if len(sync) else sync
     before += len(sync) - len(kept)
-    sync_tbl = sync_table(kept, t0_ns) if len(kept) else None
-    return Encoded(io_tbl, sync_tbl, skipped, before)
+    commits, calls = split_calls(kept)
+    sync_tbl = sync_table(commits, t0_ns) if len(commits) else None
+    calls_tbl = calls_table(calls, t0_ns, disk_names(names)) if len(calls) else None
+    return Encoded(io_tbl, sync_tbl, skipped, before, calls_tbl)
 
 
 class _Writer(threading.Thread):
@@ -293,6 +304,7 @@ class _Writer(threading.Thread):
         self.working = False  # converting an interval now
         self.io_rows = 0
         self.sync_rows = 0
+        self.call_rows = 0
         self.files = 0
         self.skipped_ops = 0
         self.file_bytes = 0
@@ -346,6 +358,7 @@ class _Writer(threading.Thread):
                 item = item if seg is None else self.spool.read(seg)
                 io, sync, (loss, counts), _ = item
                 self._note_devices(io)
+                self._note_call_devices(sync)
                 enc = encode_interval(item, self.t0, self.bits, self.names)
                 if enc.io is not None:
                     self.skipped_ops += enc.skipped_ops
@@ -359,6 +372,9 @@ class _Writer(threading.Thread):
                 if enc.sync is not None:
                     self._write(SYNC_TABLE, enc.sync)
                     self.sync_rows += enc.sync.num_rows
+                if enc.calls is not None:
+                    self._write(CALLS_TABLE, enc.calls)
+                    self.call_rows += enc.calls.num_rows
                 if seg is not None:
                     self.spool.taken(seg)
             except BaseException as e:  # surfaced by the capture loop
@@ -373,6 +389,11 @@ class _Writer(threading.Thread):
         if path is not None:
             self.files += 1
             self.file_bytes += path.stat().st_size
+
+    def _note_call_devices(self, sync: np.ndarray) -> None:
+        """The devices the data calls' files are on named (encode_interval names each by its disk)."""
+        if len(sync) and any(int(d) not in self.names for d in np.unique(sync["dev"]) if d):
+            self.names.update(device_names())
 
     def _note_devices(self, io: np.ndarray) -> None:
         meta = self.writer.meta
@@ -637,6 +658,7 @@ def _accounting(kc: Any) -> tuple[dict[str, int], dict[str, int]]:
         "sync_other_device": c["sync_other_device"],  # filtered out by --device
         "flush_seq_final": c["flush_seq_final"],  # blk-flush's second completions
         "early_overflow": c["early_overflow"],  # `inflight` undercounted near the start
+        "aio_unmatched": c["aio_unmatched"],  # iocbs reaped whose io_submit came before the start
     }
     return loss, counts
 
@@ -743,7 +765,7 @@ def recover(root: Path) -> CaptureSummary:
     except (OSError, ValueError, KeyError, TypeError) as e:
         why = e.strerror if isinstance(e, OSError) else f"{type(e).__name__}: {e}"
         raise BadInput(f"{root / SPOOL}: capture.json is unreadable ({why}); cannot encode it") from None
-    files = [p for t in (IO_TABLE, SYNC_TABLE) for p in (root / t).glob("part-*.parquet")]
+    files = [p for t in (IO_TABLE, SYNC_TABLE, CALLS_TABLE) for p in (root / t).glob("part-*.parquet")]
     # the newest footer carries the counters up to the last file written
     meta = read_meta(max(files, key=lambda p: p.name)) if files else cap["meta"]
     spool = Spool(root, 0)

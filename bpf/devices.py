@@ -73,3 +73,13 @@ def stacked_devices(names: list[str]) -> list[int]:
         with contextlib.suppress(OSError):
             todo += [p.name for p in (base / "holders").iterdir()]
     return sorted(kdev(*mm) for n in seen if (mm := _read_dev(n)) is not None)
+
+
+def disk_names(names: dict[int, str]) -> dict[int, str]:
+    """`names` (kernel dev_t -> name) with every partition named after its disk: the block
+    tracepoints name requests by disk, and an application's call on a partition's file is I/O on it."""
+    out = dict(names)
+    for dev, name in names.items():
+        if (SYS_CLASS_BLOCK / name / "partition").exists():
+            out[dev] = (SYS_CLASS_BLOCK / name).resolve().parent.name
+    return out

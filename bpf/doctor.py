@@ -26,7 +26,11 @@ REQUIRED_TPS = ("block_rq_issue", "block_rq_complete", "block_rq_requeue", "bloc
 OPTIONAL_TPS = ("block_io_start", "block_rq_insert")
 # the syscalls capture.bpf.c traces: the fsync family, and the writes that may be O_DSYNC commits
 SYNC_TPS = ("fsync", "fdatasync", "sync_file_range", "syncfs", "sync", "msync")
+# the writes that may be O_DSYNC commits, and the reads and writes that are O_DIRECT data calls
 WRITE_TPS = ("write", "pwrite64", "writev", "pwritev", "pwritev2")
+READ_TPS = ("read", "pread64", "readv", "preadv", "preadv2")
+# libaio's submit and reap (absent from a kernel built without CONFIG_AIO: then no aio data calls)
+AIO_TPS = ("io_submit", "io_getevents", "io_pgetevents")
 
 CAP_SYS_ADMIN, CAP_PERFMON, CAP_BPF = 21, 38, 39
 
@@ -119,15 +123,23 @@ def check_syscall_tracepoints() -> Check:
         return Check("syscall tracepoints", False, detail, {"any": "run as root"}, required=False)
     missing = [
         f"sys_{d}_{c}"
-        for c in (*SYNC_TPS, *WRITE_TPS)
+        for c in (*SYNC_TPS, *WRITE_TPS, *READ_TPS)
         for d in ("enter", "exit")
         if not _is_dir(TRACEFS / "events" / "syscalls" / f"sys_{d}_{c}")
     ]
     fix = {"any": "a kernel with CONFIG_FTRACE_SYSCALLS=y; or capture with syscalls off"}
     if missing:
         return Check("syscall tracepoints", False, f"missing {', '.join(missing)}", fix, required=False)
-    detail = f"{len(SYNC_TPS)} fsync-family calls, {len(WRITE_TPS)} writes"
+    detail = f"{len(SYNC_TPS)} fsync-family calls, {len(WRITE_TPS)} writes, {len(READ_TPS)} reads"
+    if not all(aio_tracepoints()):
+        detail += "; no libaio tracepoints (CONFIG_AIO off): libaio's data calls are not recorded"
     return Check("syscall tracepoints", True, detail, required=False)
+
+
+def aio_tracepoints() -> list[bool]:
+    """Whether each of libaio's syscall tracepoints the capture uses exists (both ends of each)."""
+    events = TRACEFS / "events" / "syscalls"
+    return [_is_dir(events / f"sys_{d}_{c}") for c in AIO_TPS for d in ("enter", "exit")]
 
 
 def check_overlay() -> Check:

@@ -42,15 +42,24 @@ struct iofp_io_rec {
 	char comm[IOFP_COMM_LEN];
 };
 
-/* One fsync-family syscall. */
+/* Offset of a call that names none (read, write: the file position) */
+#define IOFP_NO_OFFSET (~0ULL)
+
+/* One syscall: an fsync-family call, or an application's data call on a captured device (an O_DIRECT
+ * read or write, or a libaio iocb from its io_submit to the io_getevents that reaps it). A data
+ * call's time is what the application waited, including any wait above the block layer: blk-throttle
+ * holds a bio before every block tracepoint, so no request time can show it. */
 struct iofp_sync_rec {
-	__u64 enter_ns;
-	__u64 exit_ns;
-	__s64 ret;
+	__u64 enter_ns; /* entry; an iocb's io_submit entry */
+	__u64 exit_ns;  /* return; an iocb's reaping (io_getevents' return) */
+	__s64 ret;      /* return value; an iocb's res (bytes done or -errno) */
+	__u64 offset;   /* the file offset asked for, or IOFP_NO_OFFSET */
 	__u32 pid; /* thread group */
 	__u32 tid;
 	__s32 fd; /* -1 for calls without one (sync, msync) */
-	__u32 call; /* index into iofp.contract.SYNC_CALLS */
+	__u32 call; /* index into iofp.contract.SYNC_CALLS; IOFP_DATA_CALL_BASE + index into DATA_CALLS */
+	__u32 dev;  /* the file's device (kernel dev_t); 0: none (tmpfs, sync) or not looked up */
+	__u32 _pad;
 	char comm[IOFP_COMM_LEN];
 };
 
@@ -86,6 +95,9 @@ enum iofp_counter {
 	IOFP_CNT_SYNC_OTHER_DEVICE,   /* fsync-family calls on files of devices not captured (not recorded) */
 	IOFP_CNT_FLUSH_SEQ_FINAL,     /* second completions of data requests in a flush sequence (expected) */
 	IOFP_CNT_EARLY_OVERFLOW,      /* completions from before the capture beyond the `early` table */
+	IOFP_CNT_LOST_AIO_MAP_FULL,   /* libaio iocbs not tracked: map full (their data calls are lost) */
+	IOFP_CNT_LOST_AIO_BATCH,      /* iocbs past the first IOFP_AIO_MAX of one io_submit, or reaped past one io_getevents' */
+	IOFP_CNT_AIO_UNMATCHED,       /* iocbs reaped whose io_submit was not seen (before the capture) */
 	IOFP_NCOUNTERS,
 };
 

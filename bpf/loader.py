@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 
 from bpf.btf import BTF, BTFError, btf_with_struct, kernel_btf
-from bpf.record import BATCH_HDR, COUNTERS, IO_DTYPE, KIND_IO, KIND_SYNC, SYNC_DTYPE
+from bpf.record import BATCH_HDR, COUNTERS, DATA_CALL_BASE, IO_DTYPE, KIND_IO, KIND_SYNC, SYNC_DTYPE
 from bpf.witness import EVENTS, UNSEEN, CompletionWitness, agent_threads, fill_unseen, undetected
-from iofp.contract import SYNC_CALLS
+from iofp.contract import DATA_CALLS, SYNC_CALLS
 
 SRC = Path(__file__).with_name("capture.bpf.c")
 
@@ -229,7 +229,9 @@ class KernelOptions:
     comm: str | None = None
     syscalls: bool = True
     io_batch: int = 64  # records per kernel batch (power of two)
-    sync_batch: int = 16
+    sync_batch: int = 64  # fsync-family and data calls: one of the latter per O_DIRECT I/O
+    aio_max: int = 64  # iocbs looked at per io_submit and per io_getevents
+    aio_inflight: int = 65536  # libaio iocbs between io_submit and their reaping
     flush_ms: int = 100  # a batch older than this is sent
     ringbuf_bytes: int = 32 << 20  # a power-of-two number of pages
     max_inflight: int = 65536  # hash-map entries, for requests whose table slot is taken
@@ -308,6 +310,12 @@ def cflags(opts: KernelOptions, btf: BTF | None = None) -> list[str]:
         out += ["-DIOFP_FILTER_COMM", f"-DIOFP_COMM_W0={w0}ULL", f"-DIOFP_COMM_W1={w1}ULL"]
     if opts.syscalls:
         out += ["-DIOFP_SYSCALLS", f"-DIOFP_CALL_DSYNC_WRITE={SYNC_CALLS.index('dsync_write')}"]
+        out += [f"-DIOFP_DATA_{c.upper()}={DATA_CALL_BASE + i}" for i, c in enumerate(DATA_CALLS)]
+        from bpf.doctor import aio_tracepoints  # here: bpf.doctor imports this module
+
+        if all(aio_tracepoints()):  # a kernel built without CONFIG_AIO has no io_submit
+            out += ["-DIOFP_AIO", f"-DIOFP_AIO_MAX={opts.aio_max}"]
+            out.append(f"-DIOFP_AIO_MAX_INFLIGHT={opts.aio_inflight}")
     if opts.unseen_every:
         out.append(f"-DIOFP_TEST_UNSEEN_EVERY={int(opts.unseen_every)}")
     out.append(f"-I{SRC.parent}")
@@ -381,7 +389,7 @@ class KernelCapture:
                     sync_devs[sync_devs.Key(d)] = sync_devs.Leaf(1)
         # two buffers go round between poller and writer
         self._io = _Sink(IO_DTYPE, opts.sink_bytes, prefault=2)
-        self._sync = _Sink(SYNC_DTYPE, 1 << 20)
+        self._sync = _Sink(SYNC_DTYPE, 8 << 20)  # one data call per O_DIRECT I/O
         # records received per kind: checked against the kernel's count of records handed over
         self.received = {KIND_IO: 0, KIND_SYNC: 0}
         self.drained = {KIND_IO: 0, KIND_SYNC: 0}  # read from the batch maps at the end

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from bpf.btf import BTF, BTFError
-from iofp.contract import IO_SCHEMA, OPS, SYNC_CALLS, SYNC_SCHEMA
+from iofp.contract import CALL_OPS, CALLS_SCHEMA, DATA_CALLS, IO_SCHEMA, OPS, SYNC_CALLS, SYNC_SCHEMA
 
 HEADER = Path(__file__).with_name("iofp_record.h")
 
@@ -42,13 +42,21 @@ SYNC_DTYPE = np.dtype(
         ("enter_ns", "<u8"),
         ("exit_ns", "<u8"),
         ("ret", "<i8"),
+        ("offset", "<u8"),
         ("pid", "<u4"),
         ("tid", "<u4"),
         ("fd", "<i4"),
         ("call", "<u4"),
+        ("dev", "<u4"),
+        ("_pad", "<u4"),
         ("comm", "S16"),
     ]
 )
+
+# A syscall record's `call`: an index into SYNC_CALLS, or DATA_CALL_BASE + an index into DATA_CALLS
+DATA_CALL_BASE = 64
+NO_OFFSET = np.uint64(0xFFFFFFFFFFFFFFFF)  # IOFP_NO_OFFSET: the call named no offset
+_CALL_WRITES = np.array(["write" in c for c in DATA_CALLS])  # pwrite64, aio_write, ...: op write
 
 BATCH_HDR = np.dtype([("kind", "<u4"), ("count", "<u4"), ("first_ns", "<u8")])
 KIND_IO, KIND_SYNC = 1, 2
@@ -69,6 +77,9 @@ COUNTERS = (
     "sync_other_device",
     "flush_seq_final",
     "early_overflow",
+    "lost_aio_map_full",
+    "lost_aio_batch",
+    "aio_unmatched",
 )
 
 MINORBITS = 20  # kernel dev_t: major << 20 | minor (include/linux/kdev_t.h, stable)
@@ -299,6 +310,45 @@ def io_table(
         "error": pa.array(col("error"), pa.int16()),
     }
     return pa.Table.from_pydict(cols, schema=IO_SCHEMA), skipped
+
+
+def split_calls(recs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The syscall records as (fsync-family calls, data calls): the kernel sends both in one stream.
+    A slot of a libaio reap whose iocb was not tracked (call IOFP_NO_CALL) is neither."""
+    call = recs["call"]
+    data = (call >= DATA_CALL_BASE) & (call < DATA_CALL_BASE + len(DATA_CALLS))
+    return recs[call < DATA_CALL_BASE], recs[data]
+
+
+def calls_table(recs: np.ndarray, t0_ns: int, dev_names: dict[int, str]) -> pa.Table:
+    """Data calls (records with call >= DATA_CALL_BASE) as the trace contract's calls table, by entry
+    time. `dev_names`: kernel dev_t -> the captured disk it is, or is a partition of or stacked on."""
+    recs = recs[np.argsort(recs["enter_ns"], kind="stable")]
+    enter = recs["enter_ns"].astype(np.int64)
+    comm_idx, comm_names = _names(recs["comm"])
+    call_idx = np.minimum(recs["call"] - DATA_CALL_BASE, len(DATA_CALLS) - 1).astype(np.int8)
+    op_idx = _CALL_WRITES[call_idx].astype(np.int8)
+    dev_idx, devs = _encode(recs["dev"])
+    names = [dev_names.get(int(d)) for d in devs]
+    known = np.array([n is not None for n in names], dtype=bool)[dev_idx] if len(devs) else np.zeros(0, bool)
+    no_offset = recs["offset"] == NO_OFFSET
+    cols = {
+        "ts_ns": pa.array(enter - t0_ns, pa.int64()),
+        "lat_ns": pa.array(recs["exit_ns"].astype(np.int64) - enter, pa.int64()),
+        "call": pa.DictionaryArray.from_arrays(pa.array(call_idx, pa.int8()), pa.array(DATA_CALLS)),
+        "op": pa.DictionaryArray.from_arrays(pa.array(op_idx, pa.int8()), pa.array(CALL_OPS)),
+        "device": pa.DictionaryArray.from_arrays(
+            pa.array(dev_idx.astype(np.int32), pa.int32(), mask=_mask(~known)),
+            pa.array([n or "" for n in names], pa.string()),
+        ),
+        "offset": pa.array(recs["offset"].astype(np.int64), pa.int64(), mask=_mask(no_offset)),
+        "ret": pa.array(recs["ret"], pa.int64()),
+        "pid": pa.array(recs["pid"].astype(np.int32), pa.int32()),
+        "tid": pa.array(recs["tid"].astype(np.int32), pa.int32()),
+        "comm": _strings(comm_idx, comm_names),
+        "fd": pa.array(recs["fd"], pa.int32()),
+    }
+    return pa.Table.from_pydict(cols, schema=CALLS_SCHEMA)
 
 
 def sync_table(recs: np.ndarray, t0_ns: int) -> pa.Table:

@@ -4,6 +4,8 @@ A *trace* is a directory holding two tables, each a set of zstd Parquet files:
 
     TRACE/io/part-NNNNNN.parquet      one row per completed block request (IO_SCHEMA)
     TRACE/sync/part-NNNNNN.parquet    one row per fsync-family syscall (SYNC_SCHEMA); optional
+    TRACE/calls/part-NNNNNN.parquet   one row per data call of an application on a captured device
+                                      (CALLS_SCHEMA): what it waited, above the block layer too; optional
     TRACE/trace.json                  the trace's metadata (also in every Parquet file's footer)
     TRACE/spool/                      while a capture runs: raw records not yet encoded (bpf/spool.py)
 
@@ -45,6 +47,7 @@ META_KEY = b"iofp"  # Parquet key-value metadata key holding the JSON metadata
 MANIFEST = "trace.json"
 IO_TABLE = "io"
 SYNC_TABLE = "sync"
+CALLS_TABLE = "calls"
 
 OPS = ("read", "write", "discard", "flush")
 
@@ -85,7 +88,32 @@ SYNC_SCHEMA = pa.schema(
     ]
 )
 
-SCHEMAS = {IO_TABLE: IO_SCHEMA, SYNC_TABLE: SYNC_SCHEMA}
+# An application's data calls on a captured device, timed from its side: an O_DIRECT read or write
+# syscall from entry to return, a libaio iocb from its io_submit to the io_getevents that reaps it.
+# The time holds everything between the application and the device, including what no block
+# tracepoint sees: blk-throttle (a cgroup's io.max / blkio.throttle cap) holds a bio before the block
+# layer's first tracepoint, so a capped request's wait is in its call's time, not in its request's.
+DATA_CALLS = ("read", "pread64", "readv", "preadv", "preadv2", "write", "pwrite64", "writev", "pwritev",
+              "pwritev2", "aio_read", "aio_write")  # fmt: skip
+CALL_OPS = ("read", "write")
+
+CALLS_SCHEMA = pa.schema(
+    [
+        pa.field("ts_ns", pa.int64(), nullable=False),  # entry (an iocb: its io_submit), ns since start
+        pa.field("lat_ns", pa.int64()),  # entry to return (an iocb: to its reaping)
+        pa.field("call", pa.dictionary(pa.int8(), pa.string()), nullable=False),  # one of DATA_CALLS
+        pa.field("op", pa.dictionary(pa.int8(), pa.string()), nullable=False),  # read or write
+        pa.field("device", pa.dictionary(pa.int32(), pa.string())),  # the file's disk; null: unknown
+        pa.field("offset", pa.int64()),  # the file offset asked for; null when the call names none
+        pa.field("ret", pa.int64()),  # bytes done, or -errno
+        pa.field("pid", pa.int32()),
+        pa.field("tid", pa.int32()),
+        pa.field("comm", pa.string()),
+        pa.field("fd", pa.int32()),
+    ]
+)
+
+SCHEMAS = {IO_TABLE: IO_SCHEMA, SYNC_TABLE: SYNC_SCHEMA, CALLS_TABLE: CALLS_SCHEMA}
 
 # What no row can hold, checked in every file when a trace is opened (iofp/filecheck.py): a
 # request has a time, a device, an offset, a size and an op; times, latencies, offsets and sizes are
@@ -100,6 +128,8 @@ ROW_RULES = {
     ),
     SYNC_TABLE: RowRules(not_null=("ts_ns", "call"), not_negative=("ts_ns", "lat_ns"), closed="call",
                          allowed=SYNC_CALLS),
+    CALLS_TABLE: RowRules(not_null=("ts_ns", "call", "op"), not_negative=("ts_ns", "lat_ns"), closed="call",
+                          allowed=DATA_CALLS),
 }  # fmt: skip
 
 
@@ -593,7 +623,7 @@ def open_trace(path: Path | str) -> Trace:
         raise BadInput(f"{root}: no such trace")
     if root.is_file():
         _check_is_parquet(root)
-        files = {IO_TABLE: [root], SYNC_TABLE: []}
+        files = {IO_TABLE: [root], SYNC_TABLE: [], CALLS_TABLE: []}
         _check_files(files, root)
         return _opened(Trace(root, _footer_meta(root), files))
     files = {t: [inside(root, p, "a trace file") for p in _parts(root / t)] for t in SCHEMAS}

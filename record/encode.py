@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bpf import PARQUET_OPTIONS, Spool, encode_interval, read_capture, segment_extra, segments
-from iofp.contract import IO_TABLE, META_KEY, SYNC_TABLE, TraceMeta, TraceWriter
+from iofp.contract import CALLS_TABLE, IO_TABLE, META_KEY, SYNC_TABLE, TraceMeta, TraceWriter
 from iofp.errors import IofpError
 from record.incident import CLOSED, PENDING, IncidentDoc
 
@@ -40,7 +40,7 @@ class _Encoder:
         self.doc = IncidentDoc.read(incident)
         self.sessions: dict[str, dict[str, Any]] = {}
         self.writer: TraceWriter | None = None
-        self.held: dict[str, list[pa.Table]] = {IO_TABLE: [], SYNC_TABLE: []}
+        self.held: dict[str, list[pa.Table]] = {IO_TABLE: [], SYNC_TABLE: [], CALLS_TABLE: []}
         self.held_rows = 0
         self.loss: dict[str, int] = {}
         self.counts: dict[str, int] = {"before_start": 0, "skipped_ops": 0}
@@ -95,7 +95,7 @@ class _Encoder:
             self.counts[k] = self.counts.get(k, 0) + v
         self.counts["before_start"] += enc.before_t0
         self.counts["skipped_ops"] += enc.skipped_ops
-        for table, tbl in ((IO_TABLE, enc.io), (SYNC_TABLE, enc.sync)):
+        for table, tbl in ((IO_TABLE, enc.io), (SYNC_TABLE, enc.sync), (CALLS_TABLE, enc.calls)):
             if tbl is not None:
                 self.held[table].append(tbl)
                 self.held_rows += tbl.num_rows

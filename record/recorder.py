@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from bpf import CaptureOptions, Interval, ReqBits, capture
+from bpf.record import split_calls
 from bpf.schedule import next_occurrence
 from iofp.contract import TraceMeta, atomic_write_bytes
 from iofp.errors import warn
@@ -100,7 +101,8 @@ class Recorder:
         seg = self._keep(item, end, {"loss": dloss, "counts": dcounts})
         self.prev_end = end
         self.seconds.add_io(io, self.bits, self.offset)
-        self.seconds.add_sync(sync, self.offset)
+        commits, _ = split_calls(sync)  # the data calls ride with them; kept in the ring, not commits
+        self.seconds.add_sync(commits, self.offset)
         self.seconds.add_counted(LOST, sum(dloss.values()), end)
         # empty flush barriers, completed without being issued: /sys/block counts each as a write
         self.seconds.add_counted("write", dcounts.get("completed_unissued", 0), end)
@@ -115,7 +117,7 @@ class Recorder:
         self.incidents.reap()
         s = self.summary
         s.io_events += len(io)
-        s.sync_events += len(sync)
+        s.sync_events += len(commits)
         s.segments += 1
         s.seconds += len(final)
         s.lost_events, s.loss, s.late = sum(loss.values()), dict(loss), self.seconds.late

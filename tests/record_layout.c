@@ -26,10 +26,13 @@ int main(void)
 	FIELD(iofp_sync_rec, enter_ns);
 	FIELD(iofp_sync_rec, exit_ns);
 	FIELD(iofp_sync_rec, ret);
+	FIELD(iofp_sync_rec, offset);
 	FIELD(iofp_sync_rec, pid);
 	FIELD(iofp_sync_rec, tid);
 	FIELD(iofp_sync_rec, fd);
 	FIELD(iofp_sync_rec, call);
+	FIELD(iofp_sync_rec, dev);
+	FIELD(iofp_sync_rec, _pad);
 	FIELD(iofp_sync_rec, comm);
 	printf("iofp_batch_hdr SIZE 0 %zu\n", sizeof(struct iofp_batch_hdr));
 	FIELD(iofp_batch_hdr, kind);

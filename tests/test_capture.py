@@ -164,6 +164,7 @@ class Workload:
     trace_dir: Path
     io: pa.Table
     sync: pa.Table
+    calls: pa.Table
     meta: TraceMeta
     runs: dict[str, FioRun]
     stat_delta: list[int]
@@ -260,11 +261,13 @@ def workload(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workload]:
     trace = open_trace(out)
     io = pa.concat_tables(pq.read_table(p) for p in trace.files["io"])
     sync = pa.concat_tables(pq.read_table(p) for p in trace.files["sync"])
+    calls = pa.concat_tables(pq.read_table(p) for p in trace.files["calls"])
     yield Workload(
         name,
         out,
         io,
         sync,
+        calls,
         trace.meta,
         runs,
         [a - b for a, b in zip(after, before, strict=True)],
@@ -359,6 +362,30 @@ def test_o_dsync_writes_are_recorded_as_commits(workload: Workload) -> None:
     calls = sorted((s["ts_ns"], s["ts_ns"] + s["lat_ns"]) for s in syncs)
     for w in writes:
         assert any(a <= w["ts_ns"] <= b for a, b in calls)
+
+
+# fio's engines, as the application's data calls: psync's pread/pwrite, libaio's iocbs
+CALL_OF = {"psync": {"pread64", "pwrite64"}, "libaio": {"aio_read", "aio_write"}}
+
+
+def test_every_o_direct_call_is_recorded_once_with_the_io_it_asked_for(workload: Workload) -> None:
+    # Every job is O_DIRECT on the block device: each I/O is one data call of fio's, at the offset
+    # its request has (a block device file's offset is the device's), timed from fio's side
+    calls = workload.calls.to_pylist()
+    assert {c["pid"] for c in calls} == {run.pid for run in workload.runs.values()}  # sync_elsewhere's: no
+    for job, run in workload.runs.items():
+        engine = next(a.split("=")[1] for a in run.args if a.startswith("--ioengine="))
+        mine = [c for c in calls if c["pid"] == run.pid]
+        got = Counter((c["op"], c["offset"], c["ret"]) for c in mine)
+        assert got == run.expected(), job
+        assert {c["call"] for c in mine} <= CALL_OF[engine], job
+        assert {c["device"] for c in mine} == {workload.name} and all(c["fd"] >= 0 for c in mine), job
+        if job.startswith("seq"):  # each offset once: each request completes while its call is in progress
+            spans = {c["offset"]: (c["ts_ns"], c["ts_ns"] + c["lat_ns"]) for c in mine}
+            for r in workload.rows(run.pid):
+                assert spans[r["offset"]][0] <= r["ts_ns"] + r["lat_ns"] <= spans[r["offset"]][1], (job, r)
+    assert workload.meta.loss["lost_aio_map_full"] == workload.meta.loss["lost_aio_batch"] == 0
+    assert workload.meta.counts["aio_unmatched"] == 0
 
 
 def test_latencies_times_and_inflight_are_plausible(workload: Workload) -> None:
