@@ -15,7 +15,7 @@ from fingerprint.frame import Options
 from fingerprint.timeline import Timeline, timeline
 from iofp import duck
 from iofp import fingerprint_doc as doc
-from iofp.contract import IO_TABLE, SYNC_TABLE, atomic_write_bytes, check_output_file, open_trace
+from iofp.contract import CALLS_TABLE, IO_TABLE, SYNC_TABLE, atomic_write_bytes, check_output_file, open_trace
 from iofp.errors import BadInput
 from iofp.scratch import directory as scratch_dir
 
@@ -48,7 +48,8 @@ def _analyse(
     with tempfile.TemporaryDirectory(prefix="fp-", dir=scratch_dir()) as scratch:
         con = duck.connect(Path(scratch) / "fp.duckdb")
         try:
-            f = frame(con, trace.relation(con), trace.relation(con, SYNC_TABLE), trace.meta, options)
+            calls = trace.relation(con, CALLS_TABLE) if trace.has(CALLS_TABLE) else None
+            f = frame(con, trace.relation(con), trace.relation(con, SYNC_TABLE), trace.meta, options, calls)
             fp = fingerprint(con, f)
             return fp, timeline(con, f) if with_timeline else None
         finally:

@@ -10,7 +10,7 @@ from rich.text import Text
 
 from fingerprint.catalog import Entry, TrendStep
 from fingerprint.diff import RULE
-from fingerprint.diff_view import change_text, human, slo_line
+from fingerprint.diff_view import change_text, human, limit_text, slo_line
 from iofp import terminal
 
 
@@ -68,8 +68,8 @@ def render_trend(console: Console, service: str, entries: list[Entry], steps: li
         d = s.diff
         head = f"#{s.before.id} -> #{s.after.id} ({d.scope}): {d.verdict}"
         console.print(("[bold red]" if d.flagged else "[green]") + escape(head))
-        for other in d.scopes[1:]:  # the spikes, the --between spans
-            if other.flagged:
+        for other in d.scopes:  # the spikes, the --between spans
+            if other is not d.like and other.flagged:
                 _indented(console, f"{other.scope}: {other.verdict}")
         for change in d.device_changes:
             _indented(console, f"device changed: {change}")
@@ -81,11 +81,10 @@ def render_trend(console: Console, service: str, entries: list[Entry], steps: li
             _indented(console, line)
         for scope in d.scopes:
             for c in scope.flagged:
-                limit = human(c.limit) if not c.absolute else f"{(c.limit or 0) * 100:.1f} pt"
                 _indented(
                     console,
                     f"{scope.scope} {c.metric}: {human(c.a)} -> {human(c.b)} "
-                    f"({change_text(c)}, beyond ±{limit}; {c.direction})",
+                    f"({change_text(c)}, beyond {limit_text(c)}; {c.direction})",
                 )
     if steps:
         console.print(f"limit: {RULE}")

@@ -20,6 +20,13 @@ i.e. not counting flushes, which would otherwise dilute the write share of a com
 sequential requests (which a device serves from readahead and merges) is never one of them.
 
 Bound (first match wins):
+  0. capped               requests waited before the device had them: by Little's law at least
+     WAIT_MIN requests on average, and at least WAIT_SHARE of the application's time. Waiting is the
+     application's data calls' total time less their requests' total device time (fingerprint/
+     latency.py), over the scope's seconds; without data calls, the requests' total time before
+     issue (btt's Q2D). A rate held while requests wait is a ceiling above the device (a cgroup's
+     io.max or blkio throttle, a host short of CPU) or at its queue, not the application's demand:
+     the same 3,000 IOPS asked for by an application that waits on nothing is IOPS-bound.
   1. fsync-latency-bound  durability points (fsync-family calls, else flush ops + preflush/FUA
      writes) at >= 1/s and commit-path busy time = rate x mean fsync latency >= 20% of wall time
      (Little's law: the committers spend that share of the time waiting on the device). Where
@@ -38,12 +45,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from fingerprint.latency import Wait, waiting
 from iofp import fingerprint_doc as doc
 
 if TYPE_CHECKING:
     from iofp.fingerprint_doc import Scope
 
 KIB = 1024
+WAIT_MIN = 1.0  # requests waiting on average (Little's law) from which a ceiling holds the rate
+WAIT_SHARE = 0.5  # ... and the share of the application's time they make
 COMMIT_BUSY = 0.2  # share of wall time spent in fsync (or flush) from which commits set the pace
 COMMIT_SHARE = 0.2  # without latency: share of requests that are durability points, as a stand-in
 
@@ -108,6 +118,7 @@ def classify_bound(s: Scope) -> doc.Bound:
     size = s.size.mean_bytes or 0.0
     seq = s.sequential.share or 0.0
     service_known = bool(lat)
+    wait = waiting(s)
     commit_rate = d.commits_per_s if d.sync_calls else d.flush_fua_per_s
     p50, p99, mean = _fsync_latency(s)
     busy = commit_rate * mean / 1e6 if commit_rate is not None and mean is not None else None
@@ -124,6 +135,7 @@ def classify_bound(s: Scope) -> doc.Bound:
         "commit_busy_share": busy,
         "mean_inflight": s.inflight.mean if s.inflight else None,
         "latency_p99_us": lat["all"].p99_us if "all" in lat else None,
+        **_wait_numbers(s, wait),
     }
     share = d.flush_fua_share
     committing = commit_rate is not None and commit_rate >= 1
@@ -131,7 +143,9 @@ def classify_bound(s: Scope) -> doc.Bound:
     # The measured busy share, when there is one, overrules the count: a flush-heavy stream whose
     # flushes return in microseconds is paced by something else (see the docstring).
     fsync_bound = committing and (busy >= COMMIT_BUSY if busy is not None else commit_heavy)
-    if fsync_bound:
+    if wait is not None and wait.requests >= WAIT_MIN and wait.share >= WAIT_SHARE:
+        verdict, why = "capped", _capped_why(s, wait)
+    elif fsync_bound:
         verdict = "fsync-latency-bound"
         why = f"{commit_rate:,.0f} commits/s"
         if share is not None:
@@ -149,6 +163,8 @@ def classify_bound(s: Scope) -> doc.Bound:
         why = f"mean size {size / KIB:.1f} KiB, {seq:.0%} sequential: operations/s is the demand"
         if numbers["iops"] is not None:
             why += f" ({numbers['iops']:,.0f} IOPS mean)"
+    if verdict != "capped" and wait is not None:
+        why += f"; the device keeps up ({wait.requests:.2f} requests waiting {wait.where})"
     if not fsync_bound and committing and commit_heavy and busy is not None:
         why += (
             f"; commits are {share:.0%} of requests ({commit_rate:,.0f}/s) but fsync takes {busy:.0%} of "
@@ -159,3 +175,36 @@ def classify_bound(s: Scope) -> doc.Bound:
     return doc.Bound(
         verdict=verdict, side="demand+service" if service_known else "demand-only", why=why, numbers=numbers
     )
+
+
+def _wait_numbers(s: Scope, w: Wait | None) -> dict[str, float | None]:
+    """How many requests waited before the device, and the latency the application saw."""
+    app = (s.app_latency or {}).get("all")
+    queue = (s.queue_latency or {}).get("all")
+    return {
+        "waiting_requests": None if w is None else w.requests,
+        "waiting_share": None if w is None else w.share,
+        "app_latency_mean_us": app.mean_us if app else None,
+        "app_latency_p99_us": app.p99_us if app else None,
+        "queue_latency_p99_us": queue.p99_us if queue else None,
+    }
+
+
+def _capped_why(s: Scope, w: Wait) -> str:
+    rate = f"{s.intensity.iops:,.0f} IOPS" if s.intensity.iops is not None else "its rate"
+    if (s.size.mean_bytes or 0) >= 64 * KIB and s.intensity.mbps is not None:
+        rate += f" ({s.intensity.mbps:,.1f} MB/s)"
+    why = f"held at {rate} with {w.requests:.1f} requests waiting {w.where}"
+    if w.where == "above the device":
+        why += " (a cgroup's I/O limit, a throttle, or a host short of CPU)"
+    else:
+        why += " (the device takes no more: its ceiling)"
+    why += ": a cap, not your demand"
+    dev, app = (s.latency or {}).get("all"), (s.app_latency or {}).get("all")
+    if app is not None and dev is not None:
+        why += f"; the application waits p99 {_us(app.p99_us)}, the device answers p99 {_us(dev.p99_us)}"
+    return why
+
+
+def _us(v: float) -> str:
+    return f"{v / 1e3:,.1f} ms" if v >= 10_000 else f"{v:,.0f} µs"

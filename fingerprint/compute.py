@@ -19,12 +19,12 @@ import dataclasses
 import math
 from typing import Any
 
-from fingerprint import noise
+from fingerprint import latency, noise
 from fingerprint.frame import Frame, Options
 from fingerprint.scope import BINS, BURST_WIDTHS_NS, summarise
 from iofp import __version__, duck, regimes
 from iofp import fingerprint_doc as doc
-from iofp.contract import TraceMeta
+from iofp.contract import CALLS_SCHEMA, TraceMeta
 from iofp.errors import BadInput
 from iofp.sqlfiles import load_sql
 from iofp.windows import check_window_ns, parse_between
@@ -34,12 +34,16 @@ SQL = "fingerprint.sql"
 TOP_PROCESSES = 10
 
 
-def compute(con: Any, io: Any, sync: Any, meta: TraceMeta, options: Options | None = None) -> doc.Fingerprint:
-    """Fingerprint the I/O relation `io` (and the sync-call relation `sync`) of a trace."""
-    return fingerprint(con, frame(con, io, sync, meta, options))
+def compute(
+    con: Any, io: Any, sync: Any, meta: TraceMeta, options: Options | None = None, calls: Any = None
+) -> doc.Fingerprint:
+    """Fingerprint the I/O relation `io` (and the sync-call and data-call relations) of a trace."""
+    return fingerprint(con, frame(con, io, sync, meta, options, calls))
 
 
-def frame(con: Any, io: Any, sync: Any, meta: TraceMeta, options: Options | None = None) -> Frame:
+def frame(
+    con: Any, io: Any, sync: Any, meta: TraceMeta, options: Options | None = None, calls: Any = None
+) -> Frame:
     """Resolve once what every scope is summarised against: the bounds, the windows and their
     regimes (iofp/regimes.py), the --between span; and prepare the tables the queries read."""
     opt = options or Options()
@@ -49,6 +53,11 @@ def frame(con: Any, io: Any, sync: Any, meta: TraceMeta, options: Options | None
     # fsync-family calls are few next to the I/O rows; as an Arrow table the relation can come
     # from anywhere (an empty in-memory table when the trace has none).
     con.register("sync_src", sync.to_arrow_table())
+    # data calls are one per O_DIRECT I/O: a view over the trace's files, like io (None: none)
+    if calls is None:
+        con.register("calls_src", CALLS_SCHEMA.empty_table())
+    else:
+        calls.create_view("calls_src", replace=True)
     f = _frame(con, meta, opt)
     _prepare(con, f)
     return f
@@ -139,6 +148,7 @@ def _summaries(con: Any, f: Frame) -> dict[str, Any]:
         "syncs": {},
         "burst": _burst(con),
         "footprint": _footprint(con, f),
+        "latency": latency.measure(con),
     }
     for r in duck.query(con, SQL, "scope_hists"):
         parts["hists"].setdefault((r["scope"], r["hist"], r["op"]), {})[r["key"]] = r["n"]

@@ -12,14 +12,22 @@ rates); service metrics how the device answered (latency percentiles, the sync c
 A change is flagged only beyond the noise: each scope carries the spread (sd) and the standard
 error (se) of its figures, measured within its own trace from batches of consecutive windows
 (fingerprint/noise.py). A rate, share or size is flagged beyond Z standard errors of the difference
-(sqrt(se_A^2 + se_B^2)). A latency percentile is flagged beyond Z_SPREAD times sqrt(sd_A^2 + sd_B^2):
-the same fio job captured twice on fresh RAM loop devices moved its p99 by 2-3 batch spreads
-(67.8 -> 113 µs; fdatasync p99 372 µs -> 3.4 ms) where its standard error was a third of that, so a
-tail percentile's own error would call such a re-run "the device got slower". Either way the move
-must also exceed FLOOR of A's value (FLOOR_SHARE points for a share), so that a long trace's tiny
-errors do not flag a trivial move. A figure without a measured error (too few windows, a
-fingerprint from before the noise was recorded, or a shape figure such as the sequential share) is
-shown, not judged.
+(sqrt(se_A^2 + se_B^2)), and by FLOOR of A's value at least (FLOOR_SHARE points for a share), so that
+a long trace's tiny errors do not flag a trivial move.
+
+A latency percentile is judged as a ratio, B / A, against the largest of three limits (fingerprint/
+latency_test.py): FLOOR; what the two scopes' I/Os can resolve (the percentile's own sampling error,
+from the latency buckets each fingerprint carries: a bootstrap of the percentile in closed form);
+and how far the figure moves from batch to batch within each trace (its spread on a log scale, times
+a t quantile for the batches there are: a re-run moves a percentile by about its batch spread, which
+one run's standard error does not cover). On a log scale a device that got slower and noisier is
+judged by how far apart its batches are, not by how many µs: the RAM -> disk loop spike whose p50
+went 18.9 -> 82 µs had batches spread by tens of µs on the disk and read "no change". A median's
+batch limit is capped at RUN_CAP (2x): the same job re-run moved its median by 1.4x at most, and a
+spike of three windows must not hide a 4x move behind three batches' spread. A scope whose typical
+latency (p50) its windows resolve only beyond RESOLVE, and where nothing moved beyond the noise, is
+"inconclusive", not "no change". A figure without its noise (too few windows for a tail, an older
+fingerprint, a shape figure such as the sequential share) is shown, not judged.
 
 The verdict separates "the workload got harder" (demand moved) from "the device got slower"
 (latency moved while demand stayed comparable). When both the load and latency moved, the
@@ -37,6 +45,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from fingerprint import latency_test as lt
 from iofp import slo as slomod
 from iofp.errors import BadInput
 from iofp.fingerprint_doc import Fingerprint, Scope
@@ -46,9 +55,12 @@ Z_SPREAD = 3.0
 FLOOR = 0.10
 FLOOR_SHARE = 0.02
 RULE = (
-    f"a rate, share or size moves beyond {Z:g} standard errors (se) of the difference, a latency "
-    f"percentile beyond {Z_SPREAD:g} times its spread (sd) from batch to batch, each measured within "
-    f"both traces; and by {FLOOR:.0%} of A at least ({FLOOR_SHARE * 100:g} points for a share)"
+    f"a rate, share or size moves beyond {Z:g} standard errors (se) of the difference, measured within "
+    f"both traces, and by {FLOOR:.0%} of A at least ({FLOOR_SHARE * 100:g} points for a share); a "
+    f"latency percentile moves by a ratio beyond the largest of {FLOOR:.0%}, what the scopes' I/Os "
+    f"resolve ({lt.Z_IO:g} sampling errors) and its spread from batch to batch (a t quantile times its "
+    f"log-scale sd; for a median at most {lt.RUN_CAP:g}x); no change is said where the typical latency "
+    f"(p50) is resolved within ±{lt.RESOLVE:.0%}, else inconclusive"
 )
 
 
@@ -91,6 +103,7 @@ METRICS: tuple[Metric, ...] = (
 # Demand metrics whose movement makes a latency comparison unfair ("comparable demand"). Flush and
 # commit rates are load too: each flush drains the device's write cache, and the writes queued
 # behind it wait, so halving commits/s alone can halve write latency on an unchanged device.
+TYPICAL = "latency p50 (µs)"  # the figure whose resolution a scope states
 LOAD_METRICS = ("IOPS", "MB/s", "mean size (bytes)", "read share (count)", "flush+FUA /s", "sync calls /s")
 REPLAY_HINT = "replay A's trace on B's device to separate them"
 DEVICE_FACTS = ("model", "vendor", "serial", "size_bytes", "rotational", "scheduler", "logical_block_size")
@@ -105,13 +118,15 @@ class Change:
     b: float | None
     rel_change: float | None
     abs_change: float | None
-    noise: str  # "se" (standard error) or "sd" (batch-to-batch spread): what noise_a/noise_b are
-    noise_a: float | None  # the metric's unit (null: not measured)
+    noise: str  # "se", "sd" (batch spread) or "sd_log" (batch spread of its log): noise_a/noise_b
+    noise_a: float | None  # the metric's unit, or a log's for sd_log (null: not measured)
     noise_b: float | None
-    limit: float | None  # the move it must exceed, the metric's unit (null: not judged)
+    limit: float | None  # the move up it must exceed, the metric's unit (null: not judged)
     flagged: bool
     direction: str  # "harder", "easier", "slower", "faster" or "" when not flagged
     absolute: bool = False
+    limit_ratio: float | None = None  # a latency: the ratio B / A (or A / B) it must exceed
+    limit_by: str = ""  # a latency: which limit set it: "floor", "I/Os" or "batches"
 
 
 @dataclass
@@ -126,6 +141,8 @@ class ScopeDiff:
     service_changed: bool
     comparable_demand: bool
     device_slower: bool  # latency rose at comparable demand: the verdict "the device got slower"
+    resolves: float | None = None  # the typical latency (p50) change it resolves: 0.25 = ±25%
+    inconclusive: bool = False  # nothing flagged, and the typical latency not resolved within RESOLVE
 
     @property
     def flagged(self) -> list[Change]:
@@ -190,8 +207,9 @@ class DiffResult:
 
     @property
     def scopes(self) -> list[ScopeDiff]:
-        """What was compared: the like-for-like regime, then the spikes and the --between spans."""
-        return [d for d in (self.like, self.spike, self.between) if d is not None]
+        """What was compared: the spikes first (the load a review exists for), then the like-for-like
+        regime and the --between spans."""
+        return [d for d in (self.spike, self.like, self.between) if d is not None]
 
     @property
     def matters(self) -> bool:
@@ -301,12 +319,20 @@ def _scope_diff(a: Fingerprint, b: Fingerprint, scope: str) -> ScopeDiff:
     service = [c for c in changes if c.kind == "service" and c.flagged]
     comparable = not any(c.metric in LOAD_METRICS for c in demand)
     verdict = _verdict(demand, service, comparable)
+    typical = next((c for c in changes if c.metric == TYPICAL and c.limit_ratio is not None), None)
+    resolves = None if typical is None or typical.limit_ratio is None else typical.limit_ratio - 1
+    inconclusive = not demand and not service and resolves is not None and resolves > lt.RESOLVE
+    if inconclusive:
+        n = min(sa.windows, sb.windows)
+        verdict = (f"inconclusive: {n:,} window{'s' if n != 1 else ''} resolve only changes over "
+                   f"±{resolves:.0%} in typical latency (p50)")  # fmt: skip
     if all(c.limit is None for c in changes):
         verdict = "not judged: no noise figures to judge against (too few windows, or an older fingerprint)"
     return ScopeDiff(
         scope, sa.windows, sb.windows, (a.params.window_ns / 1e9, b.params.window_ns / 1e9), changes,
         verdict, bool(demand), bool(service), comparable,
-        device_slower=comparable and _net(service, "slower", "faster") > 0,
+        device_slower=comparable and _net(service, "slower", "faster") > 0, resolves=resolves,
+        inconclusive=inconclusive,
     )  # fmt: skip
 
 
@@ -367,6 +393,8 @@ def _load_and_latency_verdict(heavier: int, slower: int) -> str:
 
 
 def _change(m: Metric, sa: Scope, sb: Scope) -> Change:
+    if m.by_spread and (judged := _latency_change(m, sa, sb)) is not None:
+        return judged
     va, vb = _get(sa, m.path), _get(sb, m.path)
     rel = None if va in (None, 0) or vb is None else (vb - va) / abs(va)
     delta = None if va is None or vb is None else vb - va
@@ -382,6 +410,44 @@ def _change(m: Metric, sa: Scope, sb: Scope) -> Change:
         up = delta * m.harder_when > 0
         direction = ("harder" if up else "easier") if m.kind == "demand" else ("slower" if up else "faster")
     return Change(m.name, m.kind, va, vb, rel, delta, kind, na, nb, limit, flagged, direction, m.absolute)
+
+
+def _latency_change(m: Metric, sa: Scope, sb: Scope) -> Change | None:
+    """A latency percentile judged as a ratio (latency_test.py), when both scopes carry what that
+    needs (a v3 fingerprint's log-scale noise); None: judge it the old way."""
+    va, vb = _get(sa, m.path), _get(sb, m.path)
+    if va is None or vb is None or va <= 0 or vb <= 0 or not _has_log_noise(sa) or not _has_log_noise(sb):
+        return None
+    q = lt.QUANTILES[m.path[-1]]
+    ha, hb = _buckets(sa, m.path), _buckets(sb, m.path)
+    na, nb = (sa.noise.sd_log or {}).get(m.key), (sb.noise.sd_log or {}).get(m.key)  # type: ignore[union-attr]
+    lim = lt.limit(
+        q,
+        lt.Side(va, na, sa.noise.batches, ha),  # type: ignore[union-attr]
+        lt.Side(vb, nb, sb.noise.batches, hb),  # type: ignore[union-attr]
+        FLOOR,
+    )
+    if lim is None:
+        return Change(m.name, m.kind, va, vb, vb / va - 1, vb - va, "sd_log", na, nb, None, False, "")
+    ratio = math.exp(lim.log)
+    flagged = abs(math.log(vb / va)) > lim.log
+    direction = ("slower" if vb > va else "faster") if flagged else ""
+    return Change(m.name, m.kind, va, vb, vb / va - 1, vb - va, "sd_log", na, nb, va * (ratio - 1), flagged,
+                  direction, limit_ratio=ratio, limit_by=lim.by)  # fmt: skip
+
+
+def _has_log_noise(s: Scope) -> bool:
+    return s.noise is not None and s.noise.sd_log is not None
+
+
+def _buckets(s: Scope, path: tuple[str, ...]) -> Any:
+    """The LogHistogram behind a latency figure: latency.OP's, or a sync call's."""
+    owner = s
+    for k in path[:-1]:
+        owner = getattr(owner, k, None) if not isinstance(owner, dict) else owner.get(k)
+        if owner is None:
+            return None
+    return getattr(owner, "buckets", None)
 
 
 # ------------------------------------------------------------------------------------------------

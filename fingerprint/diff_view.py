@@ -27,9 +27,13 @@ def change_text(c: Change) -> str:
     return "-" if c.rel_change is None else f"{c.rel_change:+.1%}"
 
 
-def _limit_text(c: Change) -> str:
+def limit_text(c: Change) -> str:
+    """The move a figure must exceed: a share's in points, a latency's as a ratio either way (x2: a
+    doubling or a halving), anything else in its unit."""
     if c.limit is None:
         return "-"
+    if c.limit_ratio is not None:
+        return f"x{c.limit_ratio:,.3g}" if c.limit_ratio < 1000 else "x>999"
     return f"±{c.limit * 100:.1f} pt" if c.absolute else "±" + human(c.limit)
 
 
@@ -58,7 +62,7 @@ def scope_table(d: ScopeDiff) -> Table:
         fa = f"{c.a:.1%}" if c.absolute and c.a is not None else human(c.a)
         fb = f"{c.b:.1%}" if c.absolute and c.b is not None else human(c.b)
         flag = f"[bold red]{c.direction}[/bold red]" if c.flagged else ""
-        t.add_row(escape(c.metric), fa, fb, change_text(c), _limit_text(c), flag)
+        t.add_row(escape(c.metric), fa, fb, change_text(c), limit_text(c), flag)
     return t
 
 
@@ -82,10 +86,17 @@ def render(r: DiffResult, console: Console | None = None) -> None:
     if line := slo_line(r):
         console.print(escape(line))
     for d in r.scopes:
-        console.print(f"[bold]{d.scope}: {escape(d.verdict)}[/bold]")
+        console.print(f"[bold]{d.scope}: {escape(d.verdict)}[/bold]{escape(_resolution(d))}")
     if r.device_changes:
         console.print("[bold]and the device itself changed[/bold] (its provenance, above)")
     console.print(_exit_line(r))
+
+
+def _resolution(d: ScopeDiff) -> str:
+    """What a scope's "no change" rests on: the typical latency change its windows resolve."""
+    if d.flagged or d.inconclusive or d.resolves is None:
+        return ""
+    return f" (typical latency resolved within ±{d.resolves:.0%})"
 
 
 def slo_line(r: DiffResult) -> str | None:

@@ -64,7 +64,8 @@ def measure(con: Any, f: Frame) -> dict[str, doc.Noise]:
         spread = {k: _spread([v.get(k) for v in values]) for k in keys}
         se = {k: None if sd is None else sd[0] / math.sqrt(sd[1]) for k, sd in spread.items()}
         sd = {k: None if v is None else v[0] for k, v in spread.items()}
-        out[s] = doc.Noise(len(parts), math.ceil(len(windows[s]) / len(parts)), METHOD, sd, se)
+        sd_log = {k: _log_spread([v.get(k) for v in values]) for k in keys if k.endswith("_us")}
+        out[s] = doc.Noise(len(parts), math.ceil(len(windows[s]) / len(parts)), METHOD, sd, se, sd_log)
     if f.baseline_is_steady and "steady" in out:
         out["baseline"] = out["steady"]
     return out
@@ -147,6 +148,14 @@ def _pct_us(hist: Counter[int], q: float) -> float | None:
         if seen >= need:
             return math.exp(lb / 50) / 1e3
     return None
+
+
+def _log_spread(values: list[float | None]) -> float | None:
+    """A latency's standard deviation over the batches on a log scale (its spread as a ratio: a
+    device that got slower and noisier is judged by how far apart, not how many µs apart, its
+    batches are), or None with fewer than MIN_BATCHES batches holding it."""
+    x = np.array([v for v in values if v is not None and v > 0], dtype=float)
+    return float(np.log(x).std(ddof=1)) if len(x) >= MIN_BATCHES else None
 
 
 def _spread(values: list[float | None]) -> tuple[float, int] | None:

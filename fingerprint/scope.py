@@ -71,11 +71,15 @@ def summarise(f: Frame, name: str, parts: dict[str, Any]) -> doc.Scope:
         burstiness=_burstiness(f, name, parts["burst"]),
         durability=_durability(st, seconds, parts["gaps"].get(name, {}), parts["syncs"].get(name, [])),
         latency=_latency(st, name, parts),
+        queue_latency=parts["latency"].queue.get(name),
+        app_latency=parts["latency"].app.get(name),
         footprint=_footprint(parts["footprint"].get(name), st),
         top_processes=[doc.Process(**p) for p in parts["procs"].get(name, [])],
         shape=doc.Shape("", {}, ""),
         bound=doc.Bound("", "", "", {}),
     )
+    for call, sc in out.durability.sync_calls.items():
+        sc.buckets = parts["latency"].sync_buckets.get((name, call))
     out.shape = classify_shape(out)
     out.bound = classify_bound(out)
     return out
@@ -256,6 +260,7 @@ def _latency(st: dict[str, Any], name: str, parts: dict[str, Any]) -> dict[str, 
                 ios=q["n"], mean_us=st[f"lat_mean_{op}"] / 1e3, p50_us=q["p50"] / 1e3, p99_us=q["p99"] / 1e3,
                 p99_9_us=q["p99_9"] / 1e3, max_us=st[f"lat_max_{op}"] / 1e3,
                 hist_us=_hist(parts["hists"].get((name, "lat", op)), BINS["latency_us"]),
+                buckets=parts["latency"].buckets.get((name, op)),
             )  # fmt: skip
     return out or None
 

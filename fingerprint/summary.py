@@ -32,6 +32,14 @@ def _lats(s: Scope, op: str = "all", n: int = 3) -> str:
     return " / ".join(f"{v:,.0f}" for v in (lat.p50_us, lat.p99_us, lat.p99_9_us)[:n])
 
 
+def _waits(s: Scope, which: str, n: int = 3) -> str:
+    """The application's wait (its data calls) or the time before issue, p50/p99[/p99.9] µs."""
+    lat = (getattr(s, which) or {}).get("all")
+    if lat is None:
+        return "-"
+    return " / ".join(f"{v:,.0f}" for v in (lat.p50_us, lat.p99_us, lat.p99_9_us)[:n])
+
+
 def _kib(v: float | None) -> str:
     return _num(None if v is None else v / 1024, "{:,.1f}")
 
@@ -86,12 +94,26 @@ ROWS: list[tuple[str, Callable[[Scope], str]]] = [
 ]  # fmt: skip
 
 
+# The latency an application waited (its data calls: throttles and queues above the device
+# included), and the time before issue (btt's Q2D), above the device's own: shown when the trace has
+# them (a capture with syscalls; the queue time of any capture).
+WAIT_ROWS: list[tuple[str, str, Callable[[Scope], str]]] = [
+    ("app_latency", "app µs p50/99/99.9", lambda s: _waits(s, "app_latency")),
+    ("queue_latency", "queue µs p50/p99", lambda s: _waits(s, "queue_latency", 2)),
+]
+
+
 def rows(fp: Fingerprint) -> list[tuple[str, Callable[[Scope], str]]]:
-    """ROWS as this trace shows them: without latency the bound is the demand's alone (whether the
-    device set the pace is unknown), the same for every column, so the row's label says so."""
+    """ROWS as this trace shows them: the application's wait and the time before issue above the
+    device's latency when the trace has them; without latency the bound is the demand's alone
+    (whether the device set the pace is unknown), the same for every column, so the row's label
+    says so."""
+    out = list(ROWS)
+    at = next(i for i, (label, _) in enumerate(out) if label == "r+w µs p50/99/99.9")
+    out[at:at] = [(label, get) for field, label, get in WAIT_ROWS if getattr(fp.whole, field)]
     if fp.whole.bound.side != "demand-only":
-        return ROWS
-    return [("bound (demand only)" if label == "bound" else label, get) for label, get in ROWS]
+        return out
+    return [("bound (demand only)" if label == "bound" else label, get) for label, get in out]
 
 
 def shown_scopes(fp: Fingerprint) -> list[Scope]:

@@ -27,7 +27,10 @@ from typing import Any, TypeVar
 from iofp import artifact_json
 from iofp.errors import BadInput
 
-FINGERPRINT_VERSION = 2
+FINGERPRINT_VERSION = 3
+# Versions this iofp reads. v3 added what a v2 document reads as absent (null): latency buckets, the
+# queue and application latencies, the noise on a log scale; and the bound verdict `capped`.
+READS_VERSIONS = (2, 3)
 MAKE_ONE = "make one with iofp fingerprint TRACE --json OUT"
 SCOPES = ("whole", "steady", "baseline", "spike", "between")
 OPS = ("all", "read", "write", "discard", "flush")  # `all` latency is reads and writes (see Latency)
@@ -36,6 +39,16 @@ OPS = ("all", "read", "write", "discard", "flush")  # `all` latency is reads and
 @dataclass
 class Histogram:
     limits: list[float]
+    counts: list[int]
+
+
+@dataclass
+class LogHistogram:
+    """Latencies in buckets 10% wide: `counts[k]` holds the values v (ns) with round(10 ln v) = first
+    + k, so bucket b spans exp((b - 0.5) / 10) to exp((b + 0.5) / 10) ns. Dense from the first
+    non-empty bucket to the last: a distribution the diff can test, in a hundred numbers or so."""
+
+    first: int
     counts: list[int]
 
 
@@ -221,6 +234,7 @@ class SyncCall:
     p50_us: float | None
     p99_us: float | None
     mean_us: float | None
+    buckets: LogHistogram | None = None
 
 
 @dataclass
@@ -247,6 +261,7 @@ class OpLatency:
     p99_9_us: float
     max_us: float
     hist_us: Histogram | None
+    buckets: LogHistogram | None = None
 
 
 @dataclass
@@ -292,6 +307,7 @@ class Noise:
     method: str
     sd: dict[str, float | None]
     se: dict[str, float | None]
+    sd_log: dict[str, float | None] | None = None
 
 
 @dataclass
@@ -327,6 +343,8 @@ class Scope:
     bound: Bound
     span: Span | None = None
     noise: Noise | None = None
+    queue_latency: dict[str, OpLatency] | None = None
+    app_latency: dict[str, OpLatency] | None = None
 
 
 @dataclass
@@ -390,9 +408,10 @@ def from_dict(doc: Any, where: str) -> Fingerprint:
     """`doc` (parsed JSON) as a Fingerprint, checked: BadInput names `where` and the first bad key."""
     if not isinstance(doc, dict) or "fingerprint_version" not in doc:
         raise BadInput(f"{where}: not an iofp fingerprint; {MAKE_ONE}")
-    if doc["fingerprint_version"] != FINGERPRINT_VERSION:
+    if doc["fingerprint_version"] not in READS_VERSIONS:
+        reads = " and ".join(f"v{v}" for v in READS_VERSIONS)
         raise BadInput(
-            f"{where}: fingerprint v{doc['fingerprint_version']!r}; this iofp reads v{FINGERPRINT_VERSION} "
+            f"{where}: fingerprint v{doc['fingerprint_version']!r}; this iofp reads {reads} "
             f"({MAKE_ONE} again from its trace)"
         )
     fp = _convert(Fingerprint, doc, where, "")

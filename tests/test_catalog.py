@@ -81,7 +81,7 @@ def test_trend_orders_by_capture_time_and_separates_device_from_workload(tmp_pat
     # the numbers as `iofp diff` prints them, the unit in the metric's name (these were "5e+02 -> 1e+03"),
     # with the limit each move had to exceed
     assert "    steady IOPS: 500 -> 1,000 (+100.0%, beyond ±50; harder)" in out
-    assert "    steady latency p99 (µs): 100 -> 300 (+200.0%, beyond ±10; slower)" in out
+    assert "    steady latency p99 (µs): 100 -> 300 (+200.0%, beyond x1.1; slower)" in out
     # with an SLO the newest holds, the drift is shown but does not fail the review
     trend = ["catalog", "trend", "--service", "order-router", "--catalog", str(db)]
     code, out, err = run_iofp(*trend, "--slo", "p99<=1ms")

@@ -22,7 +22,7 @@ from fingerprint.frame import Options
 from fingerprint.scope import BINS
 from fingerprint.summary import ROWS, rows
 from iofp.contract import TraceMeta, TraceWriter, open_trace
-from iofp.fingerprint_doc import Fingerprint, Histogram, dumps, from_dict
+from iofp.fingerprint_doc import Fingerprint, Histogram, LogHistogram, dumps, from_dict
 from iofp.values import duration_text
 from replay.iolog import selection
 
@@ -65,7 +65,7 @@ def counts(hist: Histogram, limits_key: str) -> dict[float, int]:
 
 def test_tiny_trace_features_are_exact(tiny_trace):
     fp = fingerprint_trace(tiny_trace, Options(window_ns=10 * MS))
-    assert (fp.fingerprint_version, fp.params.window_ns, fp.params.window_rule) == (2, 10 * MS, "--window")
+    assert (fp.fingerprint_version, fp.params.window_ns, fp.params.window_rule) == (3, 10 * MS, "--window")
     p = fp.provenance
     assert (p.host, p.kernel, p.source, p.lost_events) == ("h1", "6.18", "capture", 0)
     assert p.devices == {"d0": {"model": "m"}} and p.capture_window_ns == [0, 10 * MS]
@@ -113,6 +113,44 @@ def test_tiny_trace_features_are_exact(tiny_trace):
     assert w.bound.numbers["commit_busy_share"] == pytest.approx(0.6)
     assert json.loads(dumps(fp)) == fp.to_dict()  # JSON-ready as returned
     assert from_dict(fp.to_dict(), "x") == fp  # and read back as written
+
+
+def test_tiny_trace_latency_buckets_queue_and_application_waits_are_exact(tiny_trace, tmp_path):
+    w = fingerprint_trace(tiny_trace, Options(window_ns=10 * MS)).whole
+    # buckets 10% wide: round(10 ln ns) of 100, 200, 300, 400 and 500 µs is 115, 122, 126, 129, 131
+    assert w.latency is not None
+    assert w.latency["write"].buckets == LogHistogram(115, [1, *[0] * 6, 1, 0, 0, 0, 1])
+    assert w.latency["read"].buckets == LogHistogram(129, [1, 0, 1])
+    assert w.latency["all"].buckets == LogHistogram(115, [1, *[0] * 6, 1, 0, 0, 0, 1, 0, 0, 1, 0, 1])
+    assert w.latency["flush"].buckets is None  # the data ops' only
+    assert w.durability.sync_calls["fsync"].buckets == LogHistogram(145, [1, *[0] * 6, 1])  # 2 and 4 ms
+    assert w.queue_latency is None and w.app_latency is None  # no entry times, no data calls
+
+    # The same rows entered the block layer 10 µs (writes) and 20 µs (reads) before issue, and the
+    # application's two reads (pread64, 600 and 800 µs) are recorded
+    cols = {c: [r[i] for r in TINY] for i, c in enumerate(TINY_COLS)}
+    cols["device"] = ["d0"] * len(TINY)
+    cols["queue_ns"] = [t - {"write": 10_000, "read": 20_000}[op] if op != "flush" else None
+                        for t, op in zip(cols["ts_ns"], cols["op"], strict=True)]  # fmt: skip
+    calls = {"ts_ns": [3 * MS - 100_000, 10 * MS - 100_000], "lat_ns": [600_000, 800_000],
+             "call": ["pread64"] * 2, "op": ["read"] * 2, "device": ["d0"] * 2,
+             "ret": [512, 65536]}  # fmt: skip
+    with TraceWriter(tmp_path / "waits", TraceMeta(source="capture")) as tw:
+        tw.write("io", pa.table(cols))
+        tw.write("calls", pa.table(calls))
+    w = fingerprint_trace(tmp_path / "waits", Options(window_ns=10 * MS)).whole
+    assert w.queue_latency is not None and w.app_latency is not None
+    assert {op: (q.ios, q.mean_us) for op, q in w.queue_latency.items()} == {
+        "read": (2, 20.0), "write": (3, 10.0), "all": (5, 14.0)}  # fmt: skip
+    assert w.queue_latency["all"].p50_us == pytest.approx(10, rel=0.01)  # from 2%-wide buckets
+    assert w.queue_latency["all"].p99_us == w.queue_latency["all"].max_us == 20
+    assert {op: (a.ios, a.mean_us, a.max_us) for op, a in w.app_latency.items()} == {
+        "read": (2, 700.0, 800.0), "all": (2, 700.0, 800.0)}  # fmt: skip
+    # Little's law: the reads' calls took 1,400 µs, their requests 900 µs at the device: 500 µs of
+    # waiting over the 10 ms the trace spans is 0.05 requests waiting, 36% of the calls' time
+    assert w.bound.numbers["waiting_requests"] == pytest.approx(0.05)
+    assert w.bound.numbers["waiting_share"] == pytest.approx(500 / 1400)
+    assert w.bound.verdict == "fsync-latency-bound"  # none of that is a cap
 
 
 def test_imported_trace_without_latency_gives_null_features_and_a_demand_side_verdict(tmp_path):
@@ -468,10 +506,12 @@ def test_the_table_shows_no_rate_a_trace_cannot_have(tpcc_trace):
     assert w.burstiness["1s"].bins == 1
     assert shown["IOPS 1 s: peak/mean"](w) == shown["IOPS dispersion 1 s"](w) == "-"
     assert shown["bound (demand only)"](w) == "IOPS-bound" and "bound" not in shown
-    # a capture of 35 s, with latency: both figures and the plain label
+    # a capture of 35 s, with latency: both figures and the plain label, and the time before issue
+    # (the sample has no data calls: captured before they were recorded)
     fp = fingerprint_trace(REPO / "samples/traces/market-open")
     shown, w = dict(rows(fp)), fp.whole
-    assert rows(fp) == ROWS
+    assert [r for r in rows(fp) if r[0] != "queue µs p50/p99"] == ROWS and "app µs p50/99/99.9" not in shown
+    assert shown["queue µs p50/p99"](w) == "2 / 5"
     assert shown["IOPS 1 s: peak/mean"](w) == "3,001 / 1,400" and shown["bound"](w) == "IOPS-bound"
 
 

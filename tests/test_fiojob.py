@@ -217,7 +217,7 @@ def test_bad_input(tmp_path: Path) -> None:
     no_spike = "iofp: this fingerprint has no spike regime: it found no spike"
     cases = [
         ((str(not_fp),), f"iofp: {not_fp}: not an iofp fingerprint; {make}"),
-        ((str(v1),), f"iofp: {v1}: fingerprint v1; this iofp reads v2 ({make} again from its trace)"),
+        ((str(v1),), f"iofp: {v1}: fingerprint v1; this iofp reads v2 and v3 ({make} again from its trace)"),
         (
             (str(unsteady), "--regime", "steady"),
             "iofp: this fingerprint has no steady regime: no window met the steady-state rule "

@@ -7,7 +7,7 @@
 --   data whether it is a data request (read, write, discard): what IOPS, MB/s and sizes count.
 -- The constants come from fp_params (scope_params.sql).
 CREATE OR REPLACE TEMP VIEW scoped_io AS
-SELECT i.ts_ns, i.lat_ns, i.device::VARCHAR AS device, i."offset", i.size, i.op::VARCHAR AS op,
+SELECT i.ts_ns, i.queue_ns, i.lat_ns, i.device::VARCHAR AS device, i."offset", i.size, i.op::VARCHAR AS op,
     i.sync, i.fua, i.preflush, i.pid, i.inflight,
     list_position(p.devices, i.device::VARCHAR)::INTEGER AS dev,
     r.w, r.rg,

@@ -1,0 +1,75 @@
+"""A cap is not demand (fingerprint/latency.py, classify.py): a 4 KiB random read capped at 3,000 IOPS
+by blk-throttle and one that asks for 3,000 IOPS of an uncapped device get different bound verdicts,
+and the capped one shows what the application waited (fio's clat p99, within 10%), which no block
+request's time shows: blk-throttle holds a bio before the block layer's first tracepoint."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from conftest import THROTTLE_IOPS, needs_fio, needs_root
+from helpers import MEASURE_NICE
+
+from fingerprint.api import fingerprint_trace
+from fingerprint.compute import Options
+from iofp.fingerprint_doc import Fingerprint
+
+SECOND = 1_000_000_000
+
+
+def captured_read(dev: str, tmp: Path, name: str, group: Path | None, *opts: str) -> tuple[Fingerprint, dict]:
+    """4 KiB random reads at QD32 on `dev` (in the blkio group `group`, if given; with fio `opts`) for
+    10 s, captured for 4 s from 2 s in (the whole trace is the run's steady middle); the fingerprint
+    and fio's JSON."""
+    from bpf import CaptureOptions, start_capture
+
+    out = tmp / f"{name}.fio.json"
+    args = ["fio", f"--name={name}", f"--filename={dev}", "--rw=randread", "--bs=4k", "--direct=1",
+            "--ioengine=libaio", "--iodepth=32", "--time_based", "--runtime=10", "--randrepeat=1",
+            "--percentile_list=50:99", "--output-format=json", f"--output={out}", *opts]  # fmt: skip
+
+    def enter() -> None:
+        os.nice(MEASURE_NICE)  # the demand is the job's, not a busy machine's
+        if group is not None:
+            (group / "cgroup.procs").write_text(str(os.getpid()))
+
+    fio = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=enter)
+    try:
+        time.sleep(2)
+        with start_capture(CaptureOptions(output=tmp / name, devices=[dev.removeprefix("/dev/")])) as bg:
+            time.sleep(4)
+            bg.stop()
+    finally:
+        _, err = fio.communicate(timeout=60)
+    assert fio.returncode == 0, err
+    return fingerprint_trace(tmp / name, Options(window_ns=SECOND)), json.loads(out.read_text())
+
+
+@needs_root
+@needs_fio
+def test_a_capped_read_is_a_cap_and_a_paced_one_is_demand(throttled, loop_device, tmp_path):
+    dev, group = throttled
+    capped, fio_capped = captured_read(dev, tmp_path, "capped", group)
+    paced, _ = captured_read(loop_device, tmp_path, "paced", None, f"--rate_iops={THROTTLE_IOPS}")
+    for fp in (capped, paced):  # the same demand, as a trace of the device sees it
+        assert fp.whole.shape.name == "OLTP point-read"
+        assert fp.whole.intensity.iops == pytest.approx(THROTTLE_IOPS, rel=0.05)
+    c, p = capped.whole.bound, paced.whole.bound
+    print(c.why, p.why, sep="\n")
+    assert (c.verdict, p.verdict) == ("capped", "IOPS-bound")
+    # QD32 held at the cap: some 30 reads waiting above the device, by Little's law
+    assert c.numbers["waiting_requests"] > 20
+    assert c.why.startswith(f"held at {capped.whole.intensity.iops:,.0f} IOPS with ")
+    assert "a cap, not your demand" in c.why
+    assert p.numbers["waiting_requests"] < 1 and "the device keeps up" in p.why
+    # what the application waited: fio's own clat p99 (~100 ms: the throttle's slices), not the
+    # device's ~0.5 ms, which is all a block request's time (or its queue time) can show
+    clat_p99_us = fio_capped["jobs"][0]["read"]["clat_ns"]["percentile"]["99.000000"] / 1e3
+    app, device = capped.whole.app_latency["all"], capped.whole.latency["all"]
+    assert app.p99_us == pytest.approx(clat_p99_us, rel=0.10)
+    assert device.p99_us < clat_p99_us / 20 and capped.whole.queue_latency["all"].p99_us < clat_p99_us / 20
