@@ -52,6 +52,7 @@ from iofp.contract import (
     read_meta,
 )
 from iofp.errors import BadInput, Interrupted, IofpError, OutputFailed, warn
+from iofp.host_evidence import Sampler
 from iofp.output import shell_command
 from iofp.signals import StopRequest, stop_on_signals
 
@@ -488,7 +489,11 @@ def _record(
     writer = TraceWriter(opts.output, meta, force=opts.force, on_file=opts.on_file)
     out: _Writer | None = None
     spool = _spool(opts)
+    # what the host was doing meanwhile (iofp/host_evidence.py): a latency measured while tasks waited
+    # for a CPU is the host's as much as the device's, and a diff of two captures needs to know
+    host = Sampler(next(iter(devs), None))
     try:
+        host.start()
         t0, wall0 = kc.start()
         if request.is_set():  # before "recording" was announced: as if it never started
             kc.stop()
@@ -505,6 +510,7 @@ def _record(
         end_reason = _loop(kc, out, opts, request.event, t0, progress)
         duration_ns = kc.stop() - t0
         meta.duration_ns = duration_ns
+        meta.extra["host"] = host.stop().to_dict()
         _hand_over(kc, out, last=True)
         io_bytes = kc.io_bytes()  # every record received is handed over by now
         meta.extra["end"] = end_reason
@@ -520,6 +526,8 @@ def _record(
             warn(f"the capture failed while recording; the trace it replaces is kept in {writer.replaced}")
         raise
     finally:
+        if host.evidence is None:
+            host.stop()
         if out is not None and out.is_alive():
             out.q.put(None)
             out.join()

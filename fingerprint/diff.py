@@ -49,6 +49,8 @@ from fingerprint import latency_test as lt
 from iofp import slo as slomod
 from iofp.errors import BadInput
 from iofp.fingerprint_doc import Fingerprint, Scope
+from iofp.host_evidence import HostEvidence
+from iofp.host_evidence import limit as host_limit
 
 Z = 4.0
 Z_SPREAD = 3.0
@@ -176,6 +178,7 @@ class DiffResult:
     slo_a: list[str] = field(default_factory=list)  # why A misses the SLO ([]: it holds)
     slo_b: list[str] = field(default_factory=list)
     between: ScopeDiff | None = None  # the --between spans, when both fingerprints have one
+    host_busy: str | None = None  # why a side's host, not its device, may have set its figures
 
     @property
     def scope(self) -> str:
@@ -213,8 +216,9 @@ class DiffResult:
 
     @property
     def matters(self) -> bool:
-        """Drift to act on: a flagged change, and with an SLO, B missing it."""
-        return bool(self.flagged) and (self.slo is None or bool(self.slo_b))
+        """Drift to act on: a flagged change, and with an SLO, B missing it; none while a side's host
+        was busy (its figures may be the host's)."""
+        return bool(self.flagged) and (self.slo is None or bool(self.slo_b)) and self.host_busy is None
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -285,6 +289,11 @@ def diff(
     changed = device_changes(a, b)
     out = DiffResult(_side(a, a_name), _side(b, b_name), like, spike, changed, _warnings(a, b), notes,
                      between=between)  # fmt: skip
+    out.host_busy = _host_busy(a, b, a_name, b_name)
+    if out.host_busy is not None:
+        for d in out.scopes:
+            if d.flagged:
+                d.verdict = f"inconclusive: {out.host_busy}; capture again on a quiet host"
     if not changed and _device_pairs(a, b) and any(d.device_slower for d in out.scopes):
         # A fingerprint sees the device through this workload's requests only: with the same disk
         # (by its provenance) slower at the same demand, the disk is one answer; anything else now
@@ -299,6 +308,22 @@ def diff(
         out.slo_a = _slo_failures(slo, a, scope)
         out.slo_b = _slo_failures(slo, b, scope)
     return out
+
+
+def _host_busy(a: Fingerprint, b: Fingerprint, a_name: str, b_name: str) -> str | None:
+    """Why the host, not the device, may have set a side's figures: its CPU was busy while it was
+    captured (iofp/host_evidence.py's rule, on the record capture keeps); None when neither says so.
+    Two captures of one job beside CPU hogs moved their p50 2.3x and their p99 126x (BENCHMARKS.md):
+    a busy host slows every request, a loop device's own worker too."""
+    busy = []
+    for name, fp in ((a_name, a), (b_name, b)):
+        ev = HostEvidence.from_dict(fp.provenance.extra.get("host"))
+        if ev is not None and (lim := host_limit(ev)).who == "host":
+            busy.append(f"while {name} was captured {lim.why.removeprefix(HOST_BUSY)}")
+    return HOST_BUSY + "; and ".join(busy) if busy else None
+
+
+HOST_BUSY = "the host's CPU was busy "
 
 
 SAME_DEVICE_SLOWER = (

@@ -112,6 +112,8 @@ def _exit_line(r: DiffResult) -> str:
     n = len(r.flagged)
     if not n:
         return "no drift flagged (exit 0)"
+    if r.host_busy is not None:
+        return f"{n} change(s) beyond the noise, but a host was busy: inconclusive (exit 0)"
     if r.slo is not None and not r.matters:
         return f"{n} change(s) flagged, but B meets the SLO (exit 0)"
     return f"{n} change(s) flagged (exit 1)"

@@ -23,6 +23,7 @@ from fingerprint.diff import SAME_DEVICE_SLOWER, diff
 from fingerprint.frame import Options
 from iofp.contract import TraceMeta, TraceWriter
 from iofp.fingerprint_doc import Fingerprint, load
+from iofp.host_evidence import HostEvidence
 
 
 def trace(tmp_path, name: str, rate: int, lat_scale: float, seconds: int = 20) -> Fingerprint:
@@ -205,6 +206,22 @@ def test_a_short_spike_with_a_small_change_is_inconclusive_not_no_change(tmp_pat
     assert r.spike.verdict == (
         f"inconclusive: 5 windows resolve only changes over ±{r.spike.resolves:.0%} in typical latency (p50)"
     )
+
+
+def test_a_capture_made_while_the_host_was_busy_makes_a_change_inconclusive(fps):
+    """Two captures of one job beside CPU hogs moved their p50 2.3x: a busy host slows every request.
+    A side whose capture recorded the host's CPU busy (iofp/host_evidence.py's rule) judges nothing."""
+    b = copy.deepcopy(fps["double_lat"])
+    busy = HostEvidence(wall_s=20.0, samples=200, cpus=2, cpu_pressure=0.4, cpu_pressure_peak=0.6,
+                        io_pressure=0.0, io_pressure_full=0.0, cpu_busy=[1.0, 1.0], cpu_steal=[0.0, 0.0])
+    b.provenance.extra["host"] = busy.to_dict()
+    r = diff(fps["base"], b, "A", "B")
+    assert r.flagged and not r.matters  # the moves are shown; the exit status does not act on them
+    assert r.verdict == (
+        "inconclusive: the host's CPU was busy while B was captured (pressure 40%, 0% idle); capture "
+        "again on a quiet host"
+    )
+    assert diff(fps["base"], fps["double_lat"]).matters  # the same two with a quiet host: a change
 
 
 def test_same_fingerprint_has_no_change_and_to_dict_is_json(fps):

@@ -4,7 +4,8 @@ every other number within 1e-9 relative: a mean or a spread summed in another or
 
 The sample traces are compared with their stored fingerprints (samples/fingerprints, exact for the
 current code); the other cases with tests/data/fingerprint_reference.json.gz (made on main at commit
-4eb747a, before the fingerprint's queries were restructured for speed). A figure added to the
+4eb747a, before the fingerprint's queries were restructured for speed; remade for fingerprint v3,
+whose IOPS-bound `why` says whether the device keeps up, every other figure equal). A figure added to the
 document is no change; a figure missing or moved is. To remake the references after a deliberate
 change of figures: IOFP_WRITE_REFERENCES=1 pytest tests/test_fingerprint_reference.py.
 """

@@ -6,11 +6,11 @@ request's time shows: blk-throttle holds a bio before the block layer's first tr
 from __future__ import annotations
 
 import json
-import os
-import subprocess
+import signal
 import time
 from pathlib import Path
 
+import lab
 import pytest
 from conftest import THROTTLE_IOPS, needs_fio, needs_root
 from helpers import MEASURE_NICE
@@ -23,30 +23,24 @@ SECOND = 1_000_000_000
 
 
 def captured_read(dev: str, tmp: Path, name: str, group: Path | None, *opts: str) -> tuple[Fingerprint, dict]:
-    """4 KiB random reads at QD32 on `dev` (in the blkio group `group`, if given; with fio `opts`) for
-    10 s, captured for 4 s from 2 s in (the whole trace is the run's steady middle); the fingerprint
-    and fio's JSON."""
+    """4 KiB random reads at QD32 on `dev` (in the blkio group `group`, if given; with fio `opts`),
+    captured for 4 s from 2 s in, and ended (SIGINT: fio reports what it did) once the capture is: the
+    whole trace is the run's steady middle, however long the probes take to load. The fingerprint and
+    fio's JSON."""
     from bpf import CaptureOptions, start_capture
 
     out = tmp / f"{name}.fio.json"
-    args = ["fio", f"--name={name}", f"--filename={dev}", "--rw=randread", "--bs=4k", "--direct=1",
-            "--ioengine=libaio", "--iodepth=32", "--time_based", "--runtime=10", "--randrepeat=1",
+    # at MEASURE_NICE: the demand is the job's, not a busy machine's
+    args = [f"--name={name}", f"--filename={dev}", "--rw=randread", "--bs=4k", "--direct=1",
+            "--ioengine=libaio", "--iodepth=32", "--time_based", "--runtime=120", "--randrepeat=1",
             "--percentile_list=50:99", "--output-format=json", f"--output={out}", *opts]  # fmt: skip
-
-    def enter() -> None:
-        os.nice(MEASURE_NICE)  # the demand is the job's, not a busy machine's
-        if group is not None:
-            (group / "cgroup.procs").write_text(str(os.getpid()))
-
-    fio = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=enter)
-    try:
+    with lab.fio_running(*args, preexec_fn=lab.join(group, MEASURE_NICE)) as fio:
         time.sleep(2)
         with start_capture(CaptureOptions(output=tmp / name, devices=[dev.removeprefix("/dev/")])) as bg:
             time.sleep(4)
             bg.stop()
-    finally:
-        _, err = fio.communicate(timeout=60)
-    assert fio.returncode == 0, err
+        fio.send_signal(signal.SIGINT)
+        assert fio.wait(timeout=60) == 0
     return fingerprint_trace(tmp / name, Options(window_ns=SECOND)), json.loads(out.read_text())
 
 
