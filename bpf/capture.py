@@ -140,6 +140,7 @@ class CaptureSummary:
     files: int
     loss: dict[str, int] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
+    call_events: int = 0  # the application's data calls (the calls table)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -538,6 +539,7 @@ def _record(
         output=Path(opts.output),
         io_events=out.io_rows,
         sync_events=out.sync_rows,
+        call_events=out.call_rows,
         lost_events=meta.lost_events,
         unmatched=int(meta.counts.get("unmatched_completions", 0)),
         duration_s=duration_ns / 1e9,
@@ -791,6 +793,7 @@ def recover(root: Path) -> CaptureSummary:
         output=root,
         io_events=out.io_rows,
         sync_events=out.sync_rows,
+        call_events=out.call_rows,
         lost_events=meta.lost_events,
         unmatched=int(meta.counts.get("unmatched_completions", 0)),
         duration_s=0.0,
@@ -879,8 +882,10 @@ def progress_line(every_s: float, stream: Any = None) -> ProgressFn:
 
 def render_summary(s: CaptureSummary) -> list[str]:
     rate = s.io_events / s.duration_s if s.duration_s > 0 else 0.0
+    calls = f", {s.sync_events:,} sync calls and {s.call_events:,} data calls" if s.call_events else (
+        f" and {s.sync_events:,} sync calls")
     lines = [
-        f"Captured {s.io_events:,} block requests ({rate:,.0f}/s) and {s.sync_events:,} sync calls in "
+        f"Captured {s.io_events:,} block requests ({rate:,.0f}/s){calls} in "
         f"{s.duration_s:,.1f} s ({s.bytes / 1e6:,.1f} MB of I/O) into {s.files:,} "
         f"file{'' if s.files == 1 else 's'}; {s.lost_events:,} events lost.",
     ]
