@@ -5,7 +5,6 @@ request's time shows: blk-throttle holds a bio before the block layer's first tr
 
 from __future__ import annotations
 
-import json
 import signal
 import time
 from pathlib import Path
@@ -18,6 +17,7 @@ from helpers import MEASURE_NICE
 from fingerprint.api import fingerprint_trace
 from fingerprint.compute import Options
 from iofp.fingerprint_doc import Fingerprint
+from replay.fio.launcher import fio_json
 
 SECOND = 1_000_000_000
 
@@ -41,7 +41,9 @@ def captured_read(dev: str, tmp: Path, name: str, group: Path | None, *opts: str
             bg.stop()
         fio.send_signal(signal.SIGINT)
         assert fio.wait(timeout=60) in (0, 128)  # 128: fio's exit on a SIGINT, its report written
-    return fingerprint_trace(tmp / name, Options(window_ns=SECOND)), json.loads(out.read_text())
+    report = fio_json(out.read_text())  # after its "fio: terminating on signal 2" line
+    assert report is not None, out.read_text()
+    return fingerprint_trace(tmp / name, Options(window_ns=SECOND)), report
 
 
 @needs_root
