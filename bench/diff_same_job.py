@@ -33,7 +33,7 @@ from pathlib import Path
 from bpf import CaptureOptions, start_capture
 from fingerprint import diff as diffmod
 from fingerprint.api import fingerprint_trace
-from fingerprint.compute import Options
+from fingerprint.frame import Options
 from iofp.fingerprint_doc import Fingerprint
 from iofp.host_evidence import HostEvidence
 from iofp.host_evidence import limit as host_limit

@@ -72,6 +72,9 @@ class _Buckets:
     sum_ns: float = 0.0
     max_ns: int = 0
 
+    def __bool__(self) -> bool:
+        return self.total > 0
+
     def add(self, r: dict[str, Any]) -> None:
         self.n[int(r["lb"])] = self.n.get(int(r["lb"]), 0) + int(r["n"])
         self.total += int(r["n"])
@@ -103,7 +106,8 @@ def _summaries(rows: list[dict[str, Any]]) -> dict[str, dict[str, doc.OpLatency]
     for r in rows:
         parts[r["scope"]][r["op"]].add(r)
         parts[r["scope"]]["all"].add(r)
-    return {s: {op: b.latency() for op, b in ops.items() if b.total} for s, ops in parts.items()}
+    order = ("all", *OPS)  # a fixed order: the document is the same whatever order the rows came in
+    return {s: {op: ops[op].latency() for op in order if ops.get(op)} for s, ops in parts.items()}
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from conftest import THROTTLE_IOPS, needs_fio, needs_root
 from helpers import MEASURE_NICE
 
 from fingerprint.api import fingerprint_trace
-from fingerprint.compute import Options
+from fingerprint.frame import Options
 from iofp.fingerprint_doc import Fingerprint
 from replay.fio.launcher import fio_json
 
