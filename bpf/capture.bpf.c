@@ -1069,6 +1069,8 @@ struct iofp_aio_batch {
 	struct iofp_sync_rec recs[IOFP_AIO_MAX];
 };
 BPF_PERCPU_ARRAY(aio_scratch, struct iofp_aio_batch, 1);
+_Static_assert((IOFP_AIO_MAX & (IOFP_AIO_MAX - 1)) == 0 && IOFP_AIO_MAX <= IOFP_SYNC_BATCH,
+	       "IOFP_AIO_MAX: a power of two, at most IOFP_SYNC_BATCH (a reap fits the syscall batch)");
 
 /* io_submit: each data iocb (up to IOFP_AIO_MAX of one call) on a captured device, from now. An
  * iocb of the caller's that is already tracked is one it reaped without our seeing (a capture that
@@ -1186,6 +1188,28 @@ static __always_inline int aio_reap_exit(long ret)
 		rec->_pad = 0;
 		__builtin_memcpy(rec->comm, comm, sizeof(comm));
 		aio_iocbs.delete(&k);
+	}
+	/* Into this CPU's syscall batch, as a sync or data call is (a ring record per reap cost the
+	 * capture's user side a callback each: 2.6 us of its CPU per I/O at 30,000 reads/s, 5x the
+	 * batched I/O's); alone only when the batch is being appended to by a program we interrupted. */
+	u32 *bz = busy.lookup(&zero);
+	struct iofp_sync_batch *sb = sync_batch.lookup(&zero);
+	if (bz && sb && !*(volatile u32 *)bz) {
+		*(volatile u32 *)bz = 1;
+		if (sb->hdr.count + n > IOFP_SYNC_BATCH)
+			send_sync(sb);
+		u32 c = sb->hdr.count;
+		if (c == 0)
+			sb->hdr.first_ns = now;
+		/* a bounded loop (v5.3) of helper copies: unrolled, 64 struct copies outgrew the stack */
+		for (u32 i = 0; i < IOFP_AIO_MAX && i < n; i++)
+			bpf_probe_read_kernel(&sb->recs[(c + i) & (IOFP_SYNC_BATCH - 1)], sizeof(struct iofp_sync_rec),
+					      &b->recs[i & (IOFP_AIO_MAX - 1)]);
+		sb->hdr.count = c + n;
+		if (c + n >= IOFP_SYNC_BATCH || now - sb->hdr.first_ns >= IOFP_FLUSH_NS)
+			send_sync(sb);
+		*(volatile u32 *)bz = 0;
+		return 0;
 	}
 	u64 size = sizeof(struct iofp_batch_hdr) + (u64)n * sizeof(struct iofp_sync_rec);
 	if (size > sizeof(*b))
