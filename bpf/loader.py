@@ -389,7 +389,9 @@ class KernelCapture:
                     sync_devs[sync_devs.Key(d)] = sync_devs.Leaf(1)
         # two buffers go round between poller and writer
         self._io = _Sink(IO_DTYPE, opts.sink_bytes, prefault=2)
-        self._sync = _Sink(SYNC_DTYPE, 1 << 20)
+        # sized as the I/O sink (its pages touched only as records arrive): the data calls, one per
+        # O_DIRECT I/O, would otherwise grow it by doubling copies, each kept in the rotation
+        self._sync = _Sink(SYNC_DTYPE, opts.sink_bytes)
         # records received per kind: checked against the kernel's count of records handed over
         self.received = {KIND_IO: 0, KIND_SYNC: 0}
         self.drained = {KIND_IO: 0, KIND_SYNC: 0}  # read from the batch maps at the end

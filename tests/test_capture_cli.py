@@ -64,8 +64,8 @@ LIVE = re.compile(
     rf"iofp: {N}s: {N} requests/s, {N}\.\d MB/s, {N} sync calls/s; lost {N}; {N} files \({N}\.\d MB\) written"
 )
 SUMMARY = re.compile(
-    rf"Captured {N} block requests \({N}/s\) and {N} sync calls in {N}\.\d s \({N}\.\d MB of I/O\) "
-    rf"into {N} files?; {N} events lost\."
+    rf"Captured {N} block requests \({N}/s\)( and {N} sync calls|, {N} sync calls and {N} data calls) in "
+    rf"{N}\.\d s \({N}\.\d MB of I/O\) into {N} files?; {N} events lost\."
 )
 
 
