@@ -289,7 +289,7 @@ def diff(
     changed = device_changes(a, b)
     out = DiffResult(_side(a, a_name), _side(b, b_name), like, spike, changed, _warnings(a, b), notes,
                      between=between)  # fmt: skip
-    out.host_busy = _host_busy(a, b, a_name, b_name)
+    out.host_busy = _host_busy(a, b)
     if out.host_busy is not None:
         for d in out.scopes:
             if d.flagged:
@@ -310,20 +310,21 @@ def diff(
     return out
 
 
-def _host_busy(a: Fingerprint, b: Fingerprint, a_name: str, b_name: str) -> str | None:
+def _host_busy(a: Fingerprint, b: Fingerprint) -> str | None:
     """Why the host, not the device, may have set a side's figures: its CPU was busy while it was
     captured (iofp/host_evidence.py's rule, on the record capture keeps); None when neither says so.
     Two captures of one job beside CPU hogs moved their p50 2.3x and their p99 126x (BENCHMARKS.md):
     a busy host slows every request, a loop device's own worker too."""
     busy = []
-    for name, fp in ((a_name, a), (b_name, b)):
+    for label, fp in (("A", a), ("B", b)):
         ev = HostEvidence.from_dict(fp.provenance.extra.get("host"))
-        if ev is not None and (lim := host_limit(ev)).who == "host":
-            busy.append(f"while {name} was captured {lim.why.removeprefix(HOST_BUSY)}")
-    return HOST_BUSY + "; and ".join(busy) if busy else None
-
-
-HOST_BUSY = "the host's CPU was busy "
+        if ev is not None and host_limit(ev).who == "host":
+            idle = "" if ev.cpu_idle is None else f", {ev.cpu_idle:.0%} idle"
+            busy.append(f"{label} (CPU pressure {ev.cpu_pressure or 0:.0%}{idle})")
+    if not busy:
+        return None
+    was = "was" if len(busy) == 1 else "were"
+    return f"the host's CPU was busy while {' and '.join(busy)} {was} captured"
 
 
 SAME_DEVICE_SLOWER = (

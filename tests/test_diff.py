@@ -218,7 +218,7 @@ def test_a_capture_made_while_the_host_was_busy_makes_a_change_inconclusive(fps)
     r = diff(fps["base"], b, "A", "B")
     assert r.flagged and not r.matters  # the moves are shown; the exit status does not act on them
     assert r.verdict == (
-        "inconclusive: the host's CPU was busy while B was captured (pressure 40%, 0% idle); capture "
+        "inconclusive: the host's CPU was busy while B (CPU pressure 40%, 0% idle) was captured; capture "
         "again on a quiet host"
     )
     assert diff(fps["base"], fps["double_lat"]).matters  # the same two with a quiet host: a change
