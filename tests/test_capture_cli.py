@@ -296,9 +296,10 @@ def test_memory_stays_bounded_however_long_the_capture_runs_at_full_rate(
     assert raw > 16 * BUFFER  # far more records than the buffer holds
     assert files >= raw // BUFFER // 2  # written early, though rotation is hourly
     # what the design holds at most, in --buffer units: 4 intervals queued for the writer, 2 in the
-    # poller, 1 read back from the spool, and the columns of the one being converted (~40 MB seen
-    # beside a CPU hog; without the early write it grew by 363 MB)
-    assert l_peak - l_at < 12 * BUFFER
+    # poller, 1 read back from the spool, and the columns of the one being converted: two tables' now,
+    # the requests' and the application's data calls' (one a request here: 47-56 MB seen beside a CPU
+    # hog; ~40 MB before the calls were recorded; without the early write it grew by 363 MB)
+    assert l_peak - l_at < 16 * BUFFER
     assert l_peak - l_at < (s_peak - s_at) + 8 * BUFFER
     assert_tracer_lost_nothing(long["loss"], long["io_events"])
 
