@@ -16,8 +16,8 @@ from helpers import raw_io, raw_sync
 
 from bpf import CaptureOptions, Spool, capture, encode_interval, segment_extra, segments
 from bpf.btf import kernel_btf
-from bpf.record import InflightFixes, ReqBits
-from iofp.contract import IO_SCHEMA, SYNC_SCHEMA
+from bpf.record import DATA_CALL_BASE, InflightFixes, ReqBits, split_calls
+from iofp.contract import CALLS_SCHEMA, DATA_CALLS, IO_SCHEMA, SYNC_SCHEMA
 
 
 class Sink:
@@ -53,7 +53,10 @@ def test_a_sink_gets_every_request_once_on_wall_clock_seconds(tmp_path: Path, lo
     writes, flushes = int(stat1[4]) - int(stat0[4]), int(stat1[15]) - int(stat0[15])
     io = np.concatenate([i[0] for i in sink.intervals])
     summary = done["s"]
-    syncs = sum(len(i[1]) for i in sink.intervals)
+    # the syscall records hold the fsync calls and the data calls (one pwrite64 per O_DIRECT write)
+    commits, calls = split_calls(np.concatenate([i[1] for i in sink.intervals]))
+    syncs = len(commits)
+    assert len(calls) == 3000 and set(calls["call"] - DATA_CALL_BASE) == {DATA_CALLS.index("pwrite64")}
     assert writes == 3000 + summary.counts["completed_unissued"] and flushes == syncs >= 29
     assert len(io) == summary.io_events == 3000 + flushes and summary.files == 0
     assert not (tmp_path / "unused").exists()  # a sink: no trace written
@@ -68,6 +71,8 @@ def test_a_sink_gets_every_request_once_on_wall_clock_seconds(tmp_path: Path, lo
                           sink.t0, sink.bits, sink.names)  # fmt: skip
     assert enc.io.schema.equals(IO_SCHEMA) and enc.io.num_rows == 3000 + flushes and enc.before_t0 == 0
     assert enc.sync.schema.equals(SYNC_SCHEMA) and enc.sync.num_rows == syncs
+    assert enc.calls.schema.equals(CALLS_SCHEMA) and enc.calls.num_rows == 3000
+    assert enc.calls["device"].to_pylist() == [name] * 3000
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,6 @@ from conftest import THROTTLE_IOPS, needs_fio, needs_root
 from helpers import MEASURE_NICE
 
 from fingerprint.api import fingerprint_trace
-from fingerprint.classify import WAIT_SHARE
 from fingerprint.frame import Options
 from iofp.fingerprint_doc import Fingerprint
 from replay.fio.launcher import fio_json
@@ -63,9 +62,11 @@ def test_a_capped_read_is_a_cap_and_a_paced_one_is_demand(throttled, loop_device
     assert c.numbers["waiting_requests"] > 20
     assert c.why.startswith(f"held at {capped.whole.intensity.iops:,.0f} IOPS with ")
     assert "a cap, not your demand" in c.why
-    # the paced run's calls wait a little for their reaping (1.1 requests beside two CPU hogs), far
-    # less than the capped run's, and under WAIT_SHARE of their time
-    assert p.numbers["waiting_share"] < WAIT_SHARE and "the device keeps up" in p.why
+    # the paced run's calls wait a little for their reaping (0.08 requests quiet, 1.1 beside two CPU
+    # hogs), far less than the capped run's. Their share of the calls' time is no figure to hold: a RAM
+    # loop answers in microseconds, so the reaping alone made 65% of it in a quiet run (under WAIT_MIN
+    # requests, not capped)
+    assert "the device keeps up" in p.why
     assert p.numbers["waiting_requests"] < c.numbers["waiting_requests"] / 10
     # what the application waited: fio's own clat p99 (~100 ms: the throttle's slices), not the
     # device's ~0.5 ms, which is all a block request's time (or its queue time) can show
