@@ -35,7 +35,7 @@ from bpf.devices import device_names, disk_names, resolve_devices, stacked_devic
 from bpf.doctor import check_syscall_tracepoints
 from bpf.loader import KernelOptions
 from bpf.record import InflightFixes, ReqBits
-from bpf.spool import Interval, Spool, segments
+from bpf.spool import CAPTURE, DAMAGED, Interval, Spool, check_segment, segments
 from iofp import terminal
 from iofp.contract import (
     CALLS_TABLE,
@@ -48,6 +48,7 @@ from iofp.contract import (
     TraceWriter,
     check_output_dir,
     device_facts,
+    inside,
     iofp_alive,
     read_meta,
 )
@@ -767,6 +768,7 @@ def recover(root: Path) -> CaptureSummary:
     segs = segments(root)
     if not segs:
         raise BadInput(f"{root}: nothing to recover (no spooled records in {root / SPOOL})")
+    _contained(root, segs)
     try:
         pid = owner(root)
         if iofp_alive(pid):  # its capture.json may still be incomplete, and it encodes its own spool
@@ -775,6 +777,8 @@ def recover(root: Path) -> CaptureSummary:
     except (OSError, ValueError, KeyError, TypeError) as e:
         why = e.strerror if isinstance(e, OSError) else f"{type(e).__name__}: {e}"
         raise BadInput(f"{root / SPOOL}: capture.json is unreadable ({why}); cannot encode it") from None
+    for seg in segs:
+        check_segment(seg)
     files = [p for t in (IO_TABLE, SYNC_TABLE, CALLS_TABLE) for p in (root / t).glob("part-*.parquet")]
     # the newest footer carries the counters up to the last file written
     meta = read_meta(max(files, key=lambda p: p.name)) if files else cap["meta"]
@@ -786,8 +790,11 @@ def recover(root: Path) -> CaptureSummary:
         out.put(seg)
     out.put(None)
     out.run()
-    if out.error is not None:
+    if isinstance(out.error, IofpError):
         raise out.error
+    if out.error is not None:  # records no capture writes (an opcode BTF never named): not iofp's
+        why = f"{type(out.error).__name__}: {terminal.one_line(str(out.error))[:80]}"
+        raise BadInput(f"{root / SPOOL}: a segment's records are damaged ({why}); {DAMAGED}")
     spool.remove()
     return CaptureSummary(
         output=root,
@@ -802,6 +809,21 @@ def recover(root: Path) -> CaptureSummary:
         loss=dict(meta.loss),
         counts=dict(meta.counts),
     )
+
+
+def _contained(root: Path, segs: list[Path]) -> None:
+    """What recover reads (the spool, its segments and their files) lies inside the trace, unless
+    iofp --follow-links; where it writes (the tables' directories) lies inside it always: a trace's
+    `io` linked to /etc/cron.d had recover write its files there, as root."""
+    spool = root / SPOOL
+    for p in [spool, spool / CAPTURE, *segs, *(f for s in segs if s.is_dir() for f in s.iterdir())]:
+        inside(root, p, "a spooled file")
+    base = root.resolve()
+    for t in (IO_TABLE, SYNC_TABLE, CALLS_TABLE):
+        d = root / t
+        if d.is_symlink() or (d.exists() and d.resolve().parent != base):
+            raise BadInput(f"{d} is a link, and recover writes the trace's files there; "
+                           "make it a directory of the trace")  # fmt: skip
 
 
 class BackgroundCapture:

@@ -34,11 +34,20 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from bpf.record import IO_DTYPE, SYNC_DTYPE, InflightFixes, ReqBits
+from bpf.record import IO_DTYPE, OPS, SYNC_DTYPE, InflightFixes, ReqBits
+from iofp import artifact_json
 from iofp.contract import SPOOL, TraceMeta, atomic_write_bytes
+from iofp.errors import BadInput
+from iofp.filecheck import name_problem
+from iofp.terminal import one_line
 
 CAPTURE = "capture.json"
 SEGMENT = "segment.json"
+# A spool read back by `iofp recover` may come from another machine, or from anyone: its JSON is read
+# as every artifact's is (bounded size and depth), and a segment's records are refused past what one
+# interval of a capture can hold here (its --buffer at most, the largest this machine allows), before
+# a byte is allocated: a segment.json declaring 10 TB of records to decompress was a MemoryError.
+DAMAGED = "the spool is damaged; recover what is whole by removing that segment"
 
 # (io records, sync records, (loss, counts), fixes): an interval, in memory or read back
 Interval = tuple[np.ndarray, np.ndarray, tuple[dict[str, int], dict[str, int]], InflightFixes]
@@ -108,17 +117,15 @@ class Spool:
     def read(self, seg: Path) -> Interval:
         """One interval back; its io records valid until the next read (the writer converts each
         segment before it reads the next)."""
-        doc = json.loads((seg / SEGMENT).read_text())
-        fixes = InflightFixes(
-            {int(d): np.array(t, np.int64) for d, t in doc["early"].items()},
-            tuple(tuple(u) for u in doc["unseen"]),
-        )
+        doc, fixes = _segment_doc(seg)
         if "raw_bytes" in doc:  # compressed
             io = _unpack(seg / "io.zst", doc["raw_bytes"]["io"], IO_DTYPE)
             sync = _unpack(seg / "sync.zst", doc["raw_bytes"]["sync"], SYNC_DTYPE)
             return io, sync, (doc["loss"], doc["counts"]), fixes
         path = seg / "io.bin"
         n = path.stat().st_size
+        _check_records(path, n, IO_DTYPE)
+        _check_records(seg / "sync.bin", (seg / "sync.bin").stat().st_size, SYNC_DTYPE)
         if len(self._rbuf) < n:
             self._rbuf = np.empty(n, np.uint8)
         with open(path, "rb") as f:
@@ -156,16 +163,77 @@ def _pack(recs: np.ndarray) -> bytes:
 
 
 def _unpack(path: Path, nbytes: int, dtype: np.dtype) -> np.ndarray:
+    _check_records(path, nbytes, dtype)
     if not nbytes:
         return np.empty(0, dtype)
-    packed = _CODEC.decompress(path.read_bytes(), decompressed_size=nbytes, asbytes=True)
+    if path.stat().st_size > nbytes + (1 << 20):  # zstd adds a few bytes per block at worst
+        raise BadInput(f"{path}: larger than the records it says it holds; {DAMAGED}")
+    data = path.read_bytes()
+    try:
+        packed = _CODEC.decompress(data, decompressed_size=nbytes, asbytes=True)
+    except (OSError, ValueError, pa.ArrowException) as e:  # pyarrow's zstd errors are OSError
+        raise BadInput(f"{path}: its records do not decompress ({one_line(str(e))}); {DAMAGED}") from None
     raw = np.frombuffer(packed, np.uint8)
     return np.ascontiguousarray(raw.reshape(dtype.itemsize, -1).T).view(dtype).reshape(-1)
 
 
 def segment_extra(seg: Path) -> dict[str, Any]:
     """What the writer of segment `seg` kept with it (Spool.put's `extra`)."""
-    return json.loads((seg / SEGMENT).read_text()).get("extra", {})
+    extra = _json(seg / SEGMENT).get("extra", {})
+    return extra if isinstance(extra, dict) else {}
+
+
+def check_segment(seg: Path) -> None:
+    """BadInput when segment `seg` is damaged in what can be seen before encoding it (its JSON, the
+    sizes of its records): `iofp recover` checks every segment before it writes anything."""
+    doc, _ = _segment_doc(seg)
+    if "raw_bytes" in doc:
+        for name, dtype in (("io", IO_DTYPE), ("sync", SYNC_DTYPE)):
+            _check_records(seg / f"{name}.zst", doc["raw_bytes"][name], dtype)
+        return
+    for name, dtype in (("io", IO_DTYPE), ("sync", SYNC_DTYPE)):
+        path = seg / f"{name}.bin"
+        _check_records(path, path.stat().st_size, dtype)
+
+
+def _json(path: Path) -> dict[str, Any]:
+    """A spool's JSON file (capture.json, segment.json), read as every artifact's is."""
+    fix = DAMAGED if path.name == SEGMENT else "the spool cannot be encoded without it"
+    with open(path, "rb") as f:  # OSError goes up: recover names what it could not read
+        data = f.read(artifact_json.LIMITS["spool metadata"] + 1)
+    doc = artifact_json.parse(data, str(path), "spool metadata", fix)
+    if not isinstance(doc, dict):
+        raise BadInput(f"{path}: not a JSON object; {fix}")
+    return doc
+
+
+def _segment_doc(seg: Path) -> tuple[dict[str, Any], InflightFixes]:
+    """segment.json, its fields checked for what reading the segment takes from them."""
+    doc = _json(seg / SEGMENT)
+    try:
+        for key in ("loss", "counts"):
+            doc[key] = {str(k): int(v) for k, v in doc[key].items()}
+        fixes = InflightFixes(
+            {int(d): np.array(t, np.int64) for d, t in doc["early"].items()},
+            tuple((int(a), int(b), int(c)) for a, b, c in doc["unseen"]),
+        )
+        if "raw_bytes" in doc:
+            doc["raw_bytes"] = {k: int(doc["raw_bytes"][k]) for k in ("io", "sync")}
+    except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as e:
+        raise BadInput(f"{seg / SEGMENT}: a field is missing or odd ({type(e).__name__}: "
+                       f"{one_line(str(e))[:80]}); {DAMAGED}") from None  # fmt: skip
+    return doc, fixes
+
+
+def _check_records(path: Path, nbytes: int, dtype: np.dtype) -> None:
+    """Refuse, before anything is allocated, records of a size no interval of a capture has here."""
+    from bpf.capture import max_buffer_bytes
+
+    if nbytes > (most := max_buffer_bytes()):
+        raise BadInput(f"{path}: {nbytes / (1 << 30):,.1f} GiB of records, more than an interval of a "
+                       f"capture holds here ({most / (1 << 30):.1f} GiB); {DAMAGED}")  # fmt: skip
+    if nbytes < 0 or nbytes % dtype.itemsize:
+        raise BadInput(f"{path}: {nbytes} bytes is no whole number of records; {DAMAGED}")
 
 
 def segments(root: Path) -> list[Path]:
@@ -185,17 +253,17 @@ _RECORD_FILES = ("io.bin", "sync.bin", "io.zst", "sync.zst")
 def owner(root: Path) -> int:
     """The pid of the capture that wrote the spool at `root` (OSError / ValueError / KeyError if
     capture.json is missing or damaged)."""
-    return int(json.loads((Path(root) / SPOOL / CAPTURE).read_text())["pid"])
+    return int(_json(Path(root) / SPOOL / CAPTURE)["pid"])
 
 
 def read_capture(root: Path) -> dict[str, Any]:
     """capture.json of the spool at `root`: t0_ns, bits (ReqBits), names ({dev_t: name}), meta
     (TraceMeta). OSError / ValueError / KeyError if it is missing or damaged."""
-    doc = json.loads((Path(root) / SPOOL / CAPTURE).read_text())
+    doc = _json(Path(root) / SPOOL / CAPTURE)
     return {
         "t0_ns": int(doc["t0_ns"]),
         "bits": _bits_from(doc["bits"]),
-        "names": {int(k): v for k, v in doc["names"].items()},
+        "names": {int(k): _name(v) for k, v in doc["names"].items()},
         "meta": TraceMeta.from_json(json.dumps(doc["meta"]), where=str(Path(root) / SPOOL / CAPTURE)),
     }
 
@@ -207,7 +275,17 @@ def _bits_doc(bits: ReqBits) -> dict[str, Any]:
     return d
 
 
+def _name(name: Any) -> str:
+    """A device's name (a trace's device column): a name, never a path (iofp/filecheck.name_problem)."""
+    if not isinstance(name, str) or (why := name_problem(name)):
+        raise ValueError(f"device name {str(name)[:40]!r}: {why if isinstance(name, str) else 'not text'}")
+    return name
+
+
 def _bits_from(d: dict[str, Any]) -> ReqBits:
+    """ReqBits from capture.json; ValueError for an op no capture records (the encoder's index)."""
+    if odd := sorted(str(v) for v in d["ops"].values() if v not in OPS):
+        raise ValueError(f"an op iofp does not record: {odd[0][:40]!r}")
     return ReqBits(
         **{
             **d,

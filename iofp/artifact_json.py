@@ -31,6 +31,7 @@ LIMITS = {
     "fingerprint": 16 * MiB,
     "result": 64 * MiB,
     "trace metadata": 8 * MiB,
+    "spool metadata": 8 * MiB,  # a capture's spool: its capture.json, a segment's segment.json
 }
 MAX_DEPTH = 64  # iofp's own documents nest 7 levels at most
 
