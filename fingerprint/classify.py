@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING
 
 from fingerprint.latency import Wait, waiting
 from iofp import fingerprint_doc as doc
+from iofp.values import share_text
 
 if TYPE_CHECKING:
     from iofp.fingerprint_doc import Scope
@@ -54,6 +55,12 @@ if TYPE_CHECKING:
 KIB = 1024
 WAIT_MIN = 1.0  # requests waiting on average (Little's law) from which a ceiling holds the rate
 WAIT_SHARE = 0.5  # ... and the share of the application's time they make
+# Every shape name classify_shape gives: what a reader of a stored document trusts as iofp's own words.
+SHAPE_NAMES = (
+    "flushes only", "batch sequential scan", "small-block sequential scan", "log append",
+    "mixed sequential streams", "OLTP point-write/commit", "OLTP point-write", "OLTP point-read",
+    "mixed OLTP", "large random / mixed",
+)  # fmt: skip
 COMMIT_BUSY = 0.2  # share of wall time spent in fsync (or flush) from which commits set the pace
 COMMIT_SHARE = 0.2  # without latency: share of requests that are durability points, as a stand-in
 
@@ -151,7 +158,8 @@ def classify_bound(s: Scope) -> doc.Bound:
         if share is not None:
             why += f", flush/FUA are {share:.0%} of requests"
         if busy is not None:
-            why += f"; fsync p50 {p50:,.0f} µs, p99 {p99:,.0f} µs, {busy:.0%} of wall time spent in it"
+            spent = share_text(busy, COMMIT_BUSY)
+            why += f"; fsync p50 {p50:,.0f} µs, p99 {p99:,.0f} µs, {spent} of wall time spent in it"
         if numbers["mean_inflight"] is not None:
             why += f"; mean in-flight {numbers['mean_inflight']:.1f}"
         why += ": commit latency, not IOPS or bandwidth, sets the pace"
@@ -167,8 +175,9 @@ def classify_bound(s: Scope) -> doc.Bound:
         why += f"; the device keeps up ({wait.requests:.2f} requests waiting {wait.where})"
     if not fsync_bound and committing and commit_heavy and busy is not None:
         why += (
-            f"; commits are {share:.0%} of requests ({commit_rate:,.0f}/s) but fsync takes {busy:.0%} of "
-            f"wall time (mean {mean:,.0f} µs), under the {COMMIT_BUSY:.0%} at which commits set the pace"
+            f"; commits are {share:.0%} of requests ({commit_rate:,.0f}/s) but fsync takes "
+            f"{share_text(busy, COMMIT_BUSY)} of wall time (mean {mean:,.0f} µs), under the "
+            f"{COMMIT_BUSY:.0%} at which commits set the pace"
         )
     if not service_known:
         why += "; demand-side only: the trace has no latency, so whether the device set the pace is unknown"

@@ -70,7 +70,9 @@ def fingerprint(con: Any, f: Frame) -> doc.Fingerprint:
     scopes = {name: summarise(f, name, parts) for name in doc.SCOPES if name in parts["stats"]}
     if f.baseline_is_steady:  # the same rows (fingerprint/frame.py): summarised once
         scopes["baseline"] = dataclasses.replace(scopes["steady"], name="baseline")
-        scopes = {name: scopes[name] for name in doc.SCOPES if name in scopes}
+    if f.spike1_is_spike:  # the same rows again
+        scopes["spike1"] = dataclasses.replace(scopes["spike"], name="spike1")
+    scopes = {name: scopes[name] for name in doc.SCOPES if name in scopes}
     for name, spread in noise.measure(con, f).items():  # what a diff judges a change against
         scopes[name].noise = spread
     if opt.between and "between" not in scopes:
@@ -118,7 +120,7 @@ def _prepare(con: Any, f: Frame) -> None:
     params = {"t0": f.t0, "t1": f.t1, "window_ns": f.window_ns, "device": f.options.device,
               "devices": f.devices, "lo": f.lo, "hi": f.hi}  # fmt: skip
     _do(con, "scope_params", params)
-    con.register("regime_w", f.reg.table())
+    con.register("regime_w", f.regime_table())
     con.register("scope_map", f.scope_map())
     _do(con, "scoped_io")
 
@@ -158,6 +160,10 @@ def _summaries(con: Any, f: Frame) -> dict[str, Any]:
         parts["procs"].setdefault(r.pop("scope"), []).append(r)
     for r in duck.query(con, SQL, "sync_calls"):
         parts["syncs"].setdefault(r.pop("scope"), []).append(r)
+    # per submitting process: its own issue order, and its commits
+    parts["process_order"] = {(r["scope"], r["pid"]): r for r in duck.query(con, SQL, "process_order")}
+    syncs = duck.query(con, SQL, "process_syncs")
+    parts["process_syncs"] = {(r["scope"], r["pid"]): r["calls"] for r in syncs}
     return parts
 
 

@@ -45,6 +45,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from fingerprint import headline
 from fingerprint import latency_test as lt
 from iofp import slo as slomod
 from iofp.errors import BadInput
@@ -487,12 +488,10 @@ def _side(fp: Fingerprint, name: str) -> Side:
         when = datetime.fromtimestamp(p.capture_start_ns / 1e9, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     devs = [_device_text(n, f) for n, f in p.devices.items() if fp.params.device in (None, n)]
     r = fp.regimes
-    if r.spikes:
-        s = r.spikes[0]
-        spikes = (f"{r.spikes_total} spike(s); #1 {s.start_s:g}-{s.end_s:g} s, peak {s.peak_iops:,.0f} IOPS "
-                  f"over a {s.baseline_iops:,.0f} IOPS baseline")  # fmt: skip
-    else:
-        spikes = "no spike"
+    # the biggest spike's answer, as `iofp fingerprint` leads with it
+    lead = headline.lead(fp)
+    many = "s" if r.spikes_total > 1 else ""
+    spikes = "no spike" if lead is None else f"{r.spikes_total:,} spike{many}; {lead}"
     span = " ".join(fp.params.between) if fp.params.between else None
     return Side(name, p.labels.get("service"), p.source, when, devs, spikes, span)
 

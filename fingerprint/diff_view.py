@@ -3,6 +3,8 @@ regime's table, in 80 columns."""
 
 from __future__ import annotations
 
+import textwrap
+
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -37,11 +39,14 @@ def limit_text(c: Change) -> str:
     return f"±{c.limit * 100:.1f} pt" if c.absolute else "±" + human(c.limit)
 
 
+SPIKES = "    "  # the indent of a side's spike line, the biggest spike's answer (fingerprint/headline.py)
+
+
 def side_lines(label: str, s: Side) -> list[str]:
     when = f"captured {s.captured_utc}" if s.captured_utc else f"{s.source or 'unknown'}, no wall clock"
     span = [f"   --between {s.between}"] if s.between else []
     return [f"{label}  {s.name}", f"   {s.service or 'no service label'}, {when}",
-            *(f"   {d}" for d in s.devices), f"   {s.spikes}", *span]  # fmt: skip
+            *(f"   {d}" for d in s.devices), f"{SPIKES}{s.spikes}", *span]  # fmt: skip
 
 
 def scope_table(d: ScopeDiff) -> Table:
@@ -70,8 +75,14 @@ def render(r: DiffResult, console: Console | None = None) -> None:
     """The comparison, fitting 80 columns: both sides named, device changes, warnings, each regime's
     table (values in the unit the metric names), the SLO and the verdict."""
     console = console or terminal.console()
-    for line in side_lines("A", r.a) + side_lines("B", r.b):
-        console.print(escape(line), overflow="fold")
+    for side in (side_lines("A", r.a), side_lines("B", r.b)):
+        for line in side:
+            if line.startswith(SPIKES):  # iofp's own words: wrapped under their indent, not under "A"
+                text = textwrap.fill(line.lstrip(" "), console.width, initial_indent=SPIKES,
+                                     subsequent_indent=SPIKES, break_on_hyphens=False)  # fmt: skip
+                console.print(escape(text), soft_wrap=True)
+            else:
+                console.print(escape(line), overflow="fold")
     for d in r.device_changes:
         console.print(f"[bold]device changed[/bold]: {escape(d)}")
     for w in r.warnings:

@@ -13,6 +13,7 @@ a union of (rg, btw) parts and one part may count in several.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 import pyarrow as pa
@@ -21,14 +22,19 @@ from iofp import fingerprint_doc as doc
 from iofp import regimes
 from iofp.contract import TraceMeta
 
-ALL_CLASSES = (regimes.BASELINE, regimes.STEADY, regimes.SPIKE)
-# scope -> the regime classes of its windows (between also needs the row inside --between)
+# The biggest spike's windows are a class of their own in the fingerprint's tables (not a regime:
+# iofp/regimes.py's classes stay those three), so that its own summary, `spike1`, comes from the same
+# queries as every scope: the answer a reader looks for first is that spike's, not every spike's.
+SPIKE1 = 3
+ALL_CLASSES = (regimes.BASELINE, regimes.STEADY, regimes.SPIKE, SPIKE1)
+# scope -> the classes of its windows (between also needs the row inside --between)
 SCOPE_CLASSES: dict[str, tuple[int, ...]] = {
     "whole": ALL_CLASSES,  # every row
     "steady": (regimes.STEADY,),  # windows in a block passing the SNIA rule, in no spike
     "baseline": (regimes.BASELINE, regimes.STEADY),  # every window in no spike (steady ones included)
-    "spike": (regimes.SPIKE,),  # windows of a kept spike
+    "spike": (regimes.SPIKE, SPIKE1),  # windows of a kept spike
     "between": ALL_CLASSES,  # the rows inside the --between span
+    "spike1": (SPIKE1,),  # the windows of the rank-1 (biggest) spike
 }
 assert tuple(SCOPE_CLASSES) == doc.SCOPES, "a scope's code sc is its place in the document's order"
 
@@ -67,9 +73,28 @@ class Frame:
         rg = self.reg.classes
         return bool((rg == regimes.STEADY).any() and not (rg == regimes.BASELINE).any())
 
+    @property
+    def spike1_is_spike(self) -> bool:
+        """One spike: the biggest is every spike, so spike1 is not summarised twice (compute copies
+        the spike summary; scope_map leaves it out)."""
+        return len(self.reg.spikes) == 1
+
+    @cached_property
+    def classes(self) -> np.ndarray:
+        """Each window's class: its regime (iofp/regimes.py), and SPIKE1 for the biggest spike's."""
+        rg = self.reg.classes.copy()
+        if self.reg.spikes:
+            rg[self.reg.spikes[0].first : self.reg.spikes[0].last + 1] = SPIKE1
+        return rg
+
+    def regime_table(self) -> pa.Table:
+        """(w, rg): each window's class, for the scope queries to join (registered as `regime_w`)."""
+        w = pa.array(np.arange(len(self.classes)), pa.int64())
+        return pa.table({"w": w, "rg": pa.array(self.classes, pa.uint8())})
+
     def windows(self, scope: str) -> np.ndarray:
         """The window indexes a scope covers."""
-        rg = self.reg.classes
+        rg = self.classes
         if scope == "between":
             if self.lo is None or self.hi is None:
                 return np.arange(0)  # no --between asked for: the scope has no windows
@@ -91,6 +116,7 @@ class Frame:
             if rg in classes
             and (btw or scope != "between")
             and not (scope == "baseline" and self.baseline_is_steady)
+            and not (scope == "spike1" and self.spike1_is_spike)
         ]
         rg, btw, sc, scope = zip(*rows, strict=True)
         return pa.table({"rg": pa.array(rg, pa.uint8()), "btw": pa.array(btw), "sc": pa.array(sc, pa.uint8()),

@@ -43,7 +43,8 @@ def measure(con: Any, f: Frame) -> dict[str, doc.Noise]:
     both have one compares them); needs compute's prepared tables."""
     # The whole trace is judged only when it has no baseline (every window in a spike): a diff
     # compares the steady state, else the baseline, and the spikes. It is the costliest scope.
-    skip = {"baseline"} if f.baseline_is_steady else set()
+    # spike1 is read, not compared: a diff judges the spikes together
+    skip = {"spike1"} | ({"baseline"} if f.baseline_is_steady else set())
     skip |= {"whole"} if len(f.windows("baseline")) else set()
     windows = {s: _batch_windows(f, s) for s in doc.SCOPES if s not in skip}
     cuts = {s: np.array_split(w, min(NOISE_BATCHES, len(w))) for s, w in windows.items() if len(w)}

@@ -64,7 +64,8 @@ def summarise(f: Frame, name: str, parts: dict[str, Any]) -> doc.Scope:
         ),
         mix=_mix(st),
         size=_size(st, name, parts),
-        sequential=_sequential(st, parts["device"].get(name, {}), parts["arrival"].get(name, {})),
+        sequential=_sequential(st, parts["device"].get(name, {}), parts["arrival"].get(name, {}),
+                               _per_process(parts["process_order"], name)),
         seek=_seek(parts["device"].get(name, {})),
         inflight=_inflight(st, name, parts),
         interarrival=_interarrival(parts["arrival"].get(name, {})),
@@ -74,7 +75,7 @@ def summarise(f: Frame, name: str, parts: dict[str, Any]) -> doc.Scope:
         queue_latency=parts["latency"].queue.get(name),
         app_latency=parts["latency"].app.get(name),
         footprint=_footprint(parts["footprint"].get(name), st),
-        top_processes=[doc.Process(**p) for p in parts["procs"].get(name, [])],
+        top_processes=[_process(p, name, parts) for p in parts["procs"].get(name, [])],
         shape=doc.Shape("", {}, ""),
         bound=doc.Bound("", "", "", {}),
     )
@@ -128,11 +129,27 @@ def _size(st: dict[str, Any], name: str, parts: dict[str, Any]) -> doc.Size:
     )
 
 
-def _sequential(st: dict[str, Any], dev: dict[str, Any], arrival: dict[str, Any]) -> doc.Sequential:
+def _per_process(order: dict[tuple[str, int], dict[str, Any]], name: str) -> tuple[int, int] | None:
+    """(sized requests with a pid, those sequential within their process on their device), or None
+    when the trace names no process."""
+    rows = [r for (scope, _), r in order.items() if scope == name]
+    return (sum(r["sized"] for r in rows), sum(r["seq_ios"] for r in rows)) if rows else None
+
+
+def _process(p: dict[str, Any], name: str, parts: dict[str, Any]) -> doc.Process:
+    order = parts["process_order"].get((name, p["pid"]))
+    seq = None if order is None else ratio(order["seq_ios"], order["sized"])
+    return doc.Process(**p, sequential_share=seq, sync_calls=parts["process_syncs"].get((name, p["pid"]), 0))
+
+
+def _sequential(
+    st: dict[str, Any], dev: dict[str, Any], arrival: dict[str, Any], per_process: tuple[int, int] | None
+) -> doc.Sequential:
     sized, seq = int(st["sized_ios"]), int(dev.get("seq_ios") or 0)
     runs = sized - seq
     return doc.Sequential(
         share=ratio(seq, sized),
+        share_per_process=None if per_process is None else ratio(per_process[1], per_process[0]),
         share_any_device=ratio(arrival.get("seq_any_ios") or 0, sized),
         read_share=ratio(dev.get("seq_reads") or 0, st["reads"]),
         write_share=ratio(dev.get("seq_writes") or 0, st["writes"]),
@@ -189,6 +206,7 @@ def _burstiness(f: Frame, name: str, burst: dict[str, dict[str, dict[str, Any]]]
             mean_ios=mean,
             peak_to_mean=ratio(c["peak"], mean),
             index_of_dispersion=ratio(max(var, 0.0), mean),
+            peak_start_s=None if c.get("peak_bin") is None else int(c["peak_bin"]) * width / 1e9,
         )
     return out
 

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from fingerprint import headline
 from iofp import regimes, terminal
 from iofp.fingerprint_doc import Burst, Fingerprint, Scope
 from iofp.values import device_list, duration_text
@@ -57,18 +58,18 @@ def _seconds(s: Scope) -> Burst | None:
     return b if b.bins >= 2 else None
 
 
-def _burst(s: Scope) -> str:
-    """The busiest second's I/Os over the mean second's: both terms of the peak-to-mean ratio."""
-    b = _seconds(s)
-    return "-" if b is None else f"{_num(b.peak_ios)} / {_num(b.mean_ios)}"
-
-
 def _dispersion(s: Scope) -> str:
     b = _seconds(s)
-    return "-" if b is None else _num(b.index_of_dispersion, "{:.1f}")
+    return "-" if b is None else _num(b.index_of_dispersion, "{:,.1f}")
 
 
-ROWS: list[tuple[str, Callable[[Scope], str]]] = [
+def _sync_calls(s: Scope) -> str:
+    return _num(s.durability.commits_per_s, "{:,.1f}")
+
+
+Getter = Callable[[Scope], str]
+
+ROWS: list[tuple[str, Getter]] = [
     ("I/Os (r+w+discard)", lambda s: _num(s.ios)),
     ("IOPS (mean)", lambda s: _num(s.intensity.iops, "{:,.1f}")),
     ("MB/s (mean)", lambda s: _num(s.intensity.mbps, "{:,.2f}")),
@@ -76,22 +77,41 @@ ROWS: list[tuple[str, Callable[[Scope], str]]] = [
     ("mean size (KiB)", lambda s: _kib(s.size.mean_bytes)),
     # per device: on a multi-device trace the shared traces' any-device share (JSON
     # sequential.share_any_device) counts a stream as broken whenever another device's request comes between
-    ("sequential (per dev)", lambda s: _pct(s.sequential.share)),
+    ("sequential per dev", lambda s: _pct(s.sequential.share)),
+    # per submitting process on its device: a WAL writer is a sequential stream whatever interleaves it
+    ("sequential per pid", lambda s: _pct(s.sequential.share_per_process)),
     ("in-flight mean/p99", _inflight),
     ("flushes /s", lambda s: _num(s.intensity.flushes_per_s, "{:,.1f}")),
     ("flush+FUA /s", lambda s: _num(s.durability.flush_fua_per_s, "{:,.1f}")),
-    ("fsync-family /s", lambda s: _num(s.durability.commits_per_s, "{:,.1f}")),
-    # `all` is reads and writes (scope.DATA_LATENCY_OPS); flushes have their own row
-    ("r+w µs p50/99/99.9", _lats),
+    ("sync calls /s", _sync_calls),
+    # reads and writes apart, as iostat's r_await and w_await and fio's read and write sections
+    ("read µs p50/99/99.9", lambda s: _lats(s, "read")),
+    ("write µs p50/99/99.9", lambda s: _lats(s, "write")),
     ("flush µs p50/p99", lambda s: _lats(s, "flush", 2)),
-    ("IOPS 1 s: peak/mean", _burst),
-    ("IOPS dispersion 1 s", _dispersion),
+    ("IOPS var/mean 1 s", _dispersion),
     ("footprint (MiB)", lambda s: _num(s.footprint and s.footprint.bytes / 2**20, "{:,.1f}")),
     ("hot 1% blocks' I/Os", lambda s: _pct(s.footprint and s.footprint.hot_1pct_io_share)),
     # spaced, "point-write/commit" (18 characters) wraps in a column of 11
     ("shape", lambda s: s.shape.name.replace("/", " / ")),
-    ("bound", lambda s: s.bound.verdict),
+    # "bound by: fsync latency": the resource as words, which wrap in a narrow column where
+    # "fsync-latency-bound" was cut to "fsync-latency-…"
+    ("bound by", lambda s: headline.bound_by(s.bound)),
 ]  # fmt: skip
+# Rows that repeat the row before them on every trace seen so far (a loop device has no FUA, and each
+# fsync is one flush): shown only where they differ from it, else folded into its label.
+SAME_AS_ABOVE = {"flush+FUA /s": None, "sync calls /s": "flushes = syncs /s"}
+# What a row's figure means, said under the table when the row is shown.
+DEFINED = {
+    "IOPS var/mean 1 s": "IOPS var/mean 1 s: the variance of the I/Os per second over their mean (the "
+    "index of dispersion): 1 for random arrivals at a steady rate, more the burstier",
+    "sequential per pid": "sequential: requests starting where the previous one ended, on the device "
+    "(per dev) or of the same process on it (per pid: a stream interleaved with others stays one)",
+}
+# Figures an import cannot hold: named once under the table rather than as rows of "-".
+ABSENT = {
+    "in-flight mean/p99": "in-flight", "flushes /s": "flushes", "sync calls /s": "sync calls",
+    "read µs p50/99/99.9": "latency", "sequential per pid": "processes",
+}  # fmt: skip
 
 
 # The latency an application waited (its data calls: throttles and queues above the device
@@ -103,17 +123,37 @@ WAIT_ROWS: list[tuple[str, str, Callable[[Scope], str]]] = [
 ]
 
 
-def rows(fp: Fingerprint) -> list[tuple[str, Callable[[Scope], str]]]:
-    """ROWS as this trace shows them: the application's wait and the time before issue above the
-    device's latency when the trace has them; without latency the bound is the demand's alone
-    (whether the device set the pace is unknown), the same for every column, so the row's label
-    says so."""
-    out = list(ROWS)
-    at = next(i for i, (label, _) in enumerate(out) if label == "r+w µs p50/99/99.9")
-    out[at:at] = [(label, get) for field, label, get in WAIT_ROWS if getattr(fp.whole, field)]
-    if fp.whole.bound.side != "demand-only":
-        return out
-    return [("bound (demand only)" if label == "bound" else label, get) for label, get in out]
+def rows(fp: Fingerprint, scopes: list[Scope] | None = None) -> list[tuple[str, Getter]]:
+    """ROWS as this trace shows them, over `scopes` (default every scope it has): with the busiest
+    second and its time; the application's wait and the time before issue above the device's
+    latency when the trace has them; rows no scope has a figure for left out (absent_rows names them); a row
+    equal to the one above it in every scope folded into it; without latency the bound is the
+    demand's alone (whether the device set the pace is unknown), the same for every column, so the
+    row's label says so."""
+    scopes = scopes or fp.scopes()
+    out: list[tuple[str, Getter]] = []
+    for label, get in ROWS:
+        values = [get(s) for s in scopes]
+        if all(v == "-" for v in values):
+            continue
+        if label in SAME_AS_ABOVE and out and values == [out[-1][1](s) for s in scopes]:
+            if (merged := SAME_AS_ABOVE[label]) is not None:
+                out[-1] = (merged, out[-1][1])
+            continue
+        if label == "read µs p50/99/99.9":  # the application's wait and the queue's, above the device's
+            out += [(name, get) for field, name, get in WAIT_ROWS if getattr(fp.whole, field)]
+        if label == "IOPS var/mean 1 s":
+            out.append(("busiest 1 s (I/Os)", lambda s: headline.busiest(fp, s)))
+        demand_only = label == "bound by" and fp.whole.bound.side == "demand-only"
+        out.append(("bound by (demand)" if demand_only else label, get))
+    return out
+
+
+def absent_rows(fp: Fingerprint, scopes: list[Scope] | None = None) -> list[str]:
+    """What the trace cannot say (an import has no latency, in-flight, flushes or processes)."""
+    scopes = scopes or fp.scopes()
+    gone = [label for label, get in ROWS if all(get(s) == "-" for s in scopes)]
+    return [ABSENT[label] for label in gone if label in ABSENT]
 
 
 def shown_scopes(fp: Fingerprint) -> list[Scope]:
@@ -124,12 +164,6 @@ def shown_scopes(fp: Fingerprint) -> list[Scope]:
         name = "steady"  # without spikes the baseline is the whole trace again: show what steady there is
     middle = None if name == "whole" else getattr(fp, name)
     return [s for s in (fp.whole, middle, fp.spike, fp.between) if s is not None]
-
-
-def seconds_text(t: float, window_s: float) -> str:
-    """A time on the trace's clock, with the decimals its windows need (5 s: none; 250 ms: two)."""
-    d = next((d for d in range(10) if abs(window_s * 10**d - round(window_s * 10**d)) < 1e-9), 9)
-    return f"{t:,.{d}f}"
 
 
 def span_text(seconds: float) -> str:
@@ -157,11 +191,11 @@ def steady_line(fp: Fingerprint) -> str:
         return f"steady (SNIA PTS rule over 5-window blocks): {st.windows:,} of {reg.windows:,} windows"
     if st.closest_range_pct is None:
         return f"steady: none of {reg.windows:,} windows (too few, or no I/O, for a 5-window block)"
-    at = seconds_text(st.closest_start_s or 0.0, fp.params.window_ns / 1e9)
+    at = headline.clock(fp).at(st.closest_start_s or 0.0)
     line = (
         f"steady: no 5-window block meets the SNIA rule (range <= 20%, slope <= 10% of the mean); the "
-        f"closest, at {at} s, has range {st.closest_range_pct:.0f}% and slope {st.closest_slope_pct:.0f}% of "
-        f"its {st.closest_mean_iops:,.1f} IOPS"
+        f"closest, at {at}, has range {st.closest_range_pct:,.0f}% and slope {st.closest_slope_pct:,.0f}% "
+        f"of its {st.closest_mean_iops:,.1f} IOPS"
     )
     if reg.window_ios_median < regimes.SNIA_NOISE_IOS:
         line += (
@@ -172,11 +206,34 @@ def steady_line(fp: Fingerprint) -> str:
 
 
 def baseline_line(fp: Fingerprint) -> str:
-    b, t = fp.regimes.baseline, fp.regimes.thresholds
+    b = fp.regimes.baseline
     return (
         f"baseline (the windows in no spike): {b.windows:,} of {fp.regimes.windows:,}, median "
-        f"{b.median_iops:,.1f} IOPS and {b.median_mbps:,.2f} MB/s; a window is hot above "
-        f"{t.hot_iops:,.1f} IOPS or {t.hot_mbps:,.2f} MB/s"
+        f"{b.median_iops:,.1f} IOPS and {b.median_mbps:,.2f} MB/s"
+    )
+
+
+def hot_line(fp: Fingerprint) -> str:
+    """Where the hot threshold is, the rule that turns hot windows into spikes, and what became of
+    the hot windows: so that a window above the threshold in no spike is explained, not a puzzle."""
+    reg, t = fp.regimes, fp.regimes.thresholds
+    line = (
+        f"a window is hot above {t.hot_iops:,.1f} IOPS or {t.hot_mbps:,.2f} MB/s and past its counting "
+        f"noise; a spike is hot windows at most {regimes.GAP_WINDOWS} apart, widened while neighbours are "
+        f"above {t.edge_iops:,.1f} IOPS or {t.edge_mbps:,.2f} MB/s, kept when {regimes.SUSTAINED_WINDOWS}+ "
+        f"windows are hot or its significance is {regimes.OUTSIZED_SIGNIFICANCE:g}+ (Li-Ma: standard "
+        "deviations above the baseline)"
+    )
+    if reg.hot_windows is None or reg.hot_outside_spikes is None:
+        return line
+    if not reg.hot_windows:
+        return line + "; no window is hot"
+    hot = f"{reg.hot_windows:,} window{'s are' if reg.hot_windows > 1 else ' is'} hot"
+    if not reg.hot_outside_spikes:
+        return line + f"; {hot}, all in spikes"
+    return line + (
+        f"; {hot}, {reg.hot_outside_spikes:,} of them in no spike: lone hot windows (bursts too brief to "
+        "name), neither sustained nor outsized"
     )
 
 
@@ -184,17 +241,18 @@ TRIPPED = {"iops": "IOPS", "mbps": "MB/s", "both": "both"}
 
 
 def spike_table(fp: Fingerprint) -> Table:
-    reg, w_s = fp.regimes, fp.params.window_ns / 1e9
+    reg, c = fp.regimes, headline.clock(fp)
     t = Table(
         title=f"spikes: {reg.spikes_total:,}, biggest (most I/Os over the baseline) first",
         title_justify="left",
         box=None,
     )
-    for col in ("#", "from-to (s)", "peak IOPS", "base IOPS", "peak MB/s", "+I/Os", "of all", "by"):
-        t.add_column(col, justify="left" if col in ("from-to (s)", "by") else "right")
+    when = "from-to (s)" if c.first_ns is None else "from-to"
+    for col in ("#", when, "peak IOPS", "base IOPS", "peak MB/s", "+I/Os", "of all", "hot by"):
+        t.add_column(col, justify="left" if col in (when, "hot by") else "right")
     for sp in reg.spikes[:SHOWN_SPIKES]:
         t.add_row(
-            str(sp.rank), f"{seconds_text(sp.start_s, w_s)}-{seconds_text(sp.end_s, w_s)}",
+            str(sp.rank), c.short_span(sp.start_s, sp.end_s),
             f"{sp.peak_iops:,.1f}", f"{sp.baseline_iops:,.1f}", f"{sp.peak_mbps:,.2f}",
             f"{sp.excess_ios:+,.0f}", _pct(sp.io_share), TRIPPED[sp.tripped],
         )  # fmt: skip
@@ -204,28 +262,51 @@ def spike_table(fp: Fingerprint) -> Table:
     return t
 
 
-def render(fp: Fingerprint, console: Console | None = None) -> None:
-    console = console or terminal.console()
+def title(fp: Fingerprint) -> str:
     prov = fp.provenance
-    title = f"{prov.source} · {device_list(prov.devices)} · {span_text(prov.duration_s)}"
-    t = Table(title=escape(title), title_justify="left")
+    when = headline.started(fp)
+    return f"{prov.source} · {device_list(prov.devices)} · {span_text(prov.duration_s)}" + (
+        f" from {when}" if when else ""
+    )
+
+
+def table(fp: Fingerprint, scopes: list[Scope]) -> Table:
+    t = Table(title=escape(title(fp)), title_justify="left")
     t.add_column("", no_wrap=True)
-    scopes = shown_scopes(fp)
     for s in scopes:
         # 11: a shape's longest word ("point-write") whole; four scopes then fit 80 columns
-        t.add_column(f"{s.name}\n{s.windows:,} win", justify="right", min_width=11)
-    for label, get in rows(fp):
+        name = headline.scope_title(s, fp.regimes.spikes_total)
+        t.add_column(f"{name}\n{s.windows:,} win", justify="right", min_width=11)
+    for label, get in rows(fp, scopes):
         t.add_row(label, *(escape(get(s)) for s in scopes))
-    console.print(t)
-    for line in (window_line(fp), steady_line(fp), baseline_line(fp)):
+    return t
+
+
+def notes(fp: Fingerprint, scopes: list[Scope]) -> list[str]:
+    """Under the table: what the trace cannot say, and what its less common rows mean."""
+    out = []
+    if gone := absent_rows(fp, scopes):
+        out.append(f"not in this trace ({fp.provenance.source}): {', '.join(gone)}")
+    shown = {label for label, _ in rows(fp, scopes)}
+    return out + [text for label, text in DEFINED.items() if label in shown]
+
+
+def render(fp: Fingerprint, console: Console | None = None) -> None:
+    """The summary: the biggest spike's answer first, then the table, each scope's verdict with its
+    reason, the regimes and their rules, and the spikes."""
+    console = console or terminal.console()
+    scopes = shown_scopes(fp)
+    if (first := headline.lead(fp)) is not None:
+        console.print(f"[bold]{escape(first)}[/bold]")
+    console.print(table(fp, scopes))
+    for line in headline.verdict_lines(fp, scopes):
+        console.print(escape(line))
+    for line in (*notes(fp, scopes), window_line(fp), steady_line(fp), baseline_line(fp), hot_line(fp)):
         console.print(escape(line))
     if fp.regimes.spikes_total:
         console.print(spike_table(fp))
     else:
         console.print("spikes: none")
+    prov = fp.provenance
     if prov.lost_events:
         console.print(f"[red]the capture lost {prov.lost_events:,} events[/red]: {escape(str(prov.loss))}")
-    b = fp.whole.bound
-    console.print(
-        f"[bold]{escape(fp.whole.shape.name)}, {escape(b.verdict)}[/bold] ({escape(b.side)}): {escape(b.why)}"
-    )

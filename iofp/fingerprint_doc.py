@@ -32,7 +32,7 @@ FINGERPRINT_VERSION = 3
 # queue and application latencies, the noise on a log scale; and the bound verdict `capped`.
 READS_VERSIONS = (2, 3)
 MAKE_ONE = "make one with iofp fingerprint TRACE --json OUT"
-SCOPES = ("whole", "steady", "baseline", "spike", "between")
+SCOPES = ("whole", "steady", "baseline", "spike", "between", "spike1")
 OPS = ("all", "read", "write", "discard", "flush")  # `all` latency is reads and writes (see Latency)
 
 
@@ -154,6 +154,10 @@ class Regimes:
     spike_windows: int
     spikes_total: int
     spikes: list[Spike]
+    # added without a version bump (a document written before reads them as null)
+    hot_windows: int | None = None
+    hot_outside_spikes: int | None = None
+    blips: int | None = None
 
 
 @dataclass
@@ -194,6 +198,8 @@ class Sequential:
     runs: int
     mean_run_ios: float | None
     mean_run_bytes: float | None
+    # added without a version bump (a document written before reads it as null)
+    share_per_process: float | None = None
 
 
 @dataclass
@@ -225,6 +231,7 @@ class Burst:
     mean_ios: float
     peak_to_mean: float | None
     index_of_dispersion: float | None
+    peak_start_s: float | None = None  # added without a version bump: a document written before has none
 
 
 @dataclass
@@ -281,6 +288,9 @@ class Process:
     reads: int
     writes: int
     flushes: int
+    # added without a version bump (a document written before reads them as null)
+    sequential_share: float | None = None
+    sync_calls: int | None = None
 
 
 @dataclass
@@ -358,6 +368,7 @@ class Fingerprint:
     baseline: Scope | None = None
     spike: Scope | None = None
     between: Scope | None = None
+    spike1: Scope | None = None  # the biggest spike's own summary (added without a version bump)
 
     def scopes(self) -> list[Scope]:
         """The scopes this fingerprint has, in SCOPES order."""

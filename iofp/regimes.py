@@ -173,6 +173,7 @@ class Regimes:
     z: float
     closest: tuple[int, float, float, float] | None  # SNIA block: first window, range %, slope %, mean I/Os
     dropped: int = field(default=0)  # hot runs neither sustained nor outsized
+    hot: np.ndarray | None = None  # each window: above the hot thresholds (in a spike or not)
 
     def table(self) -> pa.Table:
         """(w, rg): each window's class, for the scope queries to join."""
@@ -214,6 +215,9 @@ class Regimes:
                 edge_mbps=self.bytes.edge / w_s / 1e6,
             ),
             spike_windows=int((self.classes == SPIKE).sum()),
+            hot_windows=None if self.hot is None else int(self.hot.sum()),
+            hot_outside_spikes=None if self.hot is None else int((self.hot & (self.classes != SPIKE)).sum()),
+            blips=self.dropped,
             spikes_total=len(self.spikes),
             spikes=[self._spike(i, e, total_ios) for i, e in enumerate(self.spikes[:MAX_LISTED])],
         )
@@ -289,7 +293,7 @@ def classify(s: Series) -> Regimes:
     classes[passing] = STEADY
     for e in kept:
         classes[e.first : e.last + 1] = SPIKE
-    return Regimes(s, classes, kept, ios, nbytes, z, closest, len(found) - len(kept))
+    return Regimes(s, classes, kept, ios, nbytes, z, closest, len(found) - len(kept), hot)
 
 
 def _level(x: np.ndarray, per: float, skew: float, z: float, floor: float) -> Level:

@@ -91,3 +91,12 @@ def duration_text(ns: int) -> str:
         if ns >= size:
             return f"{ns / size:g}{unit}"
     return f"{ns}ns"
+
+
+def share_text(v: float, limit: float | None = None) -> str:
+    """A share as a percentage, with a decimal where whole percent would print it as `limit` (the
+    threshold it is judged against) while it is on the other side: 19.6% beside a 20% limit, never
+    "20% ... under the 20%"."""
+    if limit is None or v == limit:
+        return f"{v:.0%}"
+    return next(f"{v:.{d}%}" for d in (0, 1, 2, 3, 6) if f"{v:.{d}%}" != f"{limit:.{d}%}" or d == 6)

@@ -127,7 +127,11 @@ def blkreplay_records(src: Path) -> list[tuple[int, str]]:
     return out
 
 
-SHARED = {"mysql": ("blkreplay", "linux-mysql.load.gz"), "tpcc": ("disksim", "tpcc-small.trace")}
+SHARED = {
+    "mysql": ("blkreplay", "linux-mysql.load.gz"),
+    "mssql": ("blkreplay", "windows-mssql.load.gz"),
+    "tpcc": ("disksim", "tpcc-small.trace"),
+}
 
 
 def shared_trace(which: str, tmp_path_factory) -> Path:
@@ -165,6 +169,61 @@ def synthetic_steady_with_spike(
             "lat_ns": rng.integers(50_000, 150_000, n),
         }))  # fmt: skip
     return tmp_path / "syn"
+
+
+# The commit burst's wall clock: its capture starts at 09:14:30 local time, its spike is 42-47 s.
+COMMIT_BURST_START = (2026, 1, 5, 9, 14, 30)
+COMMIT_BURST_SPIKE = ("09:15:12", "09:15:17")
+
+
+def commit_burst_trace(root: Path, fsync_us: int = 130, seconds: int = 90, base_fsync_us: int = 60) -> Path:
+    """A capture of an order router's database (source "capture", a wall clock from 09:14:30 local
+    time) whose one spike is commit-bound: a WAL writer (pid 4101) appends 8 KiB and fdatasyncs 300
+    times a second, a reader (4102) reads 8 KiB at random 500 times a second; from 42 to 47 s (09:15:12
+    to 09:15:17) the WAL writer commits 2,400/s and a second committer (4103) 600/s, each fdatasync
+    taking `fsync_us` (`base_fsync_us` before): 3,000 commits/s x 130 µs is 39% of wall time in fsync. Each
+    commit is its write (40 µs) and the flush it causes (30 µs), issued by the committer."""
+    from datetime import datetime
+
+    rows: dict[str, list[Any]] = {k: [] for k in ("ts_ns", "lat_ns", "offset", "size", "op", "pid", "comm")}
+    sync: dict[str, list[Any]] = {k: [] for k in ("ts_ns", "lat_ns", "pid", "tid", "comm")}
+    end = {4101: 0, 4103: 1 << 30}  # each committer appends to a log of its own
+
+    def add(t: int, lat: int, off: int, size: int, op: str, pid: int, comm: str) -> None:
+        for k, v in zip(rows, (t, lat, off, size, op, pid, comm), strict=True):
+            rows[k].append(v)
+
+    def commits(t0_ns: int, rate: int, pid: int, comm: str, lat_us: int) -> None:
+        for i in range(rate):
+            t = t0_ns + (i * 10**9) // rate + pid % 7 * 1000  # the committers never start together
+            sync_t, size = t, 8192
+            for k, v in zip(sync, (sync_t, lat_us * 1000, pid, pid, comm), strict=True):
+                sync[k].append(v)
+            add(t + 5_000, 40_000, end[pid], size, "write", pid, comm)
+            add(t + 50_000, 30_000, 0, 0, "flush", pid, comm)
+            end[pid] += size
+
+    rng = np.random.default_rng(27)
+    for sec in range(seconds):
+        t0 = sec * 10**9
+        burst = 42 <= sec < 47
+        commits(t0, 2400 if burst else 300, 4101, "walwriter", fsync_us if burst else base_fsync_us)
+        if burst:
+            commits(t0, 600, 4103, "backend", fsync_us)
+        for i in range(500):
+            add(t0 + i * 2_000_000 + 700_000, 80_000, int(rng.integers(0, 1 << 17)) * 8192, 8192, "read",
+                4102, "reader")  # fmt: skip
+    order = np.argsort(rows["ts_ns"], kind="stable")
+    io = pa.table({k: pa.array(np.asarray(v)[order]) for k, v in rows.items()})
+    io = io.append_column("device", pa.array(["nvme0n1"] * io.num_rows))
+    sync["call"] = ["fdatasync"] * len(sync["ts_ns"])
+    start = round(datetime(*COMMIT_BURST_START).timestamp() * 1e9)
+    meta = TraceMeta(source="capture", capture_start_ns=start, duration_ns=seconds * 10**9,
+                     labels={"service": "order-router"})  # fmt: skip
+    with TraceWriter(root, meta) as w:
+        w.write("io", io)
+        w.write("sync", pa.table(sync))
+    return root
 
 
 def load_result(out: Path) -> dict:
@@ -254,10 +313,24 @@ def screenshot(tmp_path: Path, page: Path, size: str = "1280,1400") -> np.ndarra
     return png_pixels(png)
 
 
+def keep_artifact(path: Path, test: str) -> Path:
+    """An artifact a reviewer looks at (a report's screenshot): it stays where the test wrote it
+    (pytest's tmp dir: /tmp/pytest-of-USER/pytest-N/...), and is copied to $IOFP_ARTIFACTS/TEST/
+    when that is set (CI keeps that directory). Returns where it is kept."""
+    where = os.environ.get("IOFP_ARTIFACTS")
+    if not where:
+        return path
+    dest = Path(where) / test / path.name
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(path, dest)
+    return dest
+
+
 def assert_drawn(tmp_path: Path, page: Path, size: str = "1280,1400") -> np.ndarray:
     """Chromium renders the page and the screenshot shows a drawing: a blank page is one colour
     (standard deviation 0); text and charts on white spread the grey levels and cover some of it."""
     pixels = screenshot(tmp_path, page, size)
+    keep_artifact(tmp_path / f"{page.stem}.png", tmp_path.name)
     grey = pixels[..., :3].mean(axis=2)
     assert grey.std() > 10, grey.std()
     assert 0.01 < (grey < 200).mean() < 0.6, (grey < 200).mean()  # inked (2-6% here), not a solid block

@@ -20,7 +20,7 @@ from fingerprint import compute
 from fingerprint.api import fingerprint_trace, report_trace
 from fingerprint.frame import Options
 from fingerprint.scope import BINS
-from fingerprint.summary import ROWS, rows
+from fingerprint.summary import absent_rows, rows
 from iofp.contract import TraceMeta, TraceWriter, open_trace
 from iofp.fingerprint_doc import Fingerprint, Histogram, LogHistogram, dumps, from_dict
 from iofp.values import duration_text
@@ -240,7 +240,7 @@ def test_cli_fingerprint_writes_json_and_refuses_to_overwrite(tiny_trace, tmp_pa
     doc = json.loads(out.read_text())
     assert doc["provenance"]["labels"] == {"service": "db"}
     assert list(doc) == ["fingerprint_version", "provenance", "params", "regimes", "whole", "steady",
-                         "baseline", "spike", "between"]  # fmt: skip
+                         "baseline", "spike", "between", "spike1"]  # fmt: skip
     code, _, err = run_iofp("fingerprint", str(tiny_trace), "--json", str(out))
     assert code == 2 and err == f"iofp: {out} already exists; pass --force to overwrite it\n"
     code, _, err = run_iofp("fingerprint", str(tiny_trace), "--window", "fast")
@@ -499,20 +499,30 @@ def test_a_baseline_of_steady_windows_alone_is_the_steady_summary(tmp_path, monk
 
 
 def test_the_table_shows_no_rate_a_trace_cannot_have(tpcc_trace):
-    """TPC-C's 0.136 s has no whole second: its one 1 s bin is every I/O (6,999), not a peak or a
-    mean second, so those rows say '-'; without latency the bound is the demand's alone."""
+    """TPC-C's 0.136 s has no whole second: its one 1 s bin is every I/O (6,999), not a busiest or
+    a mean second, so those rows are not shown; an import has no latency, in-flight, flushes or
+    processes, which one line under the table names; the bound is the demand's alone."""
     fp = fingerprint_trace(tpcc_trace)
     shown, w = dict(rows(fp)), fp.whole
     assert w.burstiness["1s"].bins == 1
-    assert shown["IOPS 1 s: peak/mean"](w) == shown["IOPS dispersion 1 s"](w) == "-"
-    assert shown["bound (demand only)"](w) == "IOPS-bound" and "bound" not in shown
-    # a capture of 35 s, with latency: both figures and the plain label, and the time before issue
-    # (the sample has no data calls: captured before they were recorded)
+    assert "busiest 1 s (I/Os)" not in shown and "IOPS var/mean 1 s" not in shown
+    assert shown["bound by (demand)"](w) == "IOPS" and "bound by" not in shown
+    assert absent_rows(fp) == ["processes", "in-flight", "flushes", "sync calls", "latency"]
+    # a capture of 35 s, with latency: both figures, the busiest second with its wall-clock time,
+    # reads and writes apart, the flush rows that say the same once, and the time before issue (the
+    # sample has no data calls: captured before they were recorded)
     fp = fingerprint_trace(REPO / "samples/traces/market-open")
     shown, w = dict(rows(fp)), fp.whole
-    assert [r for r in rows(fp) if r[0] != "queue µs p50/p99"] == ROWS and "app µs p50/99/99.9" not in shown
+    assert absent_rows(fp) == [] and "app µs p50/99/99.9" not in shown
     assert shown["queue µs p50/p99"](w) == "2 / 5"
-    assert shown["IOPS 1 s: peak/mean"](w) == "3,001 / 1,400" and shown["bound"](w) == "IOPS-bound"
+    assert w.burstiness["1s"].peak_start_s == 16.0
+    prov = fp.provenance
+    at = datetime.fromtimestamp(round((prov.capture_start_ns + prov.capture_window_ns[0]) / 1e9 + 16))
+    assert shown["busiest 1 s (I/Os)"](w) == f"3,001 at {at:%H:%M:%S}" and shown["bound by"](w) == "IOPS"
+    assert shown["read µs p50/99/99.9"](w) == "18 / 66 / 768"
+    assert shown["write µs p50/99/99.9"](w) == "21 / 90 / 357"
+    # a loop device has no FUA and each fdatasync is one flush: one row, not three equal ones
+    assert shown["flushes = syncs /s"](w) == "687.5" and "flush+FUA /s" not in shown
 
 
 @pytest.mark.parametrize("columns", [80, 120])
