@@ -36,7 +36,8 @@ def report_cmd(
     ),
     out: Path = typer.Option(..., "-o", "--output", help="The HTML file to write."),
     slo: list[str] = typer.Option(
-        [], "--slo", metavar="TERMS", help=slomod.HELP + " Results only; without it a headroom sweep's own."
+        [], "--slo", metavar="TERMS", help=slomod.HELP + " Drawn on a trace's latency and commit charts and "
+        "its tails; judged on results (without it a headroom sweep's own)."
     ),
     window: str | None = typer.Option(
         None, "--window", help=WINDOW_HELP + " Traces only.", show_default=False
@@ -44,10 +45,13 @@ def report_cmd(
     device: str | None = typer.Option(None, "--device", help="Only this device (traces only)."),
     force: bool = force_option("an existing report"),
 ) -> None:
-    """Write one self-contained HTML report; it needs no network to view. Of a trace: the timeline
-    with steady and spike regions shaded, histograms, fingerprint tables. Of replay results (a
-    comparison when several): per candidate, achieved vs demanded IOPS, latency over time and CDFs
-    per op, the commit latency, against the SLO. Of a probe: the four cells and the queue-depth sweep.
+    """Write one self-contained HTML report; it needs no network to view. Of a trace: the biggest
+    spike's answer first; IOPS, MB/s, latency and commits per window with the spikes numbered and
+    the hot windows marked (log axes where one spike dwarfs the rest), each big spike on a panel of
+    its own, each kind of request's tail (p99, p99.9 and the SLO marked), on wall-clock time;
+    histograms, fingerprint tables. Of replay results (a comparison when several): per candidate,
+    achieved vs demanded IOPS, latency over time and tails per op, the commit latency (one panel per
+    candidate), against the SLO. Of a probe: the four cells and the queue-depth sweep.
     Of a headroom sweep: the verdict, latency p50/p99 per op and demanded vs achieved rates against
     the load scale, with the SLO (--slo, else the sweep's own), and every step; steps not run (above
     the replayer's ceiling) or stopped are marked, not drawn. Results of all kinds mix on one page. Of
@@ -86,7 +90,7 @@ def report_paths(
         return recorder_page(view.to_dict(), incidents(paths[0])), "a flight recorder's summary"
     if len(paths) == 1 and is_trace(paths[0]):
         fp, tl = report_trace(paths[0], Options(window_ns, device))
-        return trace_page(fp, tl), "a trace"
+        return trace_page(fp, tl, slo), "a trace"
     if traces := [p for p in paths if is_trace(p)]:
         raise BadInput(f"{traces[0]}: a trace; report it alone (iofp report {traces[0]} -o OUT.html)")
     found = results(paths)

@@ -1,6 +1,7 @@
 """A replay's latency curves, from the relations of its capture: per kind of request (reads, writes,
-flushes and the sync calls, i.e. the commits), the p50 and p99 per window and the CDF, nearest-rank
-(DuckDB's quantile_disc, as fio's percentiles are), with the SQL in report/sql."""
+flushes and the sync calls, i.e. the commits), the p50 and p99 per window and the tail (the latency at
+each exceedance level a trace's tail is read at: fingerprint/timeline.py), nearest-rank (DuckDB's
+quantile_disc, as fio's percentiles are), with the SQL in report/sql."""
 
 from __future__ import annotations
 
@@ -8,17 +9,18 @@ from dataclasses import dataclass, field
 
 import duckdb
 
+from fingerprint import timeline
 from iofp import duck
 from iofp.sqlfiles import load_sql
 
 SQL = "report.sql"
-PROBS = [i / 200 for i in range(1, 200)] + [0.995, 0.999, 0.9995, 0.9999, 1.0]
+PROBS = timeline.PROBS  # the tails of a trace and of a run are read at the same levels
 MAX_WINDOWS = 120
 
 
 @dataclass
 class Curves:
-    """A run's latency curves from its capture: per kind, p50/p99 per window (µs) and its CDF."""
+    """A run's latency curves from its capture: per kind, p50/p99 per window (µs) and its tail."""
 
     window_s: float
     over_time: dict[str, tuple[list[float], list[float], list[float]]] = field(default_factory=dict)

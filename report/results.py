@@ -3,12 +3,14 @@ headroom results, as one self-contained HTML page (inline SVG, no script, no net
 
 Per replay candidate: the SLO verdict, the demanded and achieved rates, iofp's measured latency
 percentiles (from its capture of the run, as `iofp compare` shows them), the achieved against the
-demanded IOPS per window (the fidelity measurement's series), the latency p50 and p99 over time and
-the latency CDF of each kind of request (reads, writes, flushes and the sync calls, i.e. the
-commits), drawn from the run's capture with the SLO's limits marked. Per probe: the four-cell table
-beside the queue-depth sweep (IOPS and p99 against depth, the knee marked). Per headroom sweep: its
-curve (report/headroom.py). The results come in read through their contracts (iofp/replay_result.py,
-probe_result.py, headroom_result.py), the curves from the run's capture (report/curves.py).
+demanded IOPS per window (the fidelity measurement's series), the latency p50 and p99 over time (log
+axis) and the tail of each kind of request (reads, writes, flushes and the sync calls, i.e. the
+commits: exceedance curves, p99 and p99.9 marked), drawn from the run's capture with the SLO's limits
+marked; with several candidates, each one's commit tail in a panel of its own on shared axes. Per
+probe: the four-cell table beside the queue-depth sweep (IOPS and p99 against depth, the knee
+marked). Per headroom sweep: its curve (report/headroom.py). The results come in read through their
+contracts (iofp/replay_result.py, probe_result.py, headroom_result.py), the curves from the run's
+capture (report/curves.py).
 """
 
 from __future__ import annotations
@@ -21,10 +23,11 @@ from iofp import probe_result as pr
 from iofp import replay_result as rr
 from iofp.slo import Slo, format_ns
 from report import headroom as rh
-from report.curves import PROBS, Curves
+from report.curves import Curves
 from report.page import page
 from report.slo import slo_lines
 from report.svg import PALETTE, Chart, Series, legend
+from report.trace import tail_chart
 
 KINDS = ("read", "write", "flush", "sync calls")
 COLORS = dict(zip(KINDS, PALETTE, strict=False))
@@ -115,10 +118,9 @@ def _latency_charts(c: Candidate, slo: Slo | None) -> str:
     cv = c.curves
     if cv is None:
         return "<p>No capture of the run: no latency curves.</p>"
-    time_chart = Chart("latency p50 (thin) and p99 over time", f"seconds ({cv.window_s:g} s windows)", "µs")
+    time_chart = Chart("latency p50 (thin) and p99 over time", f"seconds ({cv.window_s:g} s windows)",
+                       "µs (log scale)", attrs='data-chart="latency"')  # fmt: skip
     time_chart.log_y = True
-    cdf = Chart("latency CDF per kind of request", "latency (µs, log scale)", "share of requests ≤")
-    cdf.log_x, cdf.y_range = True, (0.0, 1.0)
     shown = []
     for kind in KINDS:
         if kind in cv.over_time:
@@ -127,14 +129,13 @@ def _latency_charts(c: Candidate, slo: Slo | None) -> str:
             time_chart.series += [Series(f"{kind} p50", xs, list(p50), color, width=0.8),
                                   Series(f"{kind} p99", xs, list(p99), color, width=1.8)]  # fmt: skip
             shown.append((kind, color))
-        if kind in cv.cdf:
-            qs, _ = cv.cdf[kind]
-            cdf.series.append(Series(kind, qs, list(PROBS), COLORS[kind], step=True))
-        for y, label, color in slo_lines(slo, kind):
-            if (y, label, color) not in time_chart.hlines:
-                time_chart.hlines.append((y, label, color))
-                cdf.vlines.append((y, label, color))
-    return legend(shown) + f'<div class="row">{time_chart.svg()}{cdf.svg()}</div>'
+        for line in slo_lines(slo, kind):
+            if line not in time_chart.hlines:
+                time_chart.hlines.append(line)
+    tails = {k: cv.cdf[k] for k in KINDS if k in cv.cdf}
+    tail = tail_chart("latency tails: share of requests slower", tails, slo, colors=COLORS,
+                      attrs='data-chart="tails"')  # fmt: skip
+    return legend(shown) + f'<div class="row">{time_chart.svg()}{tail}</div>'
 
 
 def candidate_section(c: Candidate, slo: Slo | None) -> str:
@@ -152,19 +153,27 @@ def candidate_section(c: Candidate, slo: Slo | None) -> str:
     ])  # fmt: skip
 
 
-def _commit_overlay(cands: list[Candidate], slo: Slo | None) -> str:
-    """Every candidate's commit (sync call) latency CDF on one chart: the fsync ladder."""
-    chart = Chart("commit latency CDF (sync calls, entry to return), every candidate",
-                  "latency (µs, log scale)", "share of commits ≤", width=1100, height=260)  # fmt: skip
-    chart.log_x, chart.y_range = True, (0.0, 1.0)
-    names = []
-    for i, c in enumerate(cands):
-        if c.curves and "sync calls" in c.curves.cdf:
-            color = PALETTE[i % len(PALETTE)]
-            chart.series.append(Series(c.name, c.curves.cdf["sync calls"][0], list(PROBS), color, step=True))
-            names.append((c.name, color))
-    chart.vlines += slo_lines(slo, "sync calls")
-    return legend(names) + chart.svg() if names else ""
+def _commit_multiples(cands: list[Candidate], slo: Slo | None) -> str:
+    """Each candidate's commit (sync call) latency tail in a panel of its own, all on the same axes:
+    the fsync ladder, read across the panels without eight curves over each other."""
+    have = [c for c in cands if c.curves and "sync calls" in c.curves.cdf]
+    if not have:
+        return ""
+    every = [q for c in have if c.curves for q in c.curves.cdf["sync calls"][0] if q > 0]
+    limits = [x for x, _, _ in slo_lines(slo, "sync calls")]
+    span = (min(every + limits) / 1.5, max(every + limits) * 1.5)  # one x axis for every panel
+    panels = []
+    for c in have:
+        assert c.curves is not None
+        tails = {"sync calls": c.curves.cdf["sync calls"]}
+        panels.append(tail_chart(f"{c.name}: commit latency tail", tails, slo, width=340, height=240,
+                                 attrs=f'data-candidate="{html.escape(c.name)}"', x_range=span))  # fmt: skip
+    return (
+        "<h2>Commit latency, one panel per candidate (sync calls, entry to return)</h2>"
+        f'<div class="row" id="commit-multiples">{"".join(panels)}</div>'
+        '<p class="note">The share of commits slower than each latency, on the same axes in every panel; '
+        "p99 and p99.9 marked, the SLO's commit limit drawn.</p>"
+    )
 
 
 def probe_section(path: Path | str, res: pr.ProbeResult) -> str:
@@ -245,7 +254,7 @@ def results_page(g: Results, slo: Slo | None) -> str:
             "kept).</p>"
         )
     if len(cands) > 1:
-        parts.append(_commit_overlay(cands, slo))
+        parts.append(_commit_multiples(cands, slo))
     parts += [rh.headroom_section(sw, slo) for sw in g.sweeps]
     parts += [candidate_section(c, slo) for c in cands]
     parts += [probe_section(p, r) for p, r in probes]

@@ -41,12 +41,17 @@ def nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
 
 
 def log_ticks(lo: float, hi: float) -> list[float]:
-    """Powers of ten (and 2x, 5x when there are few decades) covering [lo, hi]."""
-    lo, hi = max(lo, 1e-12), max(hi, lo * 10)
+    """Powers of ten (and 2x, 5x when there are few decades; every whole multiple within less than
+    one) covering [lo, hi]: a log axis keeps log-spaced ticks, however narrow its range."""
+    lo, hi = max(lo, 1e-12), max(hi, lo * 1.01)
     a, b = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
-    mults = (1, 2, 5) if b - a <= 3 else (1,)
-    ticks = [m * 10**k for k in range(a, b + 1) for m in mults if lo <= m * 10**k <= hi]
-    return ticks if len(ticks) >= 3 else nice_ticks(lo, hi, 4)
+    for mults in ((1,), (1, 2, 5), (1, 2, 3, 4, 5, 6, 7, 8, 9)):
+        if len(mults) == 1 and b - a <= 3:
+            continue
+        ticks = [m * 10**k for k in range(a, b + 1) for m in mults if lo <= m * 10**k <= hi]
+        if len(ticks) >= 3:
+            return ticks
+    return ticks
 
 
 @dataclass
@@ -77,6 +82,12 @@ class Chart:
     vlines: list[tuple[float, str, str]] = field(default_factory=list)  # (x, label, color)
     spans: list[tuple[float, float, str, str]] = field(default_factory=list)  # (x0, x1, color, attrs)
     points: list[tuple[float, float, str, str]] = field(default_factory=list)  # (x, y, label, color)
+    # (x, y, label, color, class): a marked point of a curve (a percentile), its label beside it
+    marks: list[tuple[float, float, str, str, str]] = field(default_factory=list)
+    # (x, label, color, attrs): a label at the top of the plot (a spike's number over its span)
+    tags: list[tuple[float, str, str, str]] = field(default_factory=list)
+    # (x0, x1, color, attrs): a span marked by a strip along the bottom of the plot, not shaded across it
+    strips: list[tuple[float, float, str, str]] = field(default_factory=list)
     x_ticks: list[tuple[float, str]] | None = None  # (x, label): ticks the data calls for (2x steps)
     css: str = "chart"
     attrs: str = ""
@@ -102,8 +113,10 @@ class Chart:
 
     def svg(self) -> str:
         a = _Area(self)
+        xs, ys = ("log" if log else "linear" for log in (self.log_x, self.log_y))
+        scale = f'data-x-scale="{xs}" data-y-scale="{ys}"'
         out = [
-            f'<svg class="{self.css}" {self.attrs} width="{self.width}" height="{self.height}" '
+            f'<svg class="{self.css}" {self.attrs} {scale} width="{self.width}" height="{self.height}" '
             f'viewBox="0 0 {self.width} {self.height}" role="img" aria-label="{html.escape(self.title)}">',
             f'<text x="{self.L}" y="16" font-size="12" font-weight="bold">{html.escape(self.title)}</text>',
         ]
@@ -114,6 +127,12 @@ class Chart:
                     f'<rect {attrs} x="{a.fx(lo):.1f}" y="{a.T}" width="{max(a.fx(hi) - a.fx(lo), 0.8):.1f}" '
                     f'height="{a.ph}" fill="{color}"/>'
                 )
+        for lo, hi, color, attrs in self.strips:
+            lo, hi = max(lo, a.x0), min(hi, a.x1)
+            if hi > lo:
+                w = max(a.fx(hi) - a.fx(lo), 2)
+                out.append(f'<rect {attrs} x="{a.fx(lo):.1f}" y="{a.T + a.ph - 7}" width="{w:.1f}" '
+                           f'height="7" fill="{color}"/>')  # fmt: skip
         out += self._axes(a) + self._lines(a) + self._marks(a)
         out.append("</svg>")
         return "\n".join(out)
@@ -148,24 +167,32 @@ class Chart:
         return out
 
     def _lines(self, a: _Area) -> list[str]:
-        """Each series as a polyline (a step CDF goes across, then up)."""
+        """Each series as polylines (a step CDF goes across, then up), broken where a value is
+        missing (None, or not positive on a log axis: an idle window), never drawn across the gap."""
         out = []
         for i, s in enumerate(self.series):
             color = s.color or PALETTE[i % len(PALETTE)]
-            pts = []
+            runs: list[list[str]] = [[]]
             prev = None
             for x, y in zip(s.xs, s.ys, strict=True):
                 if y is None or (self.log_x and x <= 0) or (self.log_y and y <= 0):
+                    runs.append([])
+                    prev = None
                     continue
                 if s.step and prev is not None:
-                    pts.append(f"{a.fx(x):.1f},{a.fy(prev):.1f}")
-                pts.append(f"{a.fx(x):.1f},{a.fy(y):.1f}")
+                    runs[-1].append(f"{a.fx(x):.1f},{a.fy(prev):.1f}")
+                runs[-1].append(f"{a.fx(x):.1f},{a.fy(y):.1f}")
                 prev = y
             dash = f' stroke-dasharray="{s.dash}"' if s.dash else ""
-            out.append(
-                f'<polyline data-line="{html.escape(s.name)}" fill="none" stroke="{color}" '
-                f'stroke-width="{s.width}"{dash} points="{" ".join(pts)}"/>'
-            )
+            pts = [p for run in runs for p in run]
+            for run in [r for r in runs if r] or [[]]:
+                out.append(
+                    f'<polyline data-line="{html.escape(s.name)}" fill="none" stroke="{color}" '
+                    f'stroke-width="{s.width}"{dash} points="{" ".join(run)}"/>'
+                )
+                if len(run) == 1:  # a lone point between two gaps: a polyline of one point draws nothing
+                    x, y = run[0].split(",")
+                    out.append(f'<circle cx="{x}" cy="{y}" r="1.2" fill="{color}"/>')
             if s.dots:
                 cxy = [xy.split(",") for xy in pts]
                 out += [f'<circle cx="{x}" cy="{y}" r="{1.5 + s.width:.1f}" fill="{color}"/>' for x, y in cxy]
@@ -207,6 +234,26 @@ class Chart:
                     f'text-anchor="{anchor}" fill="{color}">{html.escape(label)}</text>'
                 )
                 labelled += 1
+        for x, y, label, color, cls in self.marks:
+            if a.x0 <= x <= a.x1 and a.y0 <= y <= a.y1:
+                X, Y = a.fx(x), a.fy(y)
+                out.append(f'<circle class="mark {cls}" cx="{X:.1f}" cy="{Y:.1f}" r="4" fill="{color}"/>')
+                right = a.L + 0.75 * a.pw < X
+                tx, anchor = (X - 7, "end") if right else (X + 7, "start")
+                out.append(
+                    f'<text class="mark-label {cls}" x="{tx:.1f}" y="{Y - 6:.1f}" font-size="10" '
+                    f'text-anchor="{anchor}" fill="{color}">{html.escape(label)}</text>'
+                )
+        ends: list[float] = []  # each row's right end: a label that would overlap goes a row lower
+        for x, label, color, attrs in sorted(self.tags):
+            if a.x0 <= x <= a.x1:
+                X, half = a.fx(x), 3.5 * len(label)
+                row = next((i for i, end in enumerate(ends) if end < X - half - 2), len(ends))
+                ends[row : row + 1] = [X + half]
+                out.append(
+                    f'<text {attrs} x="{X:.1f}" y="{a.T + 11 + 11 * (row % 3)}" font-size="10" '
+                    f'font-weight="bold" text-anchor="middle" fill="{color}">{html.escape(label)}</text>'
+                )
         for x, y, label, color in self.points:
             out.append(f'<circle class="mark" cx="{a.fx(x):.1f}" cy="{a.fy(y):.1f}" r="5" fill="{color}"/>')
             out.append(

@@ -24,15 +24,22 @@ def test_report_renders_with_steady_and_spike_regions(tmp_path):
     assert set(spikes) == {("30", "35")}  # the one spike, on every timeline chart
     assert 'class="regime steady"' in html
     assert re.search(r"Steady state: <b>\d+</b> of 60 windows", html)
-    assert '<table id="spikes">' in html and "<td>1</td><td>30</td><td>35</td>" in html
+    assert '<table id="spikes">' in html and '<td>1</td><td class="nowrap">30-35</td><td>5</td>' in html
     assert '<table id="scopes">' in html and "IOPS-bound" in html and 'data-hist="latency"' in html
+    # the spike's answer first, and every scope's verdict with its reason
+    assert re.search(r'<div class="verdict" id="lead"><b>spike #1 30-35 s: IOPS-bound: [\d,.]+ IOPS', html)
+    assert re.search(r"<li>whole: [^<]*IOPS-bound: [\d,.]+ IOPS, mean size", html)
     # real axes: round ticks on both, each axis named with its unit
     assert re.search(r'class="tick x"[^>]*>60</text>', html) and 'class="tick y"' in html
     assert ">seconds from the first I/O</text>" in html and ">IOPS</text>" in html
     # the histograms' y axis: % of the I/Os, ending on a round tick above the tallest bar (here 100%)
     size = html[html.index('data-hist="I/O size"') : html.index("</svg>", html.index('data-hist="I/O size"'))]
     assert ">% of I/Os</text>" in size and re.search(r'text-anchor="end">100</text>', size)
-    assert ">p99</span>" in html  # the latency chart's two lines are named
+    # reads and writes apart on a log latency axis, named in its legend
+    at = html.index('data-chart="latency"')
+    latency = html[at : html.index("</svg>", at)]
+    assert 'data-y-scale="log"' in latency and 'data-line="read p99"' in latency
+    assert ">reads</span>" in html and ">writes</span>" in html
     assert_drawn(tmp_path, out)
 
 
@@ -47,8 +54,8 @@ def test_report_of_an_imported_trace_and_refusal_to_overwrite(shared_traces, tmp
     code, _, _ = run_iofp(*args, "--force")
     assert code == 0
     page = out.read_text()
-    assert "mixed OLTP" in page and "demand-side only" in page
-    assert ">p99</span>" not in page  # no latency: no latency lines to name
+    assert "mixed OLTP" in page and "demand only: the trace has no latency" in page
+    assert 'data-chart="latency"' not in page and "No latency in this trace: no tails to draw." in page
     assert " · 0.136 s</h1>" in page  # not 0.1 s
     # 0.136 s of TPC-C: the default window is 1 ms (137 windows), not one 1 s window and no timeline
     assert "window 1ms (the default rule): 137 windows" in page
@@ -88,7 +95,10 @@ def test_a_replay_report_draws_the_candidate_against_its_slo(comparison, tmp_pat
     assert '<section class="candidate" data-name="ram-loop">' in page and "<b>meets it</b>" in page
     for line in ("demanded", "achieved", "write p99", "sync calls p99", "sync calls"):
         assert f'<polyline data-line="{line}"' in page, line
-    assert page.count('class="ref h"') == 2 and page.count('class="ref v"') == 2  # the SLO's two limits
+    # the SLO's two limits, on the latency over time and on the tails
+    assert page.count(">SLO p99&lt;=50ms</text>") == 2 and page.count(">SLO fsync.p99&lt;=50ms</text>") == 2
+    tails = page[page.index('data-chart="tails"') :]
+    assert 'class="mark p99"' in tails and 'class="mark p99_9"' in tails
     _, res = replay_result.load(comparison / "ram")
     commit = res.measured.syncs["all"]  # the figures compare shows: the run's own capture
     assert f"<td>{format_ns(commit.p50)}</td><td>{format_ns(commit.p99)}</td>" in page

@@ -1,7 +1,8 @@
 -- The report's timeline, from the trace itself (view `io`): per window of $window_ns from $t0, every
 -- window up to the last arrival, empty ones too. IOPS and MB/s count data requests (reads, writes,
 -- discards), flushes/s the zero-byte flushes; latency percentiles are nearest-rank (quantile_disc),
--- as fio reports them, over reads and writes (as the fingerprint's `latency.all`).
+-- as fio reports them: over reads and writes together (as the fingerprint's `latency.all`) and each
+-- apart (iostat's r_await and w_await).
 -- Parameters: $t0, $window_ns, $nwin, $device (NULL = all).
 WITH agg AS (
     SELECT (ts_ns - $t0) // $window_ns AS k,
@@ -10,7 +11,9 @@ WITH agg AS (
         count(*) FILTER (WHERE op::VARCHAR = 'read') AS reads,
         count(*) FILTER (WHERE op::VARCHAR = 'flush') AS flushes,
         avg(inflight) AS mean_inflight,
-        quantile_disc(lat_ns, [0.5, 0.99]) FILTER (WHERE op::VARCHAR IN ('read', 'write')) AS lat_q
+        quantile_disc(lat_ns, [0.5, 0.99]) FILTER (WHERE op::VARCHAR IN ('read', 'write')) AS lat_q,
+        quantile_disc(lat_ns, [0.5, 0.99]) FILTER (WHERE op::VARCHAR = 'read') AS read_q,
+        quantile_disc(lat_ns, [0.5, 0.99]) FILTER (WHERE op::VARCHAR = 'write') AS write_q
     FROM io
     WHERE $device IS NULL OR device::VARCHAR = $device
     GROUP BY k
@@ -24,6 +27,10 @@ SELECT g.k AS k,
     a.bytes / nullif(a.ios, 0) AS mean_size_bytes,
     a.mean_inflight AS mean_inflight,
     a.lat_q[1] / 1e3 AS lat_p50_us,
-    a.lat_q[2] / 1e3 AS lat_p99_us
+    a.lat_q[2] / 1e3 AS lat_p99_us,
+    a.read_q[1] / 1e3 AS read_p50_us,
+    a.read_q[2] / 1e3 AS read_p99_us,
+    a.write_q[1] / 1e3 AS write_p50_us,
+    a.write_q[2] / 1e3 AS write_p99_us
 FROM range($nwin) g(k) LEFT JOIN agg a ON a.k = g.k
 ORDER BY g.k
