@@ -47,7 +47,7 @@ def round_trip(
           *extra], out / "fio-job")  # fmt: skip
     region = int(next(x for x in job.read_text().splitlines() if x.startswith("size=")).split("=")[1])
     with lab.loop_device(-(-region // (1 << 20)) + 64, lab.RAM, prefix="h-fiojob") as dev:
-        fio_exit = _captured_fio(dev, job, out, nice)
+        fio_exit = captured_fio(dev, job, out, nice)
     lab_fp = out / "lab.fp.json"
     _run([IOFP, "fingerprint", str(out / "lab"), "--json", str(lab_fp), "--force"], out / "fingerprint")
     diff = [IOFP, "diff", str(fp), str(lab_fp), "--tolerances", f"regime={regime}", "--json", "-"]
@@ -57,7 +57,7 @@ def round_trip(
     return RoundTrip(out, job, fio_exit, check, code)
 
 
-def _captured_fio(dev: str, job: Path, out: Path, nice: int = 0) -> int:
+def captured_fio(dev: str, job: Path, out: Path, nice: int = 0) -> int:
     """fio on `dev` while `iofp capture` records it: the capture is ready before fio starts and is
     stopped with SIGINT (its Ctrl-C) after fio exits, every file complete."""
     name = Path(dev).name
@@ -105,9 +105,10 @@ def main() -> None:
     ap.add_argument("--runtime", default="60s")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--nice", type=int, default=0, help="fio's niceness (the test runs it at -10)")
+    ap.add_argument("--streams", default="single", help="fio-job's --streams: single or pid")
     a = ap.parse_args()
     t0 = time.monotonic()
-    rt = round_trip(a.fp, a.regime, a.runtime, a.out, nice=a.nice)
+    rt = round_trip(a.fp, a.regime, a.runtime, a.out, extra=("--streams", a.streams), nice=a.nice)
     for r in rt.check["rows"]:
         print(f"{r['metric']:<26} {r['original']!s:>22} {r['run']!s:>22} {r['status']}")
     print(f"passed: {rt.check['passed']} (fio exit {rt.fio_exit}); {time.monotonic() - t0:.0f} s")

@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 from conftest import REPO, SHARED_TRACES, is_root, needs_fio
 from helpers import MEASURE_NICE, close, import_trace, run_iofp
+from lab import RAM, loop_device
 
-from bench.fiojob_roundtrip import round_trip
+from bench.fiojob_roundtrip import captured_fio, round_trip
 from fingerprint.tolerance import figures
 from iofp import fingerprint_doc as fd
 from replay import fiojob
@@ -104,3 +105,46 @@ def test_the_mysql_sample_is_the_shared_linux_mysql(tmp_path: Path) -> None:
     a, b = fd.load(fp), fd.load(SAMPLES / "mysql-1and1.fp.json")
     assert close(figures(a, a.whole), figures(b, b.whole))
     assert a.whole.size.hist.write == b.whole.size.hist.write
+
+
+THREE_STREAMS = REPO / "samples" / "workloads" / "three-streams.fio"
+
+
+def streams(fp: fd.Fingerprint) -> list[tuple[float, float]]:
+    """(sequential share within the process, commits/s) of the whole trace's top three processes,
+    most I/Os first: the WAL writer, the reader and the committer of the burst, whatever their pids."""
+    w = fp.whole
+    top = sorted(w.top_processes, key=lambda p: -p.ios)[:3]
+    return [(p.sequential_share or 0.0, (p.sync_calls or 0) / fp.provenance.io_span_s) for p in top]
+
+
+@needs_fio
+@pytest.mark.slow
+@pytest.mark.skipif(not is_root(), reason="needs root (eBPF capture, loop devices)")
+def test_a_three_stream_capture_keeps_each_streams_shape(tmp_path: Path) -> None:
+    """A WAL writer (sequential, a commit each), random reads and a burst of commits from a second
+    process, captured, fingerprinted and replayed by `iofp fio-job --streams pid` under capture: each
+    stream keeps its own sequentiality (within 5 points) and its commits per second (within 10%), the
+    commit streams stay concurrent (a job each); one stream (--streams single) says what it loses."""
+    orig = tmp_path / "orig"
+    orig.mkdir()
+    with loop_device(320, RAM, prefix="three-streams") as dev:
+        assert captured_fio(dev, THREE_STREAMS, orig, MEASURE_NICE) == 0, (orig / "fio.stderr").read_text()
+    fp_path = tmp_path / "orig.fp.json"
+    code, _, err = run_iofp("fingerprint", orig / "lab", "--json", fp_path)
+    assert code == 0, err
+    want = streams(fd.load(fp_path))
+    # the capture itself: the WAL writer is sequential in its process however the device saw it
+    assert want[1][0] > 0.99 and fd.load(fp_path).whole.sequential.share < 0.5, want
+    rt = round_trip(fp_path, "whole", "20s", tmp_path / "rt", extra=("--streams", "pid"), nice=MEASURE_NICE)
+    assert rt.fio_exit == 0, (tmp_path / "rt" / "fio.stderr").read_text()
+    text = rt.job.read_text()
+    assert text.count("fdatasync=1") == 2  # two commit streams, two fio jobs: concurrent as they were
+    got = streams(fd.load(tmp_path / "rt" / "lab.fp.json"))
+    for (seq_a, commits_a), (seq_b, commits_b), name in zip(want, got, ("reader", "wal", "burst"),
+                                                            strict=True):  # fmt: skip
+        assert abs(seq_b - seq_a) <= 0.05, (name, want, got)
+        assert commits_b == pytest.approx(commits_a, rel=0.10, abs=0.5), (name, want, got)
+    job = fiojob.plan(fd.load(fp_path), fiojob.JobOptions(regime="whole", runtime_s=20.0))
+    lost = {g.what for g in job.gaps}
+    assert {"sequential per process", "concurrent commit streams"} <= lost, lost

@@ -93,7 +93,7 @@ def test_a_replay_report_draws_the_candidate_against_its_slo(comparison, tmp_pat
     page = out.read_text()
     assert not re.search(r"(src|href)=\"https?://", page)
     assert '<section class="candidate" data-name="ram-loop">' in page and "<b>meets it</b>" in page
-    for line in ("demanded", "achieved", "write p99", "sync calls p99", "sync calls"):
+    for line in ("demanded", "achieved", "write p99", "sync calls p99", "commits (sync calls)"):
         assert f'<polyline data-line="{line}"' in page, line
     # the SLO's two limits, on the latency over time and on the tails
     assert page.count(">SLO p99&lt;=50ms</text>") == 2 and page.count(">SLO fsync.p99&lt;=50ms</text>") == 2

@@ -186,8 +186,16 @@ def _phase_streams(
     bursts: bool,
 ) -> list[Stream]:
     groups = _groups(fp, d, opts)
-    streams = [s for label, r, w, c in groups for s in _group_streams(d, job, prefix + label, r, w, c)]
-    _sequential(d, streams, job)
+    streams: list[Stream] = []
+    for label, r, w, c, seq in groups:
+        mine = _group_streams(d, job, prefix + label, r, w, c)
+        for st in mine if seq is not None else ():
+            st.seq = seq  # the process's own sequentiality: a WAL writer stays an append
+        streams += mine
+    if all(seq is not None for *_, seq in groups):
+        _interleaved(d, streams, job)
+    else:
+        _sequential(d, streams, job)
     if bursts:
         burst = _burst(d, streams, length, job, prefix)
         _sequential(d, burst, job, quiet=True)  # the burst's own I/Os keep the scope's share too
@@ -198,23 +206,35 @@ def _phase_streams(
     return streams
 
 
-def _groups(fp: Fingerprint, d: Demand, opts: JobOptions) -> list[tuple[str, float, float, float]]:
-    """(label, reads/s, writes/s, commits/s) per submitter: one group for --streams single; with
-    --streams pid one per top process (named p1, p2, ... by rank: never the trace's process names)
-    and the rest as one more."""
+Group = tuple[str, float, float, float, float | None]
+
+
+def _groups(fp: Fingerprint, d: Demand, opts: JobOptions) -> list[Group]:
+    """(label, reads/s, writes/s, commits/s, sequential share) per submitter: one group for --streams
+    single (its sequential share then fitted to the device's); with --streams pid one per top process
+    (named p1, p2, ... by rank: never the trace's process names), each with its own commits (its sync
+    calls, where the fingerprint counts them per process) and its own sequentiality, and the rest as
+    one more."""
     if opts.streams == "single":
-        return [("", d.read_iops, d.write_iops, d.commits_per_s)]
+        return [("", d.read_iops, d.write_iops, d.commits_per_s, None)]
     scope = _scope(fp, d.scope)
-    out = []
+    out: list[Group] = []
     rest_r, rest_w, rest_c = d.read_iops, d.write_iops, d.commits_per_s
     flushes = sum(p.flushes for p in scope.top_processes) or 1
+    procs = scope.top_processes
+    calls = d.commit_source == "fsync-family calls" and all(p.sync_calls is not None for p in procs)
+    own = all(p.sequential_share is not None for p in procs)
     for i, p in enumerate(scope.top_processes, 1):
         r, w = p.reads / d.seconds, p.writes / d.seconds
-        c = d.commits_per_s * p.flushes / flushes if p.flushes else 0.0
-        out.append((f"p{i}-", r, w, c))
+        if calls:
+            c = (p.sync_calls or 0) / d.seconds
+        else:
+            c = d.commits_per_s * p.flushes / flushes if p.flushes else 0.0
+        out.append((f"p{i}-", r, w, c, p.sequential_share))
         rest_r, rest_w, rest_c = rest_r - r, rest_w - w, rest_c - c
-    if rest_r + rest_w > 0.01 * (d.iops or 1):
-        out.append(("rest-", max(0.0, rest_r), max(0.0, rest_w), max(0.0, rest_c)))
+    if rest_r + rest_w > 0.01 * (d.iops or 1):  # the smaller processes: the device's share stands for theirs
+        rest = (d.seq_share or 0.0) if own else None
+        out.append(("rest-", max(0.0, rest_r), max(0.0, rest_w), max(0.0, rest_c), rest))
     return out
 
 
@@ -341,6 +361,42 @@ def _sequential(d: Demand, streams: list[Stream], job: FioJob, *, quiet: bool = 
             )
 
 
+def _interleaved(d: Demand, streams: list[Stream], job: FioJob) -> None:
+    """Streams that keep their processes' own sequentiality: what the device then sees of them
+    interleaved (as _sequential estimates it), said when it is not the fingerprint's."""
+    total = sum(s.rate for s in streams)
+    if not total or d.seq_share is None:
+        return
+    alone = {s.name: max(0.0, 1 - (total - s.rate) / s.rate) if s.rate else 0.0 for s in streams}
+    got = sum(s.rate * s.seq * alone[s.name] for s in streams) / total
+    if abs(got - d.seq_share) > 0.01:
+        job.gaps.append(Gap(f"sequential share per device ({d.scope})", f"{d.seq_share:.1%}",
+                            f"{got:.1%} expected: each stream keeps its process's own sequentiality, and "
+                            "the device sees the streams interleaved as fio paces them"))  # fmt: skip
+
+
+def _stream_gaps(fp: Fingerprint, scope: Scope, d: Demand, opts: JobOptions, job: FioJob) -> None:
+    """What one stream for every process loses (--streams single): a process's own sequential run,
+    when the device saw it cut by the others; and concurrent commit streams, which one stream
+    serializes (each commit then waits for the one before: harsher than the trace)."""
+    if opts.streams != "single":
+        return
+    procs = [(i, p) for i, p in enumerate(scope.top_processes, 1) if p.ios or p.sync_calls]
+    seqs = [(i, p.sequential_share) for i, p in procs if p.sequential_share is not None and p.ios]
+    device = d.seq_share or 0.0
+    if any(v >= 0.5 and v - device > 0.05 for _, v in seqs):
+        job.gaps.append(Gap("sequential per process", ", ".join(f"p{i} {v:.1%}" for i, v in seqs),
+                            f"one stream, {device:.1%} sequential as the device saw them interleaved: "
+                            "--streams pid keeps each process's own"))  # fmt: skip
+    committers = [(i, (p.sync_calls or 0) / d.seconds) for i, p in procs if p.sync_calls]
+    if len(committers) >= 2:
+        rates = ", ".join(f"p{i} {c:,.1f}/s" for i, c in committers)
+        total = sum(c for _, c in committers)
+        job.gaps.append(Gap("concurrent commit streams", f"{len(committers)} processes committing ({rates})",
+                            f"one serial stream at {total:,.1f}/s, each commit waiting for the one before "
+                            "(harsher than the trace): --streams pid keeps them concurrent"))  # fmt: skip
+
+
 def _region_and_skew(fp: Fingerprint, opts: JobOptions, job: FioJob) -> None:
     """The region the random offsets are drawn from and their zipf skew. The footprint is blocks
     touched, and random I/O revisits blocks: the region is widened until the job's own touches reach
@@ -441,4 +497,6 @@ def _common_gaps(fp: Fingerprint, opts: JobOptions, job: FioJob) -> None:
     if d.discard_iops:
         job.gaps.append(Gap("discards", f"{d.discard_iops:,.2f}/s", "none (not written: trims destroy data)"))
     if opts.streams == "pid":
-        job.notes.append("streams: one per top submitter, named p1, p2, ... by rank (no process names)")
+        job.notes.append("streams: one per top submitter, named p1, p2, ... by rank (no process names), each "
+                         "with its own commits and its own sequentiality")  # fmt: skip
+    _stream_gaps(fp, scope, d, opts, job)
