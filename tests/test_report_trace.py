@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 
 import pytest
+from conftest import REPO, needs_root
 from helpers import COMMIT_BURST_SPIKE, assert_drawn, commit_burst_trace, run_chromium, run_iofp, shared_trace
 
 from fingerprint.api import fingerprint_trace
@@ -102,4 +103,63 @@ def test_the_commit_bursts_report_has_wall_clock_log_latency_and_tails_against_t
         assert re.search(rf'class="mark-label p99_9"[^>]*>{kind} p99.9 [\d.]+ µs</text>', tails), kind
     assert ">commits p99 130 µs</text>" in tails  # the commits miss 100 µs: right of the line
     assert re.search(r'class="ref v"[^>]*>(</line>)?\s*<text[^>]*>SLO commit.p99&lt;=100us</text>', tails)
+    assert_drawn(tmp_path, out, "1280,2600")
+
+
+def pg_installed() -> bool:
+    return any(Path("/usr/lib/postgresql").glob("*/bin/pgbench"))
+
+
+@pytest.fixture(scope="module")
+def pg_burst(tmp_path_factory) -> Path:
+    """iofp's capture of PostgreSQL (a fresh cluster on ext4 on a RAM loop device, as
+    bench/commit_fidelity.py makes it) running pgbench at 100 transactions/s for 4 s, 1,000/s from 8
+    clients for 2 s, and 100/s for 4 s again: a commit burst, live (~15 s)."""
+    import contextlib
+    import sys
+
+    import bpf
+
+    sys.path.insert(0, str(REPO))
+    from bench.commit_fidelity import Lab, sh
+
+    work = tmp_path_factory.mktemp("pgburst")
+    with contextlib.closing(Lab(work, f"/dev/shm/iofp-test-{work.name}-")) as lab:
+        dev, sock = lab.cluster("ram", 512, 1)
+        opts = bpf.CaptureOptions(output=work / "pg", devices=[Path(dev).name], force=True)
+        with bpf.start_capture(opts) as bg:
+            for rate, clients, seconds in ((100, 2, 4), (1000, 8, 2), (100, 2, 4)):
+                sh("runuser", "-u", "postgres", "--", lab.bin / "pgbench", "-h", sock, "-n", "-R", str(rate),
+                   "-c", str(clients), "-j", "2", "-T", str(seconds), "postgres")  # fmt: skip
+            bg.stop()
+    return work / "pg"
+
+
+@pytest.mark.slow
+@needs_root
+@pytest.mark.skipif(not pg_installed(), reason="needs PostgreSQL (scripts/setup.sh installs it as root)")
+def test_a_live_postgres_captures_report_leads_with_its_commit_burst_on_the_clock(pg_burst, tmp_path):
+    fp = fingerprint_trace(pg_burst)
+    # the burst is 10x the transactions (5x beside two CPU hogs, where pgbench made ~500/s): a spike
+    assert fp.regimes.spikes_total >= 1
+    out = tmp_path / "postgres.html"
+    html = rendered(pg_burst, out, "--slo", "p99<=1ms,commit.p99<=100us")
+    # the spike's answer first, on the wall clock, with its commits and their share of wall time
+    clock = r"\d\d:\d\d:\d\d(\.\d+)?"
+    lead = re.search(r'<div class="verdict" id="lead"><b>([^<]*)</b>', html)
+    assert lead and re.match(rf"spike #1 {clock}-{clock} \([\d.,]+-[\d.,]+ s\): [a-z-]+-bound", lead.group(1))
+    assert re.search(r"[\d,]+ commits/s, \d+% of wall time in fsync", lead.group(1)), lead.group(1)
+    for name in ("iops", "latency", "commits", "commit-latency"):
+        svg = chart(html, name)
+        assert "time of day (" in svg and all(re.fullmatch(clock, t) for t in ticks(svg, "x")), name
+        assert ">#1</text>" in svg, name  # the spike numbered as in the table
+    for name in ("latency", "commit-latency"):
+        assert 'data-y-scale="log"' in chart(html, name)
+    # PostgreSQL's own fdatasync calls as an exceedance curve: p99 and p99.9 marked, the limit drawn
+    tails = chart(html, "tails")
+    assert 'data-x-scale="log" data-y-scale="log"' in tails
+    for pct in ("p99", "p99_9"):
+        mark = rf'class="mark-label {pct}"[^>]*>commits p99(\.9)? [\d.,]+ [µm]?s</text>'
+        assert re.search(mark, tails), pct
+    assert ">SLO commit.p99&lt;=100us</text>" in tails
     assert_drawn(tmp_path, out, "1280,2600")
