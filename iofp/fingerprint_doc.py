@@ -29,7 +29,9 @@ from iofp.errors import BadInput
 
 FINGERPRINT_VERSION = 3
 # Versions this iofp reads. v3 added what a v2 document reads as absent (null): latency buckets, the
-# queue and application latencies, the noise on a log scale; and the bound verdict `capped`.
+# queue and application latencies, the noise on a log scale; and the bound verdict `capped`; the
+# biggest spike's own scope (spike1), sequentiality per process, the busiest second's time and the
+# hot windows counted (in no spike, and the lone ones).
 READS_VERSIONS = (2, 3)
 MAKE_ONE = "make one with iofp fingerprint TRACE --json OUT"
 SCOPES = ("whole", "steady", "baseline", "spike", "between", "spike1")
