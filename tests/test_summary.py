@@ -162,3 +162,12 @@ def test_every_shape_classify_names_is_one_a_stored_document_is_trusted_with():
     consts = [c.value for v in names for c in ast.walk(v) if isinstance(c, ast.Constant)]
     given = {c for c in consts if isinstance(c, str)}
     assert given == set(classify.SHAPE_NAMES)
+
+
+def test_a_capped_scopes_reason_is_the_rate_held_and_the_requests_waiting():
+    from iofp.fingerprint_doc import Bound
+
+    b = Bound(verdict="capped", side="demand+service", why="",
+              numbers={"iops": 500.0, "waiting_requests": 3.2, "waiting_share": 0.8})  # fmt: skip
+    assert headline.reason(b) == "held at 500 IOPS with 3.2 requests waiting, 80% of the application's time"
+    assert headline.bound_words("capped") == "capped"
