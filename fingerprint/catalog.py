@@ -32,6 +32,7 @@ from iofp.sqlfiles import load_sql
 from iofp.values import parse_duration_ns
 
 SQL = "fingerprint.sql"
+UNREADABLE = "iofp_unreadable_object"  # the stand-in for a stored object that is no fingerprint
 
 
 def busy_wait_s() -> float:
@@ -76,7 +77,10 @@ class Entry:
         command needs it, so that one bad entry never stops the listing of the others."""
         where, fix = f"catalog entry #{self.id}", f"remove it: iofp catalog rm {self.id}"
         artifact_json.check_size(where, self.doc_bytes, "fingerprint", fix)
-        return artifact_json.parse(self.doc_text or "", where, "fingerprint", fix)
+        doc = artifact_json.parse(self.doc_text or "", where, "fingerprint", fix)
+        if isinstance(doc, dict) and UNREADABLE in doc:
+            raise BadInput(f"{where} ({self.source_file}) cannot be read: {doc[UNREADABLE]}; {fix}")
+        return doc
 
     def headline(self) -> dict[str, Any]:
         d = {k: v for k, v in self.__dict__.items() if k not in ("doc_text", "doc_bytes")}
@@ -104,8 +108,11 @@ class Catalog:
             self.path: Path | objstore.Url = self.url
             self.con = duck.connect()
             self._run("catalog_schema")
-            for url, service, doc in catalog_store.documents(self.url):
-                self._insert(doc, service, url)
+            for url, service, doc, why in catalog_store.documents(self.url):
+                if doc is None:
+                    self._insert_unreadable(url, service, why or "unreadable")
+                else:
+                    self._insert(doc, service, url)
             return
         self.path = Path(path) if path else default_path()
         self._made = not self.path.exists()  # removed again if the command that made it fails
@@ -216,6 +223,19 @@ class Catalog:
             "doc": text,
         }
         return int(self._run("catalog_insert", params)[0]["id"])
+
+    def _insert_unreadable(self, url: str, service: str, why: str) -> None:
+        """A stored object that is no readable fingerprint, listed (so that `catalog rm` finds it) by
+        a stand-in document that says why: every figure of it is null, reading it is BadInput."""
+        params = {
+            "service": service,
+            "added_us": 0,
+            "captured_us": None,
+            "source_file": url,
+            "digest": f"unreadable {url}",
+            "doc": json.dumps({UNREADABLE: why}),
+        }
+        self._run("catalog_insert", params)
 
     def entries(self, service: str | None = None, entry_id: int | None = None) -> list[Entry]:
         out = []

@@ -52,16 +52,23 @@ def _same(url: objstore.Url, text: str) -> bool:
     return there == artifact_json.parse(text, "this fingerprint", "fingerprint", "fingerprint it again")
 
 
-def documents(lake: objstore.Url) -> list[tuple[str, str, dict[str, Any]]]:
-    """(url, service, document) of every fingerprint in the lake, in key order."""
+def documents(lake: objstore.Url) -> list[tuple[str, str, dict[str, Any] | None, str | None]]:
+    """(url, service, document, None) of every fingerprint in the lake, in key order; for one that
+    cannot be read (too large, not JSON, not a fingerprint), (url, service, None, why): one stored
+    object, put there by anyone who can write the lake, must not stop the catalog for every service
+    (a 17 MiB one made list, trend and rm all fail), and it must stay listed to be removed."""
     keys = [k for k, _ in objstore.listing(lake) if k.endswith("/" + FINGERPRINT)]
 
-    def fetch(key: str) -> tuple[str, str, dict[str, Any]]:
+    def fetch(key: str) -> tuple[str, str, dict[str, Any] | None, str | None]:
         url = objstore.Url(lake.bucket, key)
-        doc = fingerprint_doc.load(str(url)).to_dict()
         parts = dict(p.split("=", 1) for p in key.split("/") if "=" in p)
+        try:
+            doc = fingerprint_doc.load(str(url)).to_dict()
+        except BadInput as e:
+            why = str(e).removeprefix(f"{url}: ").split("; ")[0]
+            return str(url), parts.get("service") or "unknown", None, why
         service = parts.get("service") or doc["provenance"]["labels"].get("service") or "unknown"
-        return str(url), service, doc
+        return str(url), service, doc, None
 
     with ThreadPoolExecutor(FETCH_THREADS) as pool:
         return list(pool.map(fetch, keys))

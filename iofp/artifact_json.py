@@ -68,7 +68,7 @@ def _load_object(url: Any, kind: str, fix: str) -> Any:
         raise BadInput(f"{url}: no such object; {fix}")
     if info["size"] > LIMITS[kind]:
         raise BadInput(_too_big(url, info["size"], kind, fix))
-    return parse(objstore.get_bytes(url), str(url), kind, fix)
+    return parse(objstore.get_bytes(url, LIMITS[kind]), str(url), kind, fix)
 
 
 def parse(data: bytes | str, where: str, kind: str, fix: str) -> Any:

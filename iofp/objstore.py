@@ -174,9 +174,12 @@ def check_bucket(url: Url) -> None:
         client().head_bucket(Bucket=url.bucket)
 
 
-def get_bytes(url: Url) -> bytes:
+def get_bytes(url: Url, most: int | None = None) -> bytes:
+    """The object's bytes; with `most`, at most most + 1 of them (a Range request), so that an object
+    replaced by a larger one after its size was checked is never read whole."""
+    extra = {} if most is None else {"Range": f"bytes=0-{most}"}
     with _named(url, "read"):
-        return client().get_object(Bucket=url.bucket, Key=url.key)["Body"].read()
+        return client().get_object(Bucket=url.bucket, Key=url.key, **extra)["Body"].read()
 
 
 def download(url: Url, path: Path) -> None:

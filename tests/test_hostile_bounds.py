@@ -306,3 +306,35 @@ def test_a_query_past_its_spill_limit_is_one_line(tmp_path):
     )
     assert not (tmp_path / "fp.json").exists()
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss > 0
+
+
+def test_one_unreadable_object_never_stops_a_catalog_in_a_store_and_rm_removes_it(tmp_path):
+    """A catalog in an object store is read from every document in its lake, which anyone who can
+    write the lake adds to: one 17 MiB "fingerprint" (or one nested deep) made `catalog list`,
+    `trend` and `rm` fail for every service."""
+    from s3server import BUCKET, s3_server
+
+    from iofp import objstore
+
+    doc = json.loads(SAMPLE_FP.read_text())
+    doc["provenance"]["extra"]["pad"] = "x" * (17 << 20)
+    (tmp_path / "s3").mkdir()
+    with s3_server(tmp_path / "s3"):
+        cat = f"s3://{BUCKET}/lake"
+        assert run_iofp("catalog", "add", SAMPLE_FP, "--service", "a", "--catalog", cat)[0] == 0
+        for service, body in (("big", json.dumps(doc).encode()), ("deep", b"[" * 100_000)):
+            key = f"lake/host=h/service={service}/date=2026-01-01/fingerprint.json"
+            objstore.put_bytes(objstore.Url(BUCKET, key), body)
+        code, out, err = run_iofp("catalog", "list", "--catalog", cat)
+        assert code == 0 and all(f"{s}: 1 fingerprint(s)" in out for s in ("a", "big", "deep")), err
+        for service in ("a", "big", "deep"):  # one entry each: nothing to diff, nothing read
+            assert run_iofp("catalog", "trend", "--service", service, "--catalog", cat)[0] == 0
+        big = f"s3://{BUCKET}/lake/host=h/service=big/date=2026-01-01/fingerprint.json"
+        code, _, err = run_iofp("catalog", "show", "1", "--catalog", cat)
+        why = "17.0 MiB, larger than any fingerprint iofp reads (16 MiB)"
+        assert (code, err) == (2, f"iofp: catalog entry #1 ({big}) cannot be read: {why}; remove it: iofp "
+                                  "catalog rm 1\n")  # fmt: skip
+        code, out, err = run_iofp("catalog", "rm", "1", "--catalog", cat)
+        assert (code, out) == (0, f"Removed #1 ({big}) of big from {cat}.\n"), err
+        code, out, _ = run_iofp("catalog", "list", "--catalog", cat)
+        assert code == 0 and "big: " not in out and "deep: 1" in out
