@@ -331,7 +331,7 @@ def test_one_unreadable_object_never_stops_a_catalog_in_a_store_and_rm_removes_i
             assert run_iofp("catalog", "trend", "--service", service, "--catalog", cat)[0] == 0
         big = f"s3://{BUCKET}/lake/host=h/service=big/date=2026-01-01/fingerprint.json"
         code, _, err = run_iofp("catalog", "show", "1", "--catalog", cat)
-        why = "17.0 MiB, larger than any fingerprint iofp reads (16 MiB)"
+        why = f"{len(json.dumps(doc)) / (1 << 20):.1f} MiB, larger than any fingerprint iofp reads (16 MiB)"
         assert (code, err) == (2, f"iofp: catalog entry #1 ({big}) cannot be read: {why}; remove it: iofp "
                                   "catalog rm 1\n")  # fmt: skip
         code, out, err = run_iofp("catalog", "rm", "1", "--catalog", cat)
