@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -63,16 +64,20 @@ def generate(root: Path, rows: int, seed: int = 1) -> None:
             }))  # fmt: skip
 
 
-def child(cmd: list[str], cwd: str | None = None) -> tuple[float, int, str]:
+def child(cmd: list[str], cwd: str | None = None) -> tuple[float, int, str, float]:
     """Run `cmd` in a child process (in `cwd`: its tree is the code run); wall seconds, its peak RSS
-    in KiB (it prints it), stdout."""
+    in KiB (it prints it), stdout, and its CPU seconds (user + system: the work done, which a busy
+    host inflates far less than the wall time)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     p = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd)
     wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     if p.returncode != 0:
         sys.exit(f"{cmd} failed: {p.stderr[-2000:]}")
     rss = int(p.stdout.strip().splitlines()[-1].split()[-1])
-    return wall, rss, p.stdout
+    return wall, rss, p.stdout, cpu
 
 
 def run_fingerprint(trace: str) -> None:
@@ -116,7 +121,7 @@ def hogs(on: bool) -> Iterator[None]:
 def measure(root: Path, rows: int, reps: int, loads: list[str], trees: dict[str, str]) -> None:
     """Each rep, under each load: the peer scan, then every tree's fingerprint; the best of each, and
     each tree's ratio to the scan measured under the same load."""
-    res: dict[tuple[str, str], list[tuple[float, int]]] = {}
+    res: dict[tuple[str, str], list[tuple[float, int, float]]] = {}
     me = [sys.executable, "-m", "bench.fingerprint_scale", "--trace", str(root), "--child"]
     for rep in range(reps):
         for load in loads:
@@ -124,18 +129,21 @@ def measure(root: Path, rows: int, reps: int, loads: list[str], trees: dict[str,
                 for what, tree in [("peer", None), *trees.items()]:
                     cwd = tree or trees.get("this")
                     mode = "peer" if what == "peer" else "fingerprint"
-                    wall, rss, _ = child([*me, mode], cwd=cwd)
-                    res.setdefault((load, what), []).append((wall, rss))
-                    print(f"rep {rep + 1} {load:5s} {what:11s} {wall:7.2f} s  "
+                    wall, rss, _, cpu = child([*me, mode], cwd=cwd)
+                    res.setdefault((load, what), []).append((wall, rss, cpu))
+                    print(f"rep {rep + 1} {load:5s} {what:11s} {wall:7.2f} s (CPU {cpu:6.2f} s)  "
                           f"{rows / wall / 1e6:6.2f} M rows/s  peak RSS {rss / 2**20:5.2f} GiB",
                           flush=True)  # fmt: skip
     for load in loads:
-        peer = min(w for w, _ in res[(load, "peer")])
+        peer = min(w for w, _, _ in res[(load, "peer")])
+        peer_cpu = min(c for _, _, c in res[(load, "peer")])
         for what in trees:
-            fp = min(w for w, _ in res[(load, what)])
-            rss = max(r for _, r in res[(load, what)])
+            fp = min(w for w, _, _ in res[(load, what)])
+            cpu = min(c for _, _, c in res[(load, what)])
+            rss = max(r for _, r, _ in res[(load, what)])
             print(f"best {load}: {what} {fp:.2f} s ({rows / fp / 1e6:.2f} M rows/s), peer scan {peer:.2f} s; "
-                  f"ratio {fp / peer:.1f}x; peak RSS {rss / 2**20:.2f} GiB")  # fmt: skip
+                  f"ratio {fp / peer:.1f}x; CPU {cpu:.2f} s, {cpu / peer_cpu:.1f}x the scan's; "
+                  f"peak RSS {rss / 2**20:.2f} GiB")  # fmt: skip
 
 
 def main() -> None:
