@@ -29,19 +29,25 @@ from iofp.errors import BadInput
 from iofp.host_evidence import HostEvidence
 
 KIND = "iofp-headroom-result"
-VERSION = 2  # v2: a step's `host` (what the host was doing while it ran); v1 is read without it
+VERSION = 2  # v2: a step's `host` evidence and `limit`, INCONCLUSIVE steps, bounds host and inconclusive,
+# `settings.repeat`; v1 is read (without evidence: its misses stay the device's, as it said)
 READS = (1, 2)
 RECORD = "headroom.json"
 STEPS_DIR = "steps"
 CEILING_DIR = "ceiling"
 OPS = ("read", "write", "commit")
 
-# Step verdicts
+# Step verdicts; INCONCLUSIVE: it missed, but the host limited the run (Step.limit says how)
 PASS, FAIL, ABOVE_CEILING, STOPPED = "pass", "fail", "above the replayer's ceiling", "stopped"
-# Why the search stopped (Headroom.bound)
-BOUNDS = ("slo", "rate", "replayer", "max-scale", "budget", "first step", "none")
-# bounds that leave the factor a lower bound: higher scales were not run, or could not be
-OPEN_BOUNDS = ("replayer", "max-scale", "budget")
+INCONCLUSIVE = "inconclusive"
+VERDICTS = (PASS, FAIL, ABOVE_CEILING, STOPPED, INCONCLUSIVE)
+# Why the search stopped (Headroom.bound): "host", the host limited the first scale above the factor
+# in every run; "inconclusive", that scale's runs disagreed (a pass and a failure)
+BOUNDS = ("slo", "rate", "replayer", "max-scale", "budget", "first step", "none", "host", "inconclusive")
+# bounds that leave the factor a lower bound: higher scales were not run, or could not be judged
+OPEN_BOUNDS = ("replayer", "max-scale", "budget", "host", "inconclusive")
+# bounds that say nothing about the device above the factor (not even that it failed there)
+UNJUDGED_BOUNDS = ("host", "inconclusive")
 
 
 @dataclass
@@ -63,9 +69,10 @@ class Step:
     late_growth_us: float | None = None
     slo_failures: list[str] = field(default_factory=list)
     rate_failures: list[str] = field(default_factory=list)  # the demanded rate not kept: why
-    saturation: str | None = None  # "device" | "replayer" when the rate was not kept
+    saturation: str | None = None  # "device" | "replayer" when the rate was not kept; "host" (inconclusive)
     wall_s: float = 0.0
     host: HostEvidence | None = None  # what the host and the target were doing while the step ran
+    limit: str | None = None  # a miss: whose limit the evidence says it met, in words (host_evidence.limit)
 
 
 @dataclass
@@ -165,7 +172,7 @@ def _checked(res: HeadroomResult) -> HeadroomResult:
     for s in res.steps:
         rates = (s.demanded_iops, s.achieved_iops, s.demanded_commits_per_s, s.commits_per_s)
         lat = [v for pcts in s.latency_ns.values() for v in pcts.values()]
-        if not _number(s.scale) or s.scale <= 0 or s.verdict not in (PASS, FAIL, ABOVE_CEILING, STOPPED):
+        if not _number(s.scale) or s.scale <= 0 or s.verdict not in VERDICTS:
             raise ValueError(f"a step with scale {s.scale!r} and verdict {s.verdict!r}")
         if not all(v is None or _number(v) for v in (*rates, *lat)):
             raise ValueError(f"a step at {s.scale:g}x holds a figure that is not a number")
@@ -182,6 +189,6 @@ def _number(v: object) -> bool:
 
 
 __all__ = [
-    "ABOVE_CEILING", "BOUNDS", "FAIL", "KIND", "PASS", "RECORD", "STOPPED", "VERSION", "Ceiling",
-    "Headroom", "HeadroomResult", "Step", "is_result", "load", "write",
+    "ABOVE_CEILING", "BOUNDS", "FAIL", "INCONCLUSIVE", "KIND", "PASS", "RECORD", "STOPPED", "VERSION",
+    "Ceiling", "Headroom", "HeadroomResult", "Step", "is_result", "load", "write",
 ]  # fmt: skip

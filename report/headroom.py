@@ -78,6 +78,9 @@ def verdict_line(res: hr.HeadroomResult) -> str:
     if h is None or h.bound == "none":
         return "no headroom measured: no step ran"
     f = scale_text(h.factor) if h.factor is not None else None
+    if h.bound in hr.UNJUDGED_BOUNDS:  # the host limited it, or its runs disagreed: not the device's
+        held = f"headroom at least {f}" if f else "no headroom shown"
+        return f"{held}, inconclusive above: {h.finding}"
     if h.bound == "max-scale":
         top = scale_text(res.settings.get("max_scale") or h.factor)
         return f"headroom at least {f}: every scale asked passed, up to --max-scale {top}"
@@ -292,6 +295,8 @@ def step_verdict(s: hr.Step) -> str:
         return "stopped by a signal: partial figures, not the device's"
     if s.verdict == hr.PASS:
         return "pass"
+    if s.verdict == hr.INCONCLUSIVE:  # as the terminal says it
+        return f"inconclusive: {s.limit}; rerun on a quiet host"
     who = f"the {s.saturation}'s saturation: " if s.saturation else ""  # as the terminal says it
     why = [who + "; ".join(s.rate_failures)] * bool(s.rate_failures) + s.slo_failures
     return "FAIL: " + "; ".join(why)

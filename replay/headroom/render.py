@@ -20,6 +20,8 @@ def _num(v: float | None) -> str:
 def _verdict(s: hr.Step) -> str:
     if s.verdict == hr.FAIL and s.saturation:
         return f"FAIL:{s.saturation}"
+    if s.verdict == hr.INCONCLUSIVE:
+        return f"?:{s.saturation or 'host'}"
     return {hr.PASS: "pass", hr.FAIL: "FAIL", hr.ABOVE_CEILING: "ceiling"}.get(s.verdict, s.verdict)
 
 

@@ -5,19 +5,23 @@
     (run.run_step: a whole replay each, judged by iofp's capture) -> bisection -> the result
 
 A step **passes** when the SLO holds (iofp/slo.py, on the step's own measured figures) and the replay
-kept the demanded rate: the step is faithful by the fidelity check (every demanded I/O replayed, per
-window IOPS MAPE <= 5%, duration within 5%) and its lateness did not grow (the median lateness of the
-last tenth of the I/Os minus the first tenth stays within max(2 ms, 5% of the step's span)). A step
-that did not keep the rate is a saturation: the replayer's when the step demanded at least
-CEILING_SHARE of what fio could issue of this plan here (the ceiling), else the device's. A step
-demanding more than the ceiling is not run: whatever the device, fio could not issue it here.
+kept the demanded rate: the step is faithful by the fidelity check (every demanded I/O replayed, the
+rate within 5% I/O for I/O, duration within 5%) and its lateness did not grow (the median lateness of
+the last tenth of the I/Os minus the first tenth stays within max(2 ms, 5% of the step's span)). A
+step that missed is judged by decide.py: the replayer's saturation near fio's ceiling here, else the
+device's, unless the host limited the run (its evidence, iofp/host_evidence.py): then the step is
+inconclusive. A step demanding more than the ceiling is not run: whatever the device, fio could not
+issue it here.
 
 The scales: `--scales` (default 1,1.5,2,3,4), then doubling up to `--max-scale`, until the first
-step that fails; a step of this climb that fails is run once more ("confirm") and the scale fails only
-if that run fails too, so that one stall of the machine (measured: a 0.3 s pause in the first step of
-a sweep on a RAM loop, 18% IOPS MAPE) does not end the climb at today's load; then the bisection
-between the last scale that passed and the first that failed, to `--precision` ((fail - pass) /
-pass), within `--budget` steps in all. Each step's replay result
+scale that does not pass; then the bisection between the last scale that passed and the first that
+failed, to `--precision` ((fail - pass) / pass), within `--budget` scales in all. A scale is run up to
+`--repeat` times (default 3: a step is a short run, iofp/repeats.py): a run that passes ends it (a
+pass is the device holding that load), a failure or an inconclusive run is run again, and a pass
+among failures makes the scale inconclusive (the runs disagree); the scale the factor names is run
+until `--repeat` runs passed, or one failed (then it is inconclusive, and the factor the scale below).
+So one stall of the machine (measured: a 0.3 s pause in the first step of a sweep on a RAM loop, 18%
+IOPS MAPE) neither ends the climb at today's load nor makes a factor. Each step's replay result
 (iofp/replay_result.py) is kept whole under steps/; the record (iofp/headroom_result.py) is written
 after every step, so a sweep stopped by SIGINT, SIGTERM or SIGHUP (fio stopped first,
 replay/fio/interrupt.py) keeps the steps done so far as a valid partial result.
@@ -37,11 +41,13 @@ from iofp import __version__
 from iofp import headroom_result as hr
 from iofp.contract import Trace
 from iofp.errors import BadInput, IofpError
-from iofp.replay_result import PCTS, ReplayResult
+from iofp.repeats import default_repeat
+from iofp.replay_result import ReplayResult
 from iofp.slo import Slo
 from replay import run
 from replay.fio import Interrupted, Stopped, prepare_dir, trap
 from replay.headroom import ceiling as headroom_ceiling
+from replay.headroom.decide import CEILING_SHARE, conclude, judge, scale_verdict, why
 from replay.headroom.render import scale_text
 
 Note = Callable[[str], None]
@@ -49,9 +55,7 @@ DEFAULT_SCALES = (1.0, 1.5, 2.0, 3.0, 4.0)
 DEFAULT_MAX_SCALE = 32.0
 DEFAULT_PRECISION = 0.05
 DEFAULT_BUDGET = 12
-CEILING_SHARE = 0.8  # a step demanding this much of fio's ceiling that misses the rate: the replayer's
 MIN_RATE_WINDOW_S = 0.1  # a fast step's rate windows: 1 ms of pacing jitter stays within 1% of one
-GROWTH_FLOOR_US = run.ON_SCHEDULE_LATE_P99_NS / 1e3
 
 
 @dataclass(kw_only=True)
@@ -62,6 +66,7 @@ class HeadroomOptions:
     max_scale: float = DEFAULT_MAX_SCALE
     precision: float = DEFAULT_PRECISION
     budget: int = DEFAULT_BUDGET
+    repeat: int | None = None  # runs of a scale; None: iofp/repeats.py's default for the span
 
     def check(self) -> None:
         self.replay.check()
@@ -76,7 +81,9 @@ class HeadroomOptions:
         if not 0 < self.precision < 1:
             raise BadInput(f"--precision {self.precision:.0%}: must be between 0% and 100%, e.g. 5%")
         if self.budget < 1:
-            raise BadInput(f"--budget {self.budget}: must be at least 1 step")
+            raise BadInput(f"--budget {self.budget}: must be at least 1 scale")
+        if self.repeat is not None and self.repeat < 1:
+            raise BadInput(f"--repeat {self.repeat}: must be at least 1 run")
 
 
 def parse_scales(text: str) -> tuple[float, ...]:
@@ -114,6 +121,7 @@ class _Sweep:
     note: Note
     passed: float | None = None
     failed: float | None = None
+    repeat: int = 1  # runs of a scale (HeadroomOptions.repeat, resolved)
     stats: dict[str, float] = field(default_factory=dict)
 
 
@@ -138,7 +146,10 @@ def headroom(trace: Trace, opts: HeadroomOptions, note: Note | None = None) -> t
                     "capture of the target; pass a block device (e.g. a loop device over the file)"
                 )
             _prepare_output(out, opts.replay.force)
-            return _run(_Sweep(prep, opts, out, _new_result(prep, opts), note or (lambda s: None)))
+            sel = prep.plan.stats
+            repeat = opts.repeat or default_repeat(sel.duration_ns / 1e9)
+            res = _new_result(prep, opts, repeat)
+            return _run(_Sweep(prep, opts, out, res, note or (lambda s: None), repeat=repeat))
         except Interrupted as e:  # between the plan and the sweep's first record
             raise Stopped(f"headroom stopped by {e.name} before any step ran", e.signum) from None
         finally:
@@ -159,7 +170,8 @@ def _run(sw: _Sweep) -> tuple[Path, hr.HeadroomResult]:
         raise
     finally:
         res.status = "partial" if res.interrupted or res.status == "partial" else "complete"
-        res.headroom = conclude(res, sw.opts)
+        o = sw.opts
+        res.headroom = conclude(res, o.max_scale, o.precision, o.budget, sw.repeat)
         res.wall_s = round(time.monotonic() - t0, 3)
         path = hr.write(sw.out, res)
     return path, res
@@ -175,40 +187,75 @@ def rising(scales: tuple[float, ...], max_scale: float) -> Iterator[float]:
 
 
 def _search(sw: _Sweep) -> None:
-    """Rising steps to the first failure, then bisection to the precision, within the budget."""
+    """Rising scales to the first that does not pass, then bisection to the precision, within the
+    budget; then the factor's scale confirmed by --repeat runs."""
     for scale in rising(sw.opts.scales, sw.opts.max_scale):
-        if not _within_budget(sw, scale):
-            return
-        verdict = _step(sw, scale, "sweep").verdict
-        if verdict == hr.FAIL and _within_budget(sw, scale):  # one stall must not end the climb
-            verdict = _step(sw, scale, "confirm").verdict
+        verdict = _decide(sw, scale, "sweep")
         if verdict == hr.STOPPED:
             return
+        if verdict is None:  # the budget ran out
+            break
         if verdict != hr.PASS:
             sw.failed = scale
             break
         sw.passed = scale
-    if sw.passed is None or sw.failed is None:
-        return  # the first step failed (no bisection below today's load), or every scale passed
-    while (sw.failed - sw.passed) / sw.passed > sw.opts.precision:
-        mid = round((sw.passed + sw.failed) / 2, 4)
-        if not _within_budget(sw, mid):
+    if sw.passed is not None and sw.failed is not None:
+        while (sw.failed - sw.passed) / sw.passed > sw.opts.precision:
+            mid = round((sw.passed + sw.failed) / 2, 4)
+            verdict = _decide(sw, mid, "bisect")
+            if verdict == hr.STOPPED:
+                return
+            if verdict is None:
+                break
+            if verdict == hr.PASS:
+                sw.passed = mid
+            else:
+                sw.failed = mid
+    _confirm_factor(sw)
+
+
+def _decide(sw: _Sweep, scale: float, phase: str) -> str | None:
+    """Run `scale` until its verdict stands (decide.py's rule): a pass ends it, a failure or an
+    inconclusive run is run again up to --repeat runs. None: the budget allowed no run."""
+    if not _within_budget(sw, scale):
+        return None
+    verdict = None
+    for i in range(sw.repeat):
+        step = _step(sw, scale, phase if i == 0 else "confirm")
+        if step.verdict == hr.STOPPED:
+            return hr.STOPPED
+        v = scale_verdict(sw.res.steps, scale)
+        verdict = v.verdict if v else None
+        if verdict in (hr.PASS, hr.ABOVE_CEILING) or (verdict == hr.INCONCLUSIVE and v and v.passes):
+            break
+    return verdict
+
+
+def _confirm_factor(sw: _Sweep) -> None:
+    """Run the highest passing scale until --repeat runs passed; a failure there makes it
+    inconclusive, and the scale below that passed is confirmed in turn."""
+    while sw.res.interrupted is None:
+        verdicts = [scale_verdict(sw.res.steps, x) for x in _scales(sw)]
+        passed = [v for v in verdicts if v is not None and v.verdict == hr.PASS]
+        if not passed:
             return
-        verdict = _step(sw, mid, "bisect").verdict
-        if verdict == hr.STOPPED:
+        top = max(passed, key=lambda v: v.scale)
+        if top.passes >= sw.repeat or len(top.runs) >= sw.repeat:
             return
-        if verdict == hr.PASS:
-            sw.passed = mid
-        else:
-            sw.failed = mid
+        if _step(sw, top.scale, "confirm").verdict == hr.STOPPED:
+            return
+
+
+def _scales(sw: _Sweep) -> list[float]:
+    return sorted({s.scale for s in sw.res.steps})
 
 
 def _within_budget(sw: _Sweep, scale: float) -> bool:
-    """Whether a step at `scale` may go: one above the ceiling is not run, so costs nothing."""
+    """Whether a new scale may be judged: `--budget` scales in all (each up to --repeat runs); one
+    above the ceiling is not run, so costs nothing; a scale already judged is no new one."""
     limit = sw.res.ceiling.scale_limit()
-    return (limit is not None and scale > limit) or sum(
-        1 for s in sw.res.steps if s.dir is not None
-    ) < sw.opts.budget
+    judged = {s.scale for s in sw.res.steps if s.dir is not None}
+    return (limit is not None and scale > limit) or scale in judged or len(judged) < sw.opts.budget
 
 
 def _step(sw: _Sweep, scale: float, phase: str) -> hr.Step:
@@ -235,7 +282,9 @@ def _step(sw: _Sweep, scale: float, phase: str) -> hr.Step:
         step.wall_s = round(time.monotonic() - t0, 3)
     res.steps.append(step)
     hr.write(sw.out, res)
-    sw.note(f"[{name}] {step.verdict}" + (f": {'; '.join(why(step))}" if why(step) else ""))
+    said = "; ".join(why(step))
+    shown = said if step.verdict == hr.INCONCLUSIVE else step.verdict + (f": {said}" if said else "")
+    sw.note(f"[{name}] {shown}")
     if rres is not None and rres.interrupted:
         res.interrupted = rres.interrupted.split()[0]
     elif rres is not None and rres.fio["exit_code"] != 0:
@@ -267,113 +316,7 @@ def _demand(res: hr.HeadroomResult, rres: ReplayResult, scale: float) -> None:
     res.selection = rres.selection.get("how", "")
 
 
-def judge(rres: ReplayResult, scale: float, phase: str, where: str, slo: Slo, limit: float | None) -> hr.Step:
-    """One step's verdict from its replay result: the SLO on its measured figures, and the rate kept."""
-    m, fid = rres.measured, rres.fidelity
-    step = hr.Step(scale, phase, where, hr.PASS, demanded_iops=rres.demanded.iops,
-                   demanded_commits_per_s=rres.demanded.commits_per_s)  # fmt: skip
-    step.host = rres.host_evidence
-    if m is not None:
-        step.achieved_iops, step.commits_per_s = m.achieved_iops, m.commits_per_s
-        step.latency_ns = {op: {p: m.latency(op, p) for p in PCTS} for op in hr.OPS}
-    if rres.interrupted:
-        step.verdict = hr.STOPPED
-        return step
-    if fid.get("status") != "measured":
-        step.fidelity = fid.get("status", "not measured")
-        step.rate_failures = [f"the rate was not measured: {fid.get('reason', 'no capture')}"]
-    else:
-        step.fidelity = f"{fid['verdict']}, {fid['timing']}"
-        step.iops_mape, step.stretch, step.late_growth_us = (
-            fid["iops_mape"],
-            fid["stretch"],
-            fid["late_growth_us"],
-        )
-        step.rate_failures = list(fid["reasons"])
-        allowed_us = max(GROWTH_FLOOR_US, run.FAITHFUL_STRETCH * rres.demanded.span_s * 1e6)
-        if (step.late_growth_us or 0) > allowed_us:
-            step.rate_failures.append(
-                f"lateness grew {step.late_growth_us / 1e3:,.1f} ms over the run "
-                f"(allowed {allowed_us / 1e3:,.1f} ms)"
-            )
-    step.slo_failures = slo.failures(_Figures(rres)) if m else ["no figures: the step was not captured"]
-    if step.rate_failures:
-        step.saturation = "replayer" if limit is not None and scale >= CEILING_SHARE * limit else "device"
-    if step.rate_failures or step.slo_failures:
-        step.verdict = hr.FAIL
-    return step
-
-
-class _Figures:
-    """A step's figures as the SLO reads them (iofp/slo.py's Figures)."""
-
-    def __init__(self, rres: ReplayResult) -> None:
-        assert rres.measured is not None
-        self.m = rres.measured
-        self.demanded_iops = rres.demanded.iops
-        self.achieved_iops = self.m.achieved_iops
-        self.commits_per_s = self.m.commits_per_s
-
-    def latency(self, op: str, pct: str) -> float | None:
-        return self.m.latency(op, pct)
-
-
-def why(step: hr.Step) -> list[str]:
-    """Why a step failed, rate first (a saturated device misses latency too: the rate is the cause)."""
-    who = f"the {step.saturation}'s saturation: " if step.saturation else ""
-    return [who + "; ".join(step.rate_failures)] * bool(step.rate_failures) + step.slo_failures
-
-
-def conclude(res: hr.HeadroomResult, opts: HeadroomOptions) -> hr.Headroom:
-    """The headroom factor, why the search stopped there, and the sentence that says what it means."""
-    ran = [s for s in res.steps if s.verdict != hr.STOPPED]
-    passed = [s for s in ran if s.verdict == hr.PASS]
-    factor = max((s.scale for s in passed), default=None)
-    failing = [s for s in ran if s.verdict != hr.PASS and (factor is None or s.scale > factor)]
-    first_fail = min(failing, key=lambda s: s.scale, default=None)
-    name = res.labels.get("device") or res.target.get("name") or res.target.get("path")
-    what = _what(res)
-    if first_fail is None:
-        if factor is None:
-            return hr.Headroom(None, None, "none", f"{name}: no step ran")
-        bound = "max-scale" if factor >= opts.max_scale else "budget"
-        limit = "the most asked (--max-scale)" if bound == "max-scale" else "where the step budget ran out"
-        if bound == "budget" and res.interrupted:  # the budget was not what stopped it
-            limit = f"where the sweep was stopped ({res.interrupted})"
-        return hr.Headroom(factor, None, bound, f"{name} holds {res.slo} up to at least {factor:g}x "
-                           f"{what}{_load(res, factor)}, {limit}")  # fmt: skip
-    bound = (
-        "replayer" if first_fail.saturation == "replayer"
-        else "rate" if first_fail.rate_failures else "slo"
-    )  # fmt: skip
-    if factor is None:
-        text = f"{name} misses {res.slo} at {first_fail.scale:g}x {what}: {'; '.join(why(first_fail))}"
-        return hr.Headroom(None, first_fail.scale, "first step", text)
-    at = f"at {first_fail.scale:g}x {'; '.join(why(first_fail))}"
-    if bound == "replayer":
-        text = (f"{name} holds {res.slo} up to at least {factor:g}x {what}{_load(res, factor)}; above "
-                f"that is the replayer's limit, not the device's: {at}")  # fmt: skip
-    else:
-        text = f"{name} holds {res.slo} up to {factor:g}x {what}{_load(res, factor)}; {at}"
-    if (first_fail.scale - factor) / factor > opts.precision:
-        text += f" (not bisected to {opts.precision:.0%}: the step budget of {opts.budget} ran out)"
-    return hr.Headroom(factor, first_fail.scale, bound, text)
-
-
-def _what(res: hr.HeadroomResult) -> str:
-    regime = (res.settings.get("selection") or {}).get("regime")
-    return {"spike": "today's spike", "steady": "today's steady state"}.get(regime or "", "today's rate")
-
-
-def _load(res: hr.HeadroomResult, scale: float) -> str:
-    d = res.demand
-    parts = [f"{d['iops'] * scale:,.0f} IOPS"] if d.get("iops") else []
-    if d.get("commits_per_s"):
-        parts.append(f"{d['commits_per_s'] * scale:,.0f} commits/s")
-    return f" ({', '.join(parts)})" if parts else ""
-
-
-def _new_result(prep: run.Prepared, opts: HeadroomOptions) -> hr.HeadroomResult:
+def _new_result(prep: run.Prepared, opts: HeadroomOptions, repeat: int) -> hr.HeadroomResult:
     t, r = prep.target, opts.replay
     return hr.HeadroomResult(
         tool_version=__version__, host=socket.gethostname(), kernel=platform.release(),
@@ -386,7 +329,8 @@ def _new_result(prep: run.Prepared, opts: HeadroomOptions) -> hr.HeadroomResult:
                   "budget": opts.budget, "selection": r.selection.to_dict(), "engine": r.engine,
                   "iodepth": r.iodepth, "streams": prep.plan.streams.mode, "pace": r.pace,
                   "fold_size": prep.mapping.fold_size, "align": prep.mapping.align,
-                  "ceiling_share": CEILING_SHARE, "min_rate_window_s": MIN_RATE_WINDOW_S},
+                  "ceiling_share": CEILING_SHARE, "min_rate_window_s": MIN_RATE_WINDOW_S,
+                  "repeat": repeat},
         selection=prep.plan.stats.how, demand={}, ceiling=hr.Ceiling("not measured", reason="not run yet"),
     )  # fmt: skip
 

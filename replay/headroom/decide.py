@@ -1,0 +1,219 @@
+"""What a sweep's steps say: each step's verdict from its replay and its host evidence (`judge`), each
+scale's verdict from its runs (`scale_verdict`), and the headroom they support (`conclude`).
+
+A step that missed (the SLO or the rate) is the device's only when the evidence allows it
+(iofp/host_evidence.py `limit`): when the host limited the run (its tasks waited for a CPU, none was
+idle, or the hypervisor took it) the step is **inconclusive**, saturation "host", and says so; a
+rate missed at CEILING_SHARE of fio's ceiling is the replayer's, as before.
+
+A scale is run up to `--repeat` times (iofp/repeats.py): it passes when a run passed and none
+failed; it fails when its conclusive runs all failed; it is inconclusive when its runs disagree
+(a pass and a failure: "the runs disagree") or none was conclusive (the host). The factor is the
+highest scale that passed, and a factor is stated as confirmed only when `--repeat` runs at it all
+passed (the sweep runs them: sweep.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from iofp import headroom_result as hr
+from iofp.host_evidence import limit as host_limit
+from iofp.replay_result import PCTS, ReplayResult
+from iofp.slo import Slo
+from replay import run
+
+CEILING_SHARE = 0.8  # a step demanding this much of fio's ceiling that misses the rate: the replayer's
+GROWTH_FLOOR_US = run.ON_SCHEDULE_LATE_P99_NS / 1e3
+RERUN = "rerun on a quiet host"
+
+
+def judge(
+    rres: ReplayResult, scale: float, phase: str, where: str, slo: Slo, limit: float | None
+) -> hr.Step:
+    """One step's verdict from its replay result: the SLO on its measured figures, the rate kept, and
+    whose limit a miss was."""
+    m = rres.measured
+    step = hr.Step(scale, phase, where, hr.PASS, demanded_iops=rres.demanded.iops,
+                   demanded_commits_per_s=rres.demanded.commits_per_s)  # fmt: skip
+    step.host = rres.host_evidence
+    if m is not None:
+        step.achieved_iops, step.commits_per_s = m.achieved_iops, m.commits_per_s
+        step.latency_ns = {op: {p: m.latency(op, p) for p in PCTS} for op in hr.OPS}
+    if rres.interrupted:
+        step.verdict = hr.STOPPED
+        return step
+    step.rate_failures = _rate_failures(rres, step)
+    step.slo_failures = slo.failures(_Figures(rres)) if m else ["no figures: the step was not captured"]
+    if not (step.rate_failures or step.slo_failures):
+        return step
+    step.verdict = hr.FAIL
+    if step.rate_failures and limit is not None and scale >= CEILING_SHARE * limit:
+        step.saturation = "replayer"
+        return step
+    lim = host_limit(rres.host_evidence)
+    step.limit = lim.why if lim.who != "unknown" else None
+    if lim.who == "host":
+        step.verdict, step.saturation = hr.INCONCLUSIVE, "host"
+    elif step.rate_failures:
+        step.saturation = "device"
+    return step
+
+
+def _rate_failures(rres: ReplayResult, step: hr.Step) -> list[str]:
+    """Why the step did not keep the demanded rate (none: it did): not faithful, or its lateness grew."""
+    fid = rres.fidelity
+    if fid.get("status") != "measured":
+        step.fidelity = fid.get("status", "not measured")
+        return [f"the rate was not measured: {fid.get('reason', 'no capture')}"]
+    step.fidelity = f"{fid['verdict']}, {fid['timing']}"
+    step.iops_mape, step.stretch = fid["iops_mape"], fid["stretch"]
+    step.late_growth_us = fid["late_growth_us"]
+    out = list(fid["reasons"])
+    allowed = max(GROWTH_FLOOR_US, run.FAITHFUL_STRETCH * rres.demanded.span_s * 1e6) / 1e3
+    if (step.late_growth_us or 0) / 1e3 > allowed:
+        grew = (step.late_growth_us or 0) / 1e3
+        out.append(f"lateness grew {grew:,.1f} ms over the run (allowed {allowed:,.1f} ms)")
+    return out
+
+
+class _Figures:
+    """A step's figures as the SLO reads them (iofp/slo.py's Figures)."""
+
+    def __init__(self, rres: ReplayResult) -> None:
+        assert rres.measured is not None
+        self.m = rres.measured
+        self.demanded_iops = rres.demanded.iops
+        self.achieved_iops = self.m.achieved_iops
+        self.commits_per_s = self.m.commits_per_s
+        self.achieved_mbps = self.m.achieved_mbps
+
+    def latency(self, op: str, pct: str) -> float | None:
+        return self.m.latency(op, pct)
+
+
+def why(step: hr.Step) -> list[str]:
+    """Why a step failed, rate first (a saturated device misses latency too: the rate is the cause);
+    for an inconclusive one, what the host was doing first."""
+    if step.verdict == hr.INCONCLUSIVE:
+        missed = "; ".join([*step.rate_failures, *step.slo_failures])
+        return [f"inconclusive: {step.limit}; {RERUN} (it missed: {missed})"]
+    who = f"the {step.saturation}'s saturation: " if step.saturation else ""
+    return [who + "; ".join(step.rate_failures)] * bool(step.rate_failures) + step.slo_failures
+
+
+# ---- scales -------------------------------------------------------------------------------------
+
+
+@dataclass
+class ScaleVerdict:
+    scale: float
+    verdict: str  # hr.PASS | hr.FAIL | hr.INCONCLUSIVE | hr.ABOVE_CEILING
+    runs: list[hr.Step]
+    why: str = ""  # for INCONCLUSIVE: the host, or the runs disagreeing
+
+    @property
+    def passes(self) -> int:
+        return sum(s.verdict == hr.PASS for s in self.runs)
+
+
+def scale_verdict(steps: list[hr.Step], scale: float) -> ScaleVerdict | None:
+    """The verdict of `scale` from every run of it (stopped runs left out; None if none ran)."""
+    runs = [s for s in steps if s.scale == scale and s.verdict != hr.STOPPED]
+    if not runs:
+        return None
+    kinds = [s.verdict for s in runs]
+    if hr.ABOVE_CEILING in kinds:
+        return ScaleVerdict(scale, hr.ABOVE_CEILING, runs)
+    n, p, f = len(runs), kinds.count(hr.PASS), kinds.count(hr.FAIL)
+    if p and f:
+        disagree = f"the runs disagree: {p} of {n} passed, {f} failed"
+        return ScaleVerdict(scale, hr.INCONCLUSIVE, runs, disagree)
+    if p:
+        return ScaleVerdict(scale, hr.PASS, runs)
+    if f:
+        return ScaleVerdict(scale, hr.FAIL, runs)
+    host = next(s for s in runs if s.verdict == hr.INCONCLUSIVE)
+    return ScaleVerdict(scale, hr.INCONCLUSIVE, runs, f"{host.limit} ({n} of {n} runs)")
+
+
+def scale_verdicts(res: hr.HeadroomResult) -> list[ScaleVerdict]:
+    scales = sorted({s.scale for s in res.steps})
+    return [v for v in (scale_verdict(res.steps, x) for x in scales) if v is not None]
+
+
+def conclude(
+    res: hr.HeadroomResult, max_scale: float, precision: float, budget: int, repeat: int
+) -> hr.Headroom:
+    """The headroom factor, why the search stopped there, and the sentence that says what it means."""
+    verdicts = scale_verdicts(res)
+    passed = [v for v in verdicts if v.verdict == hr.PASS]
+    factor = max((v.scale for v in passed), default=None)
+    above = [v for v in verdicts if v.verdict != hr.PASS and (factor is None or v.scale > factor)]
+    first = min(above, key=lambda v: v.scale, default=None)
+    name = res.labels.get("device") or res.target.get("name") or res.target.get("path")
+    what = _what(res)
+    runs = "" if factor is None else _runs(next(v for v in passed if v.scale == factor), repeat)
+    if first is None:
+        if factor is None:
+            return hr.Headroom(None, None, "none", f"{name}: no step ran")
+        bound = "max-scale" if factor >= max_scale else "budget"
+        stop = "the most asked (--max-scale)" if bound == "max-scale" else "where the step budget ran out"
+        if bound == "budget" and res.interrupted:  # the budget was not what stopped it
+            stop = f"where the sweep was stopped ({res.interrupted})"
+        return hr.Headroom(factor, None, bound, f"{name} holds {res.slo} up to at least {factor:g}x "
+                           f"{what}{_load(res, factor)}{runs}, {stop}")  # fmt: skip
+    bound, at = _bound(first)
+    where = f"{first.scale:g}x {what}"
+    if factor is None:
+        if bound in hr.UNJUDGED_BOUNDS:
+            return hr.Headroom(None, first.scale, bound, f"{name}: inconclusive at {where}: {at}")
+        return hr.Headroom(None, first.scale, "first step", f"{name} misses {res.slo} at {where}: {at}")
+    held = f"{name} holds {res.slo} up to"
+    load = f"{what}{_load(res, factor)}{runs}"
+    if bound in ("replayer", *hr.UNJUDGED_BOUNDS):
+        whose = "the replayer's limit, not the device's" if bound == "replayer" else "inconclusive"
+        text = f"{held} at least {factor:g}x {load}; above that is {whose}: at {first.scale:g}x {at}"
+    else:
+        text = f"{held} {factor:g}x {load}; at {first.scale:g}x {at}"
+    if bound not in hr.UNJUDGED_BOUNDS and (first.scale - factor) / factor > precision:
+        text += f" (not bisected to {precision:.0%}: the step budget of {budget} ran out)"
+    return hr.Headroom(factor, first.scale, bound, text)
+
+
+def _bound(first: ScaleVerdict) -> tuple[str, str]:
+    """Why the search stopped at the scale `first` (a bound of hr.BOUNDS) and what it says."""
+    last = first.runs[-1]
+    if first.verdict == hr.ABOVE_CEILING or any(s.saturation == "replayer" for s in first.runs):
+        s = next(s for s in first.runs if s.saturation == "replayer")
+        return "replayer", "; ".join(why(s))
+    if first.verdict == hr.INCONCLUSIVE:
+        if any(s.verdict == hr.PASS for s in first.runs):
+            fail = next(s for s in first.runs if s.verdict == hr.FAIL)
+            return "inconclusive", f"{first.why} ({'; '.join(why(fail))})"
+        return "host", f"{first.why}; {RERUN}"
+    fails = [s for s in first.runs if s.verdict == hr.FAIL]
+    n = len(first.runs)
+    text = "; ".join(why(fails[-1])) + (f" ({len(fails)} of {n} runs)" if n > 1 else "")
+    return ("rate" if last.rate_failures or fails[-1].rate_failures else "slo"), text
+
+
+def _runs(v: ScaleVerdict, repeat: int) -> str:
+    """How many runs back the factor: all of `repeat`, or fewer (then said)."""
+    if repeat <= 1:
+        return ""
+    passes = v.passes
+    return f", {passes} runs agreeing" if passes >= repeat else f" ({passes} of {repeat} runs passed)"
+
+
+def _what(res: hr.HeadroomResult) -> str:
+    regime = (res.settings.get("selection") or {}).get("regime")
+    return {"spike": "today's spike", "steady": "today's steady state"}.get(regime or "", "today's rate")
+
+
+def _load(res: hr.HeadroomResult, scale: float) -> str:
+    d = res.demand
+    parts = [f"{d['iops'] * scale:,.0f} IOPS"] if d.get("iops") else []
+    if d.get("commits_per_s"):
+        parts.append(f"{d['commits_per_s'] * scale:,.0f} commits/s")
+    return f" ({', '.join(parts)})" if parts else ""
