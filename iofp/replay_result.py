@@ -9,7 +9,8 @@ fio's own summary (labelled as fio's) and the fidelity verdict. `status` says wh
 complete or was cut short (`interrupted` names the signal); a partial run's figures cover what ran.
 
 Version 3 (this one): `host_evidence` is new: what the host and the target were doing while fio ran
-(iofp/host_evidence.py), so a verdict names the device only when the device set the limit. v2
+(iofp/host_evidence.py), so a verdict names the device only when the device set the limit; and
+`repeats`: the directories (inside this one) of the other runs of `iofp replay --repeat N`. v2
 results are read (without it: their verdicts are stated as before, and say the host was not
 recorded); v1 results (fio's figures, captures reopened by compare) are refused with the versions
 named.
@@ -18,12 +19,13 @@ named.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from iofp import artifact_json, results_dir
-from iofp.contract import atomic_write_bytes
+from iofp.contract import atomic_write_bytes, inside
 from iofp.errors import BadInput
 from iofp.host_evidence import HostEvidence
 
@@ -124,6 +126,7 @@ class ReplayResult:
     measured: Measured | None  # None: no capture (a file target, --no-fidelity)
     fidelity: dict[str, Any]  # status, and when measured the verdict and its figures
     host_evidence: HostEvidence | None = None  # None: not sampled (a v2 result, a stopped run)
+    repeats: list[str] = field(default_factory=list)  # the other runs of `--repeat`: result dirs inside
     artifacts: list[str] = field(default_factory=list)
     status: str = "complete"  # "complete" | "partial"
     interrupted: str | None = None  # e.g. "SIGTERM while fio ran (2.1 s of 6.0 s)"
@@ -149,6 +152,16 @@ def write(root: Path, result: ReplayResult) -> Path:
     path = root / RECORD
     atomic_write_bytes(path, json.dumps(result.to_dict(), indent=2, sort_keys=True, default=str).encode())
     return path
+
+
+def runs(path: Path | str) -> list[tuple[Path, ReplayResult]]:
+    """A result and its repeats (`iofp replay --repeat`), each loaded: the first is the result itself."""
+    root, res = load(path)
+    for d in res.repeats:  # what `--repeat` names them, inside the result: nothing else is read
+        if not re.fullmatch(r"repeat-\d{1,4}", str(d)):
+            raise BadInput(f"{root / RECORD}: repeats lists {str(d)[:80]!r}, not a repeat-K directory; "
+                           "run the replay again")  # fmt: skip
+    return [(root, res)] + [load(inside(root, root / d, "a repeat's directory")) for d in res.repeats]
 
 
 def load(path: Path | str) -> tuple[Path, ReplayResult]:

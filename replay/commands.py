@@ -91,6 +91,13 @@ def replay_cmd(
     no_fidelity: bool = typer.Option(
         False, "--no-fidelity", help="Do not capture the target during the replay."
     ),
+    repeat: int | None = typer.Option(
+        None,
+        "--repeat",
+        metavar="N",
+        help="Replay it N times (the others in OUTPUT/repeat-K): iofp compare states a verdict only "
+        "where the runs agree. Default 3 for a selection of 60 s or less, else 1.",
+    ),
 ) -> None:
     """Replay a trace selection on a candidate device with fio, capture it, and judge its fidelity.
 
@@ -104,9 +111,12 @@ def replay_cmd(
 
     dest = results_output(output or runner.default_output(run.target), ARTIFACTS, force=args.force)
     opts = replay_options(args, run, dest.local, fidelity=not no_fidelity)
+    opts.repeat = repeat
     with dest:  # s3://: shipped when it ends (a failed or stopped run's record too)
         path, res = runner.replay(open_trace(trace), opts)
     typer.echo(runner.replay_summary(res))
+    if res.repeats:
+        typer.echo(runner.repeats_summary(path.parent))
     if (shipped := dest.finish()) is not None:
         typer.echo(shipped)
     typer.echo(f"Wrote {dest.shown(path)}. Next: {shell_command('iofp', 'compare', dest.shown(path.parent))}")
@@ -130,7 +140,15 @@ def headroom_cmd(
     precision: str = typer.Option(
         "5%", "--precision", help="Bisect between the last pass and the first failure until this close."
     ),
-    budget: int = typer.Option(12, "--budget", help="At most this many replay steps in all."),
+    budget: int = typer.Option(
+        12, "--budget", help="At most this many scales in all (each up to --repeat runs)."
+    ),
+    repeat: int | None = typer.Option(
+        None,
+        "--repeat",
+        metavar="N",
+        help="Runs of a scale before its verdict stands (default 3 for a selection of 60 s or less, else 1).",
+    ),
     output: Path | None = typer.Option(
         None,
         "-o",
@@ -141,7 +159,12 @@ def headroom_cmd(
     json_out: str | None = json_option(),
 ) -> None:
     """Replay the selection at rising load until the SLO breaks or the rate is not kept, then bisect:
-    how many times today's load the target holds, and whether the device or the replayer gave out."""
+    how many times today's load the target holds, and whether the device, the replayer or the host
+    gave out.
+
+    Exit status: 0 when the target holds today's load (1x), 1 when it does not or the runs at 1x
+    were inconclusive (the host limited them, or they disagreed), 2 for bad input.
+    """
     import signal
 
     from iofp.contract import open_trace
@@ -158,6 +181,7 @@ def headroom_cmd(
         max_scale=max_scale,
         precision=headroom.parse_precision(precision),
         budget=budget,
+        repeat=repeat,
     )
     json_target(json_out, force=args.force)
     with dest:  # s3://: shipped when it ends (a failed or stopped sweep's record too)
@@ -170,6 +194,8 @@ def headroom_cmd(
         echo(shipped, json_out)
     compare = shell_command("iofp", "compare", dest.shown(path.parent))
     echo(f"Wrote {dest.shown(path)}; each step's replay is under steps/. Next: {compare}", json_out)
+    if res.headroom is None or res.headroom.factor is None:
+        raise typer.Exit(1)  # below 1x, or not shown to hold it
 
 
 def compare_cmd(
@@ -196,7 +222,8 @@ def compare_cmd(
     with headroom results, ranked by headroom; with probe results, their cells beside.
 
     Exit status: 0 when every candidate meets the SLO (or none is given), 1 when a candidate misses
-    it, 2 for bad input.
+    it (its latency, or the demanded rate by more than 5%) or its verdict is inconclusive (the host
+    limited its runs, or they disagree), 2 for bad input.
     """
     from iofp import results_dir
     from iofp import slo as slomod
@@ -211,7 +238,7 @@ def compare_cmd(
     echo(compare.render(cmp, fmt).rstrip("\n"), json_out)
     if (path := emit_json(json_out, None, force=force, text=compare.render(cmp, "json") + "\n")) is not None:
         echo(f"Wrote {path}.", json_out)
-    if cmp.failed:
+    if cmp.failed or cmp.inconclusive:
         raise typer.Exit(1)
 
 

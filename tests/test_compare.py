@@ -5,6 +5,7 @@ an SLO miss exits 1, and the table fits 80 and 120 columns."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import duckdb
@@ -14,7 +15,9 @@ from helpers import load_result, run_iofp, write_trace
 from lab import DISK, RAM, destroy_loop, make_loop
 
 from iofp import slo
+from iofp.host_evidence import limit
 from replay import compare
+from replay.compare import verdicts
 
 pytestmark = [needs_root, needs_fio]
 
@@ -32,8 +35,8 @@ def results(tmp_path_factory) -> dict[str, Path]:
         try:
             code, _, err = run_iofp(
                 "replay", SAMPLE, "--between", *BETWEEN, "--target", dev, "--label", f"device={name}",
-                "--output", base / name,
-            )  # fmt: skip
+                "--output", base / name, "--repeat", "1",
+            )  # fmt: skip  (one run: these tests read its figures; repeats: test_compare_verdicts.py)
             assert code == 0, err
         finally:
             destroy_loop(dev, backing)
@@ -94,20 +97,33 @@ def test_baseline_is_the_trace_itself_over_the_same_selection(results):
 
 
 def test_an_slo_miss_exits_1_and_says_which_term(results):
+    """A miss is the device's, or inconclusive where the host limited the run (its evidence); a run that
+    did not keep the demanded rate misses too (test_compare_verdicts.py holds those rules exactly)."""
     dirs = [results["ram-loop"], results["disk-loop"]]
-    code, out, err = run_iofp("compare", *dirs, "--slo", "p99<=10s,commit.p99<=10s")
-    assert (code, err) == (0, "")
-    assert [line.split() for line in out.splitlines() if line.startswith("SLO")] == [["SLO", "pass", "pass"]]
+    cmp = compare.compare(dirs, slo.parse(["p99<=10s,commit.p99<=10s"]))
+    for row in cmp.rows:  # a generous SLO: only the rate, or the host, can fail it
+        missed = "inconclusive" if limit(row.host).who == "host" else "FAIL"
+        assert row.slo == ("pass" if not verdicts.rate_failures(row) else missed), row
     code, out, _ = run_iofp("compare", *dirs, "--slo", "p99<=10s", "--slo", "commit.p50<=1ns")
     assert code == 1
     p50 = compare.compare([dirs[1]], slo.parse([])).rows[0].latency("commit", "p50")
-    assert f"disk-loop misses 'p99<=10s,commit.p50<=1ns': commit p50 {slo.format_ns(p50)} > 1 ns" in out
+    said = out.replace("\n  ", " ")
+    assert f"commit p50 {slo.format_ns(p50)} > 1 ns" in said
+    assert "disk-loop misses 'p99<=10s,commit.p50<=1ns'" in said or "disk-loop: inconclusive against" in said
 
 
 @pytest.mark.parametrize("width", [80, 120])
-def test_the_table_fits_the_terminal(results, width, monkeypatch):
+def test_the_table_fits_the_terminal(results, width, monkeypatch, tmp_path):
     monkeypatch.setenv("COLUMNS", str(width))
-    dirs = [results["ram-loop"], results["disk-loop"]] * 3  # six candidates: split into several tables
+    dirs = []
+    for i in range(3):  # six candidates (six labels: runs with one label are one candidate)
+        for name, src in results.items():
+            copy = tmp_path / f"{name}-{i}"
+            shutil.copytree(src, copy, ignore=shutil.ignore_patterns("capture", "expected"))
+            doc = json.loads((copy / "results.json").read_text())
+            doc["labels"]["device"] = f"{name}-{i}"
+            (copy / "results.json").write_text(json.dumps(doc))
+            dirs.append(copy)
     code, out, _ = run_iofp("compare", *dirs, "--baseline", SAMPLE, "--slo", "p99<=2ms")
     assert code in (0, 1)
     assert max(len(line) for line in out.splitlines()) <= width
@@ -118,10 +134,13 @@ def test_the_table_fits_the_terminal(results, width, monkeypatch):
 def test_markdown_and_json(results):
     dirs = [results["ram-loop"], results["disk-loop"]]
     code, out, err = run_iofp("compare", *dirs, "--json", "-", "--slo", "p99<=10s")
-    assert code == 0, err
     doc = json.loads(out)
-    assert [r["name"] for r in doc["rows"]] == ["ram-loop", "disk-loop"] and doc["failed"] == []
-    assert {r["slo"] for r in doc["rows"]} == {"pass"}
+    assert [r["name"] for r in doc["rows"]] == ["ram-loop", "disk-loop"]
+    # p99<=10s holds; a candidate that did not keep the rate misses (or, the host busy, is inconclusive)
+    said = {r["name"]: r["slo"] for r in doc["rows"]}
+    assert doc["failed"] == [n for n, v in said.items() if v == "FAIL"]
+    assert doc["inconclusive"] == [n for n, v in said.items() if v == "inconclusive"]
+    assert code == (1 if doc["failed"] or doc["inconclusive"] else 0), err
     code, out, _ = run_iofp("compare", *dirs, "--format", "markdown")
     assert code == 0 and out.splitlines()[0] == "| | ram-loop | disk-loop |"
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,9 +35,12 @@ from iofp import probe_result as pr
 from iofp import replay_result as rr
 from iofp.contract import inside, open_trace
 from iofp.errors import BadInput
+from iofp.host_evidence import HostEvidence
+from iofp.repeats import FAIL, INCONCLUSIVE, spread
 from iofp.results_dir import shown
 from iofp.slo import Slo, format_ns
 from iofp.terminal import one_line
+from replay.compare.verdicts import contradictions, group, interference, judge, ranking
 from replay.run import measure
 
 PCTS_FIO = {"p50": "50.000000", "p99": "99.000000", "p99.9": "99.900000"}
@@ -60,23 +64,40 @@ class Row:
     status: str = "complete"
     selection: str = ""
     slo_failures: list[str] = field(default_factory=list)
-    slo: str = "n/a"
+    slo: str = "n/a"  # the verdict: "pass", "FAIL" or "inconclusive" (with an SLO), else "n/a"
     headroom: dict[str, Any] | None = None  # factor, failed_at, bound, finding, source
     probe: list[dict[str, Any]] = field(default_factory=list)  # one per cell: what, figures, source
+    demanded_commits_per_s: float | None = None
+    host: HostEvidence | None = None  # what the host was doing while the run's fio ran
+    rate_failures: list[str] = field(default_factory=list)  # the demanded rate not kept: by how much
+    why: str = ""  # an inconclusive verdict's reason (the host, or runs that disagree)
+    runs: list[Row] = field(default_factory=list)  # the repeats of a group (same label): one Row each
+
+    def _median(self, get: Callable[[Row], float | None]) -> float | None:
+        s = spread([get(r) for r in self.runs])
+        return None if s is None else s.median
 
     @property
     def achieved_iops(self) -> float | None:
+        if self.runs:
+            return self._median(lambda r: r.achieved_iops)
         return self.measured.achieved_iops if self.measured else None
 
     @property
     def achieved_mbps(self) -> float | None:
+        if self.runs:
+            return self._median(lambda r: r.achieved_mbps)
         return self.measured.achieved_mbps if self.measured else None
 
     @property
     def commits_per_s(self) -> float | None:
+        if self.runs:
+            return self._median(lambda r: r.commits_per_s)
         return self.measured.commits_per_s if self.measured else None
 
     def latency(self, op: str, pct: str) -> float | None:
+        if self.runs:
+            return self._median(lambda r: r.latency(op, pct))
         return self.measured.latency(op, pct) if self.measured else None
 
 
@@ -86,23 +107,29 @@ class Comparison:
     slo: Slo
     notes: list[str] = field(default_factory=list)
 
+    ranking: str = ""  # with headroom results: the order the evidence supports, or "inconclusive: ..."
+
     @property
     def failed(self) -> list[Row]:
         """The candidates that miss the SLO (the baseline is shown, not judged)."""
-        return [r for r in self.rows if r.role == "candidate" and r.slo_failures]
+        return [r for r in self.rows if r.role == "candidate" and r.slo == FAIL]
+
+    @property
+    def inconclusive(self) -> list[Row]:
+        """The candidates whose verdict the runs do not support (the host, or runs that disagree)."""
+        return [r for r in self.rows if r.role == "candidate" and r.slo == INCONCLUSIVE]
 
 
 def compare(paths: list[Path], slo: Slo, baseline: Path | None = None) -> Comparison:
     replays, headrooms, probes = _kinds(paths)
-    loaded = [rr.load(p) for p in replays]
+    loaded = [run for p in replays for run in rr.runs(p)]  # a result and its repeats (--repeat)
     named = {_name(res.labels, res.target) for _, res in loaded}
     for root, h in headrooms:  # a candidate given by its headroom alone: its 1x step is its replay
-        today = _today(h)
-        if _name(h.labels, h.target) not in named and today is not None:
-            loaded.append(rr.load(inside(root, root / today, "its step's directory")))
+        if _name(h.labels, h.target) not in named:
+            loaded += [rr.load(inside(root, root / d, "its step's directory")) for d in _today(h)]
     if not loaded:
         raise BadInput("no replay to compare: pass `iofp replay` or `iofp headroom` results directories")
-    rows = [_candidate(root, res) for root, res in loaded]
+    rows = group([_candidate(root, res) for root, res in loaded])
     cmp = Comparison(rows, slo)
     spans = {(r.selection["t_lo_ns"], r.selection["t_hi_ns"], r.trace["path"]) for _, r in loaded}
     if len(spans) > 1:
@@ -110,10 +137,11 @@ def compare(paths: list[Path], slo: Slo, baseline: Path | None = None) -> Compar
     _join(cmp, headrooms, probes)
     if baseline is not None:
         cmp.rows.insert(0, _baseline(baseline, loaded[0][1], cmp.notes))
-    for r in cmp.rows:
-        if slo:
-            r.slo_failures = slo.failures(r)
-            r.slo = "FAIL" if r.slo_failures else "pass"
+    if slo:
+        judge(cmp.rows, slo)
+    if headrooms:
+        cmp.ranking = ranking(cmp.rows)
+    cmp.notes += contradictions(cmp.rows)
     return cmp
 
 
@@ -139,10 +167,13 @@ def _name(labels: dict[str, str], target: dict[str, Any]) -> str:
     return labels.get("device") or target.get("name") or Path(target["path"]).name
 
 
-def _today(h: hr.HeadroomResult) -> str | None:
-    """The step at 1x (else the lowest scale run): today's load on this candidate."""
-    ran = sorted((s for s in h.steps if s.dir and s.verdict != hr.STOPPED), key=lambda s: abs(s.scale - 1))
-    return ran[0].dir if ran else None
+def _today(h: hr.HeadroomResult) -> list[str]:
+    """The runs at 1x (else at the scale nearest it): today's load on this candidate, every repeat."""
+    ran = [s for s in h.steps if s.dir and s.verdict != hr.STOPPED]
+    if not ran:
+        return []
+    near = min(abs(s.scale - 1) for s in ran)
+    return [s.dir for s in ran if s.dir and abs(s.scale - 1) == near]
 
 
 def _join(cmp: Comparison, headrooms: Headrooms, probes: list[pr.ProbeResult]) -> None:
@@ -153,7 +184,11 @@ def _join(cmp: Comparison, headrooms: Headrooms, probes: list[pr.ProbeResult]) -
         if row is None:
             cmp.notes.append(f"{shown(root)}: its device {_name(h.labels, h.target)!r} matches no candidate")
         elif h.headroom is not None:
-            row.headroom = asdict(h.headroom) | {"source": shown(root), "slo": h.slo, "status": h.status}
+            at = h.headroom.failed_at
+            fail = next((s for s in h.steps if s.scale == at and s.verdict == hr.FAIL), None)
+            failed_step = fail and {"achieved_iops": fail.achieved_iops, "commits_per_s": fail.commits_per_s}
+            row.headroom = asdict(h.headroom) | {"source": shown(root), "slo": h.slo, "status": h.status,
+                                                 "failed_step": failed_step}  # fmt: skip
     for p in probes:
         row = by_name.get(_name(p.labels, asdict(p.target)))
         if row is None:
@@ -204,6 +239,8 @@ def _candidate(root: Path, res: rr.ReplayResult) -> Row:
         latency_from="replay capture",
         status=res.status,
         selection=res.selection.get("how", ""),
+        demanded_commits_per_s=res.demanded.commits_per_s,
+        host=res.host_evidence,
     )
     if fid.get("status") == "measured":
         row.fidelity, row.timing = fid["verdict"], fid["timing"]
@@ -277,13 +314,38 @@ def _commit_label(rows: list[Row]) -> str:
     return "commit" if froms <= {"sync calls"} else "commit*"
 
 
+Fmt = Callable[[float | None], str]
+
+
+def _cells(rows: list[Row], get: Callable[[Row], float | None], fmt: Fmt) -> list[str]:
+    """One cell per row: the figure, or for a row of several runs their median and range."""
+    out = []
+    for r in rows:
+        s = spread([get(x) for x in r.runs]) if r.runs else None
+        if s is None or s.lo == s.hi:
+            out.append(fmt(get(r)))
+        else:
+            out.append(_ranged(fmt(s.median), fmt(s.lo), fmt(s.hi)))
+    return out
+
+
+def _ranged(med: str, lo: str, hi: str) -> str:
+    """'32.0 ms (23.8-36.4)': the range without the unit where it is the median's."""
+    unit = med.rsplit(" ", 1)[1] if " " in med else ""
+    if unit and lo.endswith(" " + unit) and hi.endswith(" " + unit):
+        lo, hi = lo[: -len(unit) - 1], hi[: -len(unit) - 1]
+    return med if lo == hi else f"{med} ({lo}-{hi})"
+
+
 def figures(rows: list[Row], slo: Slo) -> list[tuple[str, list[str]]]:
-    """(label, one cell per row) for every figure of the table, in order."""
+    """(label, one cell per row) for every figure of the table, in order; a candidate of several runs
+    shows each figure as their median (range)."""
     c = _commit_label(rows)
+    num = lambda v: _num(v)  # noqa: E731
     out: list[tuple[str, list[str]]] = [
         ("IOPS demanded", [_num(r.demanded_iops) for r in rows]),
-        ("IOPS achieved", [_num(r.achieved_iops) for r in rows]),
-        ("MB/s achieved", [_num(r.measured.achieved_mbps if r.measured else None, ",.1f") for r in rows]),
+        ("IOPS achieved", _cells(rows, lambda r: r.achieved_iops, num)),
+        ("MB/s achieved", _cells(rows, lambda r: r.achieved_mbps, lambda v: _num(v, ",.1f"))),
     ]
     for op, pcts in (
         ("read", ("p50", "p99", "p99.9")),
@@ -291,12 +353,17 @@ def figures(rows: list[Row], slo: Slo) -> list[tuple[str, list[str]]]:
         ("flush", ("p50", "p99")),
     ):
         if any(r.latency(op, "p50") is not None for r in rows):
-            out += [(f"{op} {p}", [format_ns(r.latency(op, p)) for r in rows]) for p in pcts]
+            out += [
+                (f"{op} {p}", _cells(rows, lambda r, op=op, p=p: r.latency(op, p), format_ns)) for p in pcts
+            ]
     if any(r.latency("commit", "p50") is not None for r in rows):
         out += [
-            (f"{c} {p}", [format_ns(r.latency("commit", p)) for r in rows]) for p in ("p50", "p99", "p99.9")
+            (f"{c} {p}", _cells(rows, lambda r, p=p: r.latency("commit", p), format_ns))
+            for p in ("p50", "p99", "p99.9")
         ]
-        out.append(("commits/s", [_num(r.commits_per_s) for r in rows]))
+        out.append(("commits/s", _cells(rows, lambda r: r.commits_per_s, num)))
+    if any(r.runs for r in rows):
+        out.append(("runs", [str(len(r.runs) or 1) for r in rows]))
     if any(r.headroom for r in rows):
         out.append(("headroom", [_headroom(r.headroom) for r in rows]))
         out.append(("  bounded by", [(r.headroom or {}).get("bound", "-") for r in rows]))
@@ -312,6 +379,8 @@ def figures(rows: list[Row], slo: Slo) -> list[tuple[str, list[str]]]:
 def _headroom(h: dict[str, Any] | None) -> str:
     if not h:
         return "-"
+    if h.get("factor") is None and h.get("bound") in hr.UNJUDGED_BOUNDS:
+        return "?"  # inconclusive at the first scale: nothing shown either way
     if h.get("factor") is None:
         return f"<{h['failed_at']:g}x" if h.get("failed_at") else "-"
     at_least = ">=" if h.get("bound") in hr.OPEN_BOUNDS else ""
@@ -368,10 +437,20 @@ def footnotes(cmp: Comparison) -> list[str]:
     if cells:
         legend = "; ".join(f"{k}: {c['what']} ({c['source']}'s)" for k, c in cells.items())
         lines.append(f"probe cells (iofp probe): {legend}")
+    if cmp.ranking:
+        lines.append(f"ranking by headroom: {cmp.ranking}")
+    lines += [x for r in rows if (x := interference(r))]
     for r in rows:
-        if r.slo_failures:
+        runs = f" ({r.why})" if r.why and r.slo != INCONCLUSIVE else ""
+        if r.slo == INCONCLUSIVE:
+            lines.append(f"{r.name}: inconclusive against {cmp.slo.text!r}: {r.why}")
+        elif r.slo_failures and (r.slo == FAIL or r.role == "baseline"):
             who = "baseline (not judged)" if r.role == "baseline" else r.name
-            lines.append(f"{who} misses {cmp.slo.text!r}: {'; '.join(r.slo_failures)}")
+            lower = ": its latencies were measured at a lower load than asked" if r.rate_failures else ""
+            lines.append(f"{who} misses {cmp.slo.text!r}: {'; '.join(r.slo_failures)}{runs}{lower}")
+    if any(r.role == "candidate" and not r.runs for r in rows) and cmp.slo:
+        lines.append("one run per candidate: a short run's figures move by 10% and more between identical "
+                     "runs; `iofp replay --repeat 3` for a decision")  # fmt: skip
     return lines
 
 
@@ -380,11 +459,10 @@ def render(cmp: Comparison, fmt: str, width: int | None = None) -> str:
         doc = {
             "slo": cmp.slo.text or None,
             "failed": [r.name for r in cmp.failed],
+            "inconclusive": [r.name for r in cmp.inconclusive],
+            "ranking": cmp.ranking or None,
             "notes": cmp.notes,
-            "rows": [
-                asdict(r) | {"achieved_iops": r.achieved_iops, "commits_per_s": r.commits_per_s}
-                for r in cmp.rows
-            ],
+            "rows": [_json_row(r) for r in cmp.rows],
         }
         return json.dumps(doc, indent=2, default=str)
     figs = figures(cmp.rows, cmp.slo)
@@ -401,6 +479,14 @@ def _md(text: str) -> str:
     device's name neither ends the cell nor starts a row of its own, and no HTML comes through."""
     flat = one_line(text).replace("\\", "\\\\").replace("|", "\\|")
     return flat.replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _json_row(r: Row) -> dict[str, Any]:
+    """A row as JSON: its figures (a group's medians) and, for a group, each run's source and verdict."""
+    d = asdict(r) | {"achieved_iops": r.achieved_iops, "commits_per_s": r.commits_per_s}
+    d["runs"] = [{"source": x.source, "verdict": x.slo, "why": x.why, "achieved_iops": x.achieved_iops,
+                  "commits_per_s": x.commits_per_s} for x in r.runs]  # fmt: skip
+    return d
 
 
 def _terminal_width() -> int:

@@ -25,7 +25,7 @@ from iofp.replay_result import RECORD
 # Every name a replay writes into its directory (the iolog's temporary names, for a run that stopped).
 ARTIFACTS = (
     RECORD, "job.fio", "fio.cmd", "fio.stdout", "fio.stderr", "fio.json", "fio.rc",
-    "replay.iolog", "replay.*.iolog", ".replay*.tmp", "expected", "capture", "calibration",
+    "replay.iolog", "replay.*.iolog", ".replay*.tmp", "expected", "capture", "calibration", "repeat-*",
 )  # fmt: skip
 
 

@@ -8,7 +8,7 @@ Other families import only these names; the modules behind them are this package
 
 from replay.run.fidelity import FAITHFUL_STRETCH, ON_SCHEDULE_LATE_P99_NS, Fidelity, rate_window
 from replay.run.figures import measure
-from replay.run.render import replay_summary
+from replay.run.render import repeats_summary, replay_summary
 from replay.run.runner import (
     Prepared,
     ReplayOptions,
@@ -32,6 +32,7 @@ __all__ = [
     "measure",
     "prepare",
     "rate_window",
+    "repeats_summary",
     "replay",
     "replay_summary",
     "run_step",

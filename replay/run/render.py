@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import textwrap
+from collections import Counter
+from pathlib import Path
 from typing import Any
 
+from iofp import replay_result as rr
+from iofp.repeats import spread
 from iofp.replay_result import Measured, ReplayResult
 from iofp.slo import format_ns
 from replay.iolog import STREAM_TOP_N
@@ -86,10 +90,11 @@ def fidelity_line(fid: dict[str, Any]) -> str:
         head += f" ({'; '.join(fid['reasons'])})"
     return (
         f"{head}\n  content: {content_counts(fid)}\n"
-        f"  timing: IOPS MAPE {f(fid['iops_mape'], '.2f', 100)}%, duration stretch "
-        f"{f(fid['stretch'], '+.2f', 100)}%; lateness p50 {_us(fid['late_p50_us'])}, "
+        f"  timing: IOPS WAPE {f(fid.get('iops_wape'), '.2f', 100)}% "
+        f"(MAPE {f(fid['iops_mape'], '.2f', 100)}%), "
+        f"duration stretch {f(fid['stretch'], '+.2f', 100)}%; lateness p50 {_us(fid['late_p50_us'])}, "
         f"p99 {_us(fid['late_p99_us'])} (|lateness| p50 {_us(fid.get('abs_late_p50_us'))}, "
-        f"p99 {_us(fid.get('abs_late_p99_us'))})"
+        f"p99 {_us(fid.get('abs_late_p99_us'))}), grew {_us(fid.get('late_growth_us'))}"
     )
 
 
@@ -113,3 +118,28 @@ def content_counts(fid: dict[str, Any]) -> str:
     if not parts:  # a result without per-op counts
         parts.append(f"{fid['matched']:,}/{fid['expected']:,} requests matched")
     return "; ".join(parts)
+
+
+def repeats_summary(root: Path) -> str:
+    """The runs of `iofp replay --repeat` side by side: fidelity verdicts counted, the rates and the
+    commit and write p99 as median (range) over the runs, and a run that stands far from the others."""
+    runs = [res for _, res in rr.runs(root)]
+    verdicts = Counter(
+        f"{r.fidelity.get('verdict')}, {r.fidelity.get('timing')}" if r.fidelity.get("status") == "measured"
+        else r.fidelity.get("status", "not measured")
+        for r in runs
+    )  # fmt: skip
+    lines = [f"{len(runs)} runs (this one and {', '.join(runs[0].repeats)} in it): fidelity "
+             + "; ".join(f"{v} in {n}" for v, n in verdicts.most_common())]  # fmt: skip
+    figs = (
+        ("achieved IOPS", lambda m: m.achieved_iops, lambda v: f"{v:,.0f}"),
+        ("commits/s", lambda m: m.commits_per_s, lambda v: f"{v:,.0f}"),
+        ("write p99", lambda m: m.latency("write", "p99"), format_ns),
+        ("commit p99", lambda m: m.latency("commit", "p99"), format_ns),
+    )
+    for name, get, fmt in figs:
+        s = spread([get(r.measured) if r.measured else None for r in runs])
+        if s is not None:
+            odd = f"; run {', '.join(str(i + 1) for i in s.outliers)} an outlier" if s.outliers else ""
+            lines.append(f"  {name}: median {fmt(s.median)} ({fmt(s.lo)}-{fmt(s.hi)}){odd}")
+    return "\n".join(lines)

@@ -38,6 +38,7 @@ from iofp import replay_result as rr
 from iofp.contract import Trace, device_facts, open_trace
 from iofp.errors import BadInput, IofpError, MissingCapability
 from iofp.host_evidence import HostEvidence
+from iofp.repeats import default_repeat
 from replay import iolog
 from replay.fio import (
     FioCaps,
@@ -86,6 +87,7 @@ class ReplayOptions:
     force: bool = False
     progress: bool = True
     fidelity_window_s: float | None = None  # the rate windows of the fidelity check (None: its own rule)
+    repeat: int | None = 1  # runs: the first in `output`, the others in output/repeat-K; None: the default
 
     def check(self) -> None:
         if self.engine not in ENGINES:
@@ -99,6 +101,8 @@ class ReplayOptions:
             raise BadInput(f"--target-size {self.target_size}: must be > 0")
         self.selection.check()
         fio_path("read_iolog", Path(self.output).absolute() / "replay.iolog")  # fio reads it: before any work
+        if self.repeat is not None and self.repeat < 1:
+            raise BadInput(f"--repeat {self.repeat}: must be at least 1 run")
 
 
 @dataclass
@@ -131,13 +135,16 @@ class Run:
 
 
 def replay(trace: Trace, opts: ReplayOptions) -> tuple[Path, rr.ReplayResult]:
-    """Replay the selection of `trace` onto `opts.target`; returns (results.json path, result)."""
+    """Replay the selection of `trace` onto `opts.target` `opts.repeat` times; returns (results.json
+    path, result) of the first run, whose `repeats` names the others' directories (repeat-K inside it:
+    whole results each); the last one run is checked (stopped, fio failed) as a single run is."""
     opts.check()
     with trap():
         try:
             prep = prepare(trace, opts)
             try:
-                path, res = run_step(prep, opts)
+                first = run_step(prep, opts)
+                path, res = _repeat(prep, opts, first)
             finally:
                 prep.close()
         except Interrupted as e:  # before the results directory was made: nothing to record
@@ -155,6 +162,24 @@ def replay(trace: Trace, opts: ReplayOptions) -> tuple[Path, rr.ReplayResult]:
             f"fio exited with status {res.fio['exit_code']}; see {path.parent / 'fio.stderr'} "
             f"(all artifacts kept in {path.parent})"
         )
+    return first
+
+
+Recorded = tuple[Path, rr.ReplayResult]
+
+
+def _repeat(prep: Prepared, opts: ReplayOptions, first: Recorded) -> Recorded:
+    """The runs after the first (`--repeat`), each in repeat-K of the first's directory, listed in the
+    first's record as each completes; stops at a run that was stopped or whose fio failed (returned)."""
+    path, res = first
+    sel = prep.plan.stats
+    n = opts.repeat or default_repeat(sel.duration_ns / 1e9 / opts.time_scale)
+    for k in range(2, n + 1):
+        if res.interrupted or res.fio["exit_code"] != 0:
+            break
+        path, res = run_step(prep, replace(opts, output=Path(opts.output) / f"repeat-{k}", force=False))
+        first[1].repeats.append(f"repeat-{k}")
+        rr.write(first[0].parent, first[1])
     return path, res
 
 
