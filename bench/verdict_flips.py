@@ -124,6 +124,8 @@ def decide_headroom(run_dir: Path, order: list[str], log: list[dict]) -> dict:
             continue
         h = hr.load(d)[1].headroom
         out["factor"][name] = h.factor if h else None
+        if h is not None and h.bound in ("host", "inconclusive"):  # a lower bound, the rest unjudged
+            out["factor"][name] = f"inconclusive ({h.bound}) above {h.factor or 0:g}x"
         out["holds_1x"][name] = _holds_1x(h)
         out["bound"][name] = _whose(hr.load(d)[1])
         out["finding"][name] = h.finding if h else ""
@@ -137,8 +139,8 @@ def decide_headroom(run_dir: Path, order: list[str], log: list[dict]) -> dict:
 def _holds_1x(h) -> str:
     if h is None:
         return "-"
-    if getattr(h, "verdict", None) == "inconclusive":
-        return "inconclusive"
+    if h.factor is None and h.bound in ("host", "inconclusive"):  # this iofp on: not shown either way
+        return f"inconclusive ({h.bound})"
     return "yes" if h.factor is not None else "no"
 
 
@@ -178,7 +180,35 @@ def verdicts(rec: dict) -> dict[str, str]:
     return out
 
 
-def _factor(v: float | None) -> str:
+BUSY_PRESSURE = 0.10  # iofp/host_evidence.py's HOST_PRESSURE: a host this busy cannot convict a device
+
+
+def blamed(recs: list[dict], hogs: int) -> str:
+    """How many verdicts named the device (a sweep's "device" bound, or a compare FAIL) while the
+    CPU pressure over that command (for compare, the device's replay) was at least BUSY_PRESSURE: the
+    bench's own reading of /proc/pressure/cpu, the same for the old iofp and the new."""
+    named = busy = 0
+    for r in (x for x in recs if x["hogs"] == hogs):
+        for e in r["log"]:
+            args = e["args"]
+            if e["cmd"] == "headroom":
+                name = args[args.index("--label") + 1].split("=", 1)[1]
+                says = r["headroom"]["bound"].get(name, "")
+                if "(device)" in says or says.startswith(("first step", "rate", "slo")):
+                    named += 1
+                    busy += e["cpu_pressure"] >= BUSY_PRESSURE
+            elif e["cmd"] == "replay":  # compare's verdict on this device, from this replay's run
+                name = args[args.index("--label") + 1].split("=", 1)[1]
+                if r["compare"]["slo"].get(name) == "FAIL":
+                    named += 1
+                    busy += e["cpu_pressure"] >= BUSY_PRESSURE
+    return (f"{hogs} hogs: {named} verdicts named the device (a FAIL or a device bound); {busy} of them "
+            f"while the CPU pressure over the command was >= {BUSY_PRESSURE:.0%}")  # fmt: skip
+
+
+def _factor(v: float | str | None) -> str:
+    if isinstance(v, str):
+        return v
     return "<1x" if v is None else f"{v:g}x"
 
 
@@ -198,6 +228,8 @@ def summarize(tag: str) -> str:
         bf = sum(x != ref and not x.startswith("inconclusive") for x in b)
         flips = f"{qf}/{len(q)} | {bf}/{len(b)} / {inc}/{len(b)}"
         lines.append(f"| {k} | {', '.join(q)} | {', '.join(b)} | {flips} |")
+    lines.append("")
+    lines += [blamed(recs, hogs) for hogs in sorted({r["hogs"] for r in recs})]
     press = [(r["hogs"], e["cpu_pressure"]) for r in recs for e in r["log"]]
     for n in sorted({h for h, _ in press}):
         vals = sorted(p for h, p in press if h == n)
