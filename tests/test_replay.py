@@ -118,6 +118,15 @@ def test_tpcc_folded_onto_a_loop_device(tpcc_trace, loop_device, tmp_path):
     # 51k IOPS demanded: fio 3.33 on 2 vCPUs falls behind, and the verdict must say so.
     if fid["stretch"] > 0.05:
         assert not fid["faithful"] and any("stretch" in r for r in fid["reasons"])
+    # 0.14 s: a short selection is replayed 3 times by default, each a whole result inside the first,
+    # on the one target held open; compare reads them as one candidate of 3 runs
+    assert rec["repeats"] == ["repeat-2", "repeat-3"]
+    for d in rec["repeats"]:
+        again = load_result(out / d)
+        assert again["fidelity"]["matched"] == 6999
+        assert (again["repeats"], again["status"]) == ([], "complete")
+    code, stdout, _ = run_iofp("compare", out)
+    assert code == 0 and next(x for x in stdout.splitlines() if x.startswith("runs")).split() == ["runs", "3"]
 
 
 def test_live_captured_trace_replays_onto_another_device(loop_device, tmp_path):
