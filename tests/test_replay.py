@@ -240,14 +240,16 @@ def test_force_replaces_the_previous_runs_artifacts(tmp_path):
     targets = [Path("/dev/shm") / f"iofp-force-{uuid.uuid4().hex[:8]}-{i}.dat" for i in range(2)]  # new files
     try:
         code, _, err = run_iofp(
-            "replay", trace, "--target", targets[0], "--streams", "pid", "--no-fidelity", "--output", out
-        )
+            "replay", trace, "--target", targets[0], "--streams", "pid", "--no-fidelity", "--output", out,
+            "--repeat", "2",
+        )  # fmt: skip
         assert code == 0, err
         assert {"replay.0.iolog", "replay.1.iolog"} <= set(load_result(out)["artifacts"])
+        assert load_result(out)["repeats"] == ["repeat-2"]
         (out / "notes.txt").write_text("mine\n")  # not an artifact: kept, and not listed
         code, _, err = run_iofp(
             "replay", trace, "--target", targets[1], "--streams", "single", "--no-fidelity",
-            "--output", out, "--force",
+            "--output", out, "--force", "--repeat", "1",
         )  # fmt: skip
         assert code == 0, err
     finally:
@@ -256,6 +258,7 @@ def test_force_replaces_the_previous_runs_artifacts(tmp_path):
     artifacts = ["expected", "fio.cmd", "fio.json", "fio.rc", "fio.stderr", "fio.stdout", "job.fio"]
     artifacts += ["replay.iolog"]
     assert load_result(out)["artifacts"] == artifacts  # listed before results.json itself is written
+    assert load_result(out)["repeats"] == []  # the first run's repeat-2 went with its artifacts
     assert sorted(p.name for p in out.iterdir()) == sorted([*artifacts, "notes.txt", "results.json"])
     assert (out / "notes.txt").read_text() == "mine\n"
 
