@@ -5,9 +5,11 @@ every other number within 1e-9 relative: a mean or a spread summed in another or
 The sample traces are compared with their stored fingerprints (samples/fingerprints, exact for the
 current code); the other cases with tests/data/fingerprint_reference.json.gz (made on main at commit
 4eb747a, before the fingerprint's queries were restructured for speed; remade for fingerprint v3,
-whose IOPS-bound `why` says whether the device keeps up, every other figure equal). A figure added to the
-document is no change; a figure missing or moved is. To remake the references after a deliberate
-change of figures: IOFP_WRITE_REFERENCES=1 pytest tests/test_fingerprint_reference.py.
+whose IOPS-bound `why` says whether the device keeps up, every other figure equal; remade on main at
+3bec81b to hold the reader's figures too, spike1, peak_start_s, share_per_process, hot windows: none
+of the earlier figures moved). A figure added to the document is no change; a figure missing or
+moved is. To remake the references after a deliberate change of figures: IOFP_WRITE_REFERENCES=1
+pytest tests/test_fingerprint_reference.py.
 """
 
 from __future__ import annotations
