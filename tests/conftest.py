@@ -249,7 +249,8 @@ def comparison(tmp_path_factory: pytest.TempPathFactory) -> Path:
         pytest.skip("needs fio (apt install fio)")
     base = tmp_path_factory.mktemp("lab") / "cmp"
     with lab.loop_device(256) as dev:
-        code, _, err = run_iofp("replay", str(COMMIT_HEAVY), "--between", "2", "4", "--target", dev,
+        code, _, err = run_iofp("replay", "--repeat", "1",
+                                str(COMMIT_HEAVY), "--between", "2", "4", "--target", dev,
                                 "--label", "device=ram-loop", "-o", str(base / "ram"))  # fmt: skip
         assert code == 0, err
         probe = ["--cells", "randread,sweep", "--qd", "1,4", "--runtime", "1s", "--reads-only", "--label"]

@@ -64,7 +64,8 @@ SAMPLE = str(REPO / "samples" / "traces" / "market-open")
         (["iolog", SAMPLE, "--regime", "spike", "-o", "/proc/x.iolog"], "iofp: cannot write /proc/x.iolog: "),
         (["iolog", SAMPLE, "--regime", "spike", "-o", "{dir}", "--force"], "iofp: {dir} is a directory"),
         (
-            ["replay", SAMPLE, "--target", "{dir}/new.img", "--between", "0", "1", "--no-fidelity",
+            ["replay", "--repeat", "1",
+             SAMPLE, "--target", "{dir}/new.img", "--between", "0", "1", "--no-fidelity",
              "--output", "/proc/x"],
             "iofp: cannot write the results to /proc/x: ",
         ),

@@ -76,7 +76,9 @@ def test_a_replayed_commit_covers_the_writes_it_forced(buffered_writer, tmp_path
     dev, backing = make_loop(64)
     out = tmp_path / "r"
     try:
-        code, stdout, err = run_iofp("replay", buffered_writer, "--target", dev, "--output", out)
+        code, stdout, err = run_iofp(
+            "replay", "--repeat", "1", buffered_writer, "--target", dev, "--output", out
+        )
     finally:
         destroy_loop(dev, backing)
     assert code == 0, err
@@ -212,7 +214,9 @@ def test_postgres_commits_replay_serialized_in_one_job_and_whole(pgbench_trace, 
     dev, backing = make_loop(512)
     out = tmp_path / "r"
     try:
-        code, stdout, err = run_iofp("replay", pgbench_trace, "--target", dev, "--output", out)
+        code, stdout, err = run_iofp(
+            "replay", "--repeat", "1", pgbench_trace, "--target", dev, "--output", out
+        )
     finally:
         destroy_loop(dev, backing)
     assert code == 0, err

@@ -202,6 +202,8 @@ def two_stream_results(tmp_path_factory) -> dict[str, Path]:
         try:
             code, _, err = run_iofp(
                 "replay",
+                "--repeat",
+                "1",
                 trace,
                 "--target",
                 target,

@@ -227,7 +227,7 @@ def readers(trace: Path, tmp_path: Path) -> dict[str, list[str]]:
         ],
     }
     if is_root() and shutil.which("fio"):
-        cmds["replay"] = ["replay", str(trace), "--target", str(tmp_path / "new.dat"),
+        cmds["replay"] = ["replay", "--repeat", "1", str(trace), "--target", str(tmp_path / "new.dat"),
                           "--output", str(tmp_path / "out" / "replay"), "--no-fidelity"]  # fmt: skip
     return cmds
 

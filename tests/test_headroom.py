@@ -62,7 +62,8 @@ def test_a_target_smaller_than_the_selection_is_refused_before_any_io(tmp_path):
     out = tmp_path / "h"
     try:
         before = Path(f"/sys/block/{Path(dev).name}/stat").read_text()
-        code, stdout, err = run_iofp("headroom", COMMIT_HEAVY, "--between", "5", "6", "--target", dev,
+        code, stdout, err = run_iofp("headroom", "--repeat", "1",
+                                     COMMIT_HEAVY, "--between", "5", "6", "--target", dev,
                                      "--slo", "p99<=2ms", "-o", out)  # fmt: skip
         after = Path(f"/sys/block/{Path(dev).name}/stat").read_text()
     finally:

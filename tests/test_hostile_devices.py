@@ -210,7 +210,8 @@ def test_a_symlink_swapped_while_fio_runs_changes_nothing(devices, slow_trace, t
     link.symlink_to(first)
     other_sum = sha(other_img)
     out = tmp_path / "r"
-    proc = subprocess.Popen([*IOFP, "replay", str(slow_trace), "--target", str(link), "-o", str(out),
+    proc = subprocess.Popen([*IOFP, "replay", "--repeat", "1",
+                                    str(slow_trace), "--target", str(link), "-o", str(out),
                              "--no-fidelity", "--pace", "off"], cwd=REPO, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)  # fmt: skip
     try:
@@ -240,7 +241,8 @@ def test_a_link_planted_at_a_scratch_name_is_not_followed(devices, small_trace, 
     victim.write_bytes(b"keep me\n")
     target = devices.loop(devices.image(64, "t"))
     out = tmp_path / "h"
-    proc = subprocess.Popen([*IOFP, "headroom", str(small_trace), "--target", target, "--slo", "p99<=1s",
+    proc = subprocess.Popen([*IOFP, "headroom", "--repeat", "1",
+                                    str(small_trace), "--target", target, "--slo", "p99<=1s",
                              "--scales", "1", "--max-scale", "1", "-o", str(out)], cwd=REPO,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
     planted = [Path(f"/dev/shm/iofp-ceiling-{proc.pid}.img"), Path(f"/tmp/iofp-duckdb-{proc.pid}")]
@@ -261,7 +263,8 @@ def test_a_link_planted_at_a_scratch_name_is_not_followed(devices, small_trace, 
 def test_two_runs_never_write_one_target_at_once(devices, slow_trace, tmp_path):
     target_img = devices.image(64, "t")
     target = devices.loop(target_img)
-    first = subprocess.Popen([*IOFP, "replay", str(slow_trace), "--target", target, "-o", str(tmp_path / "a"),
+    first = subprocess.Popen([*IOFP, "replay", "--repeat", "1",
+                                     str(slow_trace), "--target", target, "-o", str(tmp_path / "a"),
                               "--no-fidelity", "--pace", "off"], cwd=REPO, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)  # fmt: skip
     try:
@@ -269,7 +272,9 @@ def test_two_runs_never_write_one_target_at_once(devices, slow_trace, tmp_path):
         while not (tmp_path / "a" / "fio.cmd").exists():
             assert time.monotonic() < deadline and first.poll() is None
             time.sleep(0.02)
-        second = iofp_in(None, "replay", slow_trace, "--target", target, "-o", tmp_path / "b")
+        second = iofp_in(
+            None, "replay", "--repeat", "1", slow_trace, "--target", target, "-o", tmp_path / "b"
+        )
         assert_refused(second, f"{target} is in use (an exclusive open failed with EBUSY)")
         assert not (tmp_path / "b").exists()
         _, err = first.communicate(timeout=60)
@@ -286,7 +291,9 @@ def test_an_output_path_fio_reads_otherwise_is_refused_or_kept_whole(name, devic
     (`;`, `#`, `$`) is refused in one line before anything is written."""
     target = devices.loop(devices.image(64, "t"))
     out = tmp_path / name / "r"
-    res = iofp_in(None, "replay", small_trace, "--target", target, "-o", out, "--no-fidelity")
+    res = iofp_in(
+        None, "replay", "--repeat", "1", small_trace, "--target", target, "-o", out, "--no-fidelity"
+    )
     if res.returncode == 2:
         assert_refused(res, "fio")
         assert not out.exists()
@@ -310,7 +317,8 @@ def clean_result(tmp_path_factory) -> Path:
     trace = write_trace(base / "t", rows)
     target = Path("/dev/shm") / f"iofp-hostile-{uuid.uuid4().hex[:8]}.dat"
     try:
-        res = iofp_in(None, "replay", trace, "--target", target, "-o", base / "r", "--no-fidelity",
+        res = iofp_in(None, "replay", "--repeat", "1",
+                            trace, "--target", target, "-o", base / "r", "--no-fidelity",
                       "--label", "device=ram", "--label", "service=orders")  # fmt: skip
     finally:
         target.unlink(missing_ok=True)

@@ -393,6 +393,8 @@ def test_a_replay_resolves_its_selection_once(tmp_path, monkeypatch):
     try:
         code, _, err = run_iofp(
             "replay",
+            "--repeat",
+            "1",
             trace,
             "--target",
             target,

@@ -355,7 +355,8 @@ def test_replay_window_replays_the_windows_of_the_fingerprint_with_that_window(b
     out = tmp_path / "r"
     try:
         code, _, err = run_iofp(
-            "replay", burst_trace, "--target", target, "--regime", regime, "--window", "250ms",
+            "replay", "--repeat", "1",
+            burst_trace, "--target", target, "--regime", regime, "--window", "250ms",
             "--no-fidelity", "--output", out,
         )  # fmt: skip
         assert code == 0, err
@@ -413,7 +414,7 @@ def test_a_bad_window_is_one_line_and_exit_2(
     if command == "iolog":
         argv = ["iolog", path, "-o", out, "--target", "/dev/x", *args]
     else:
-        argv = ["replay", path, "--target", target, "--no-fidelity", "--output", out, *args]
+        argv = ["replay", "--repeat", "1", path, "--target", target, "--no-fidelity", "--output", out, *args]
     try:
         code, stdout, err = run_iofp(*argv)
         assert (code, err) == (2, f"iofp: {message}\n"), stdout

@@ -48,7 +48,7 @@ def assert_artifacts(out: Path) -> None:
 def test_mysql_spike_replayed_exactly_with_measured_fidelity(mysql_trace, loop_device, tmp_path):
     out = tmp_path / "r"
     code, stdout, err = run_iofp(
-        "replay", mysql_trace, "--target", loop_device, "--regime", "spike", "--fold",
+        "replay", "--repeat", "1", mysql_trace, "--target", loop_device, "--regime", "spike", "--fold",
         "--label", "device=ram-loop", "--output", out,
     )  # fmt: skip
     assert code == 0, err
@@ -159,7 +159,9 @@ def test_live_captured_trace_replays_onto_another_device(loop_device, tmp_path):
     assert 0 <= missed <= trace.meta.extra.get("inflight_at_end", 0)
 
     out = tmp_path / "r"
-    code, _, err = run_iofp("replay", tmp_path / "orig", "--target", loop_device, "--output", out)
+    code, _, err = run_iofp(
+        "replay", "--repeat", "1", tmp_path / "orig", "--target", loop_device, "--output", out
+    )
     assert code == 0, err
     assert_fio_accepted(out)
     rec = load_result(out)
@@ -196,7 +198,16 @@ def test_regular_file_target_records_why_fidelity_is_not_measured(tpcc_trace, tm
     try:
         out = tmp_path / "r"
         code, stdout, err = run_iofp(
-            "replay", tpcc_trace, "--target", target, "--target-size", 64 << 20, "--output", out
+            "replay",
+            "--repeat",
+            "1",
+            tpcc_trace,
+            "--target",
+            target,
+            "--target-size",
+            64 << 20,
+            "--output",
+            out,
         )
         assert code == 0, err
         rec = load_result(out)
@@ -216,7 +227,9 @@ def test_existing_results_directory_is_never_overwritten(tpcc_trace, loop_device
     out = tmp_path / "r"
     out.mkdir()
     (out / "results.json").write_text("{}")
-    code, _, err = run_iofp("replay", tpcc_trace, "--target", loop_device, "--fold", "--output", out)
+    code, _, err = run_iofp(
+        "replay", "--repeat", "1", tpcc_trace, "--target", loop_device, "--fold", "--output", out
+    )
     assert (code, err) == (
         2,
         f"iofp: {out} already exists and is not empty; pass --force or choose another --output\n",

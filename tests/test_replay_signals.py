@@ -71,7 +71,7 @@ def test_a_stop_signal_ends_fio_first_and_records_a_partial_run(six_seconds, tmp
     out = tmp_path / "r"
     try:
         proc = subprocess.Popen(
-            [*IOFP, "replay", str(six_seconds), "--target", dev, "--output", str(out)],
+            [*IOFP, "replay", "--repeat", "1", str(six_seconds), "--target", dev, "--output", str(out)],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as a terminal starts it
         )  # fmt: skip

@@ -85,7 +85,9 @@ OVERRIDE = "pass --allow-destructive to replay onto it"
 
 
 def replay(trace: Path, dev: str, out: Path, *extra: str) -> tuple[int, str, str]:
-    return run_iofp("replay", str(trace), "--target", dev, "--output", str(out), "--no-fidelity", *extra)
+    return run_iofp(
+        "replay", "--repeat", "1", str(trace), "--target", dev, "--output", str(out), "--no-fidelity", *extra
+    )
 
 
 def assert_refused(res: tuple[int, str, str], message: str, out: Path) -> None:

@@ -210,7 +210,7 @@ def shipped(s3, tmp_path_factory):
     try:
         with lab.loop_device(256) as dev:
             runs = {
-                "ram": ["replay", str(TRACE), *sel, "--target", dev],
+                "ram": ["replay", "--repeat", "1", str(TRACE), *sel, "--target", dev],
                 "probe-ram": ["probe", dev, "--cells", "randread,sweep", "--qd", "1,4", "--runtime", "1s",
                               "--reads-only"],
                 "headroom-ram": ["headroom", str(COMMIT_HEAVY), *sel, "--target", dev, "--scales", "1",

@@ -103,7 +103,9 @@ def wal_trace(tmp_path_factory) -> Path:
 
 
 def replay(trace: Path, dev: str, out: Path, *args: str) -> dict:
-    code, _, err = run_iofp("replay", trace, "--target", dev, "--output", out, "--allow-destructive", *args)
+    code, _, err = run_iofp(
+        "replay", "--repeat", "1", trace, "--target", dev, "--output", out, "--allow-destructive", *args
+    )
     assert code == 0, err
     return load_result(out)
 
