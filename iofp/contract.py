@@ -28,6 +28,7 @@ import platform
 import re
 import shutil
 import socket
+import stat
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -351,6 +352,7 @@ OWNER = ".iofp-owner"
 def check_output_dir(root: Path, *, force: bool) -> None:
     """Refuse, before anything is written (or waited for), an output that cannot become a trace."""
     check_utf8_path(root)
+    check_own_dir(root, "the trace")
     if root.exists() and not root.is_dir():
         raise BadInput(f"{root} is a file, not a trace directory; pass a new or empty directory")
     try:
@@ -365,6 +367,24 @@ def check_output_dir(root: Path, *, force: bool) -> None:
         _try_writing_in(root)
     except OSError as e:
         raise BadInput(f"cannot write the trace to {root}: {e.strerror}") from None
+
+
+def check_own_dir(path: Path, what: str) -> None:
+    """Refuse an existing output directory that another user can write in: iofp runs as root and
+    writes its artifacts there by name (fio's output, the job file), so a link planted in it between
+    this check and a write (an empty directory of theirs, fio.stdout -> /etc/shadow) would be
+    followed, as root. A directory iofp makes itself is the user's own."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return
+    if not stat.S_ISDIR(st.st_mode):
+        return
+    group = st.st_mode & 0o020 and st.st_gid != os.getegid()
+    if st.st_uid not in (os.geteuid(), 0) or st.st_mode & 0o002 or group:
+        raise BadInput(f"{path}: another user can write in it (owner uid {st.st_uid}, mode "
+                       f"{st.st_mode & 0o7777:o}), and a link planted there would be followed; write "
+                       f"{what} to a directory of your own")  # fmt: skip
 
 
 def check_utf8_path(path: Path) -> None:

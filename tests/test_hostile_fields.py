@@ -328,3 +328,32 @@ def test_probe_like_clamps_a_fingerprints_figures_to_what_fio_can_run(figure):
     assert all(1 <= qd <= max_iodepth() for qd in w.read_iodepths), w.read_iodepths
     assert 512 <= w.read_size <= MAX_SIZE and w.read_size % 512 == 0, w.read_size
     assert all(1 <= n <= MAX_COMMIT_JOBS for n in w.commit_jobs), w.commit_jobs
+
+
+@pytest.mark.parametrize("owner, mode", [(65534, 0o755), (0, 0o777), (0, 0o1777)])
+def test_an_output_directory_another_user_can_write_in_is_refused_before_any_work(owner, mode, tmp_path):
+    """iofp runs as root and writes its artifacts by name (fio's output, the job file): an empty
+    results directory another user can write in let a link planted there (fio.stdout -> /etc/shadow)
+    be followed. Refused before a target is made or fio started."""
+    import os
+
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    os.chmod(theirs, mode)
+    if owner != os.geteuid():
+        if os.geteuid() != 0:
+            pytest.skip("needs root to give a directory to another user")
+        os.chown(theirs, owner, -1)
+    iolog = tmp_path / "x.iolog"
+    iolog.write_text("fio version 2 iolog\n/dev/x add\n/dev/x open\n/dev/x read 0 4096\n/dev/x close\n")
+    trace = REPO / "samples" / "traces" / "commit-heavy"
+    for args in (
+        ["replay", trace, "--target", tmp_path / "new.img", "-o", theirs],
+        ["probe", tmp_path / "new.img", "--size", "16M", "--cells", "seq", "-o", theirs],
+        ["import", "fio-iolog", iolog, "-o", theirs],
+    ):
+        code, out, err = run_iofp(*args)
+        assert (code, out) == (2, ""), err
+        why = f"another user can write in it (owner uid {owner}, mode {mode:o})"
+        assert err.startswith(f"iofp: {theirs}: {why}"), err
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["theirs", "x.iolog"]  # no target made

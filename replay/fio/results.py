@@ -19,6 +19,7 @@ from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
 
+from iofp.contract import check_own_dir
 from iofp.errors import BadInput
 from iofp.replay_result import RECORD
 
@@ -47,6 +48,7 @@ def prepare_dir(out: Path, force: bool, artifacts: tuple[str, ...], what: str) -
     """Make the results directory `out` of a command that writes several runs (a probe, a headroom
     sweep) ready: refused when it holds anything unless --force, which removes that command's
     `artifacts` (and only those)."""
+    check_own_dir(out, what)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         if not force or not out.is_dir():
             raise BadInput(f"{out} already exists and is not empty; pass --force or choose another --output")

@@ -39,7 +39,7 @@ from pathlib import Path
 
 from iofp import __version__
 from iofp import headroom_result as hr
-from iofp.contract import Trace
+from iofp.contract import Trace, check_own_dir
 from iofp.errors import BadInput, IofpError
 from iofp.repeats import default_repeat
 from iofp.replay_result import ReplayResult
@@ -336,6 +336,7 @@ def _new_result(prep: run.Prepared, opts: HeadroomOptions, repeat: int) -> hr.He
 
 
 def _check_output(out: Path, force: bool) -> None:
+    check_own_dir(out, "the sweep's results")
     if out.exists() and (not out.is_dir() or any(out.iterdir())) and not (force and out.is_dir()):
         raise BadInput(f"{out} already exists and is not empty; pass --force or choose another --output")
 

@@ -35,7 +35,7 @@ from typing import Any
 
 from iofp import __version__
 from iofp import replay_result as rr
-from iofp.contract import Trace, device_facts, open_trace
+from iofp.contract import Trace, check_own_dir, device_facts, open_trace
 from iofp.errors import BadInput, IofpError, MissingCapability
 from iofp.host_evidence import HostEvidence
 from iofp.repeats import default_repeat
@@ -103,6 +103,7 @@ class ReplayOptions:
         fio_path("read_iolog", Path(self.output).absolute() / "replay.iolog")  # fio reads it: before any work
         if self.repeat is not None and self.repeat < 1:
             raise BadInput(f"--repeat {self.repeat}: must be at least 1 run")
+        check_own_dir(Path(self.output).absolute(), "the results")  # before any work too
 
 
 @dataclass
@@ -438,6 +439,7 @@ def prepare_output(out: Path, force: bool) -> set[str]:
     """Make `out` ready for this run; returns the names in it that are not replay artifacts (kept as
     they are, and not listed as this run's). With --force a previous run's artifacts are removed first:
     left in place, another stream count's logs would sit next to this run's and be listed as its own."""
+    check_own_dir(out, "the results")
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         if not force:
             raise BadInput(f"{out} already exists and is not empty; pass --force or choose another --output")
