@@ -45,6 +45,7 @@ def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     rec_dir = Path("/tmp") / f"iofp-bench-trigger-{uuid.uuid4().hex[:8]}"
     seconds = args.every * (args.steps + 1) + 30
+    incomplete: list[dict] = []
     busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.hogs)]
     try:
         with lab.loop_device(512) as dev, lab.throttled(dev) as group:
@@ -71,8 +72,12 @@ def main() -> None:
                 load.wait()
             rec.send_signal(signal.SIGTERM)
             out, err = rec.communicate(timeout=600)
-        incidents = []
+        incidents, incomplete = [], []
         for p in sorted((rec_dir / "incidents").iterdir()):
+            if not (p / "trace.json").exists():  # its encoder failed: kept, with the recorder's stderr
+                incomplete.append({"name": p.name, "doc": json.loads((p / "incident.json").read_text()),
+                                   "files": sorted(str(f.relative_to(p)) for f in p.rglob("*"))[:50]})
+                continue
             t = open_trace(p)
             x = t.meta.extra["incident"]
             end = x["window_end_ns"]
@@ -88,7 +93,8 @@ def main() -> None:
         for b in busy:
             b.kill()
             b.wait()
-        subprocess.run(["rm", "-rf", str(rec_dir)], check=False)
+        if not incomplete:
+            subprocess.run(["rm", "-rf", str(rec_dir)], check=False)
 
     def med(k: str) -> float:
         return statistics.median(i[k] for i in incidents)
@@ -98,10 +104,13 @@ def main() -> None:
         "kernel": platform.release(), "hogs": args.hogs, "steps": args.steps, "incidents": incidents,
         "median": {k: med(k) for k in ("decision_ms", "history_encoded_ms", "complete_after_close_ms",
                                        "complete_ms", "rows")} if incidents else {},
-        "summary": json.loads(out), "stderr": err[-3000:],
+        "summary": json.loads(out), "incomplete": incomplete, "kept": str(rec_dir) if incomplete else None,
+        "stderr": err[-3000:],
     }  # fmt: skip
     (OUT / "result.json").write_text(json.dumps(result, indent=2))
-    print(json.dumps({k: result[k] for k in ("incidents", "median")}, indent=2))
+    print(json.dumps({k: result[k] for k in ("incidents", "median", "incomplete", "kept")}, indent=2))
+    if incomplete:
+        print(err, file=sys.stderr)
 
 
 if __name__ == "__main__":
