@@ -40,18 +40,20 @@ def nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
     return ticks
 
 
-def log_ticks(lo: float, hi: float) -> list[float]:
+def log_ticks(lo: float, hi: float, most: int = 99) -> list[float]:
     """Powers of ten (and 2x, 5x when there are few decades; every whole multiple within less than
-    one) covering [lo, hi]: a log axis keeps log-spaced ticks, however narrow its range."""
+    one) covering [lo, hi]: a log axis keeps log-spaced ticks, however narrow its range; no more than
+    `most` where a narrower set has two or more (a small panel's "500 1,0002,000" ran together)."""
     lo, hi = max(lo, 1e-12), max(hi, lo * 1.01)
     a, b = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
+    found = []
     for mults in ((1,), (1, 2, 5), (1, 2, 3, 4, 5, 6, 7, 8, 9)):
-        if len(mults) == 1 and b - a <= 3:
-            continue
         ticks = [m * 10**k for k in range(a, b + 1) for m in mults if lo <= m * 10**k <= hi]
-        if len(ticks) >= 3:
+        found.append(ticks)
+        if (len(mults) > 1 or b - a > 3) and 3 <= len(ticks) <= most:
             return ticks
-    return ticks
+    fits = [t for t in found if 2 <= len(t) <= most]
+    return fits[0] if fits else min((t for t in found if len(t) >= 2), key=len, default=found[-1])
 
 
 @dataclass
@@ -140,7 +142,8 @@ class Chart:
     def _axes(self, a: _Area) -> list[str]:
         """Gridlines with their round-number ticks, the frame and the axis labels."""
         out = []
-        ticks = log_ticks(a.x0, a.x1) if self.log_x else nice_ticks(a.x0, a.x1)
+        # a tick label is ~5 digits wide: one every 45 px at most
+        ticks = log_ticks(a.x0, a.x1, max(3, int(a.pw // 45))) if self.log_x else nice_ticks(a.x0, a.x1)
         for t, label in self.x_ticks or [(t, fmt(t)) for t in ticks]:
             X = a.fx(t)
             out.append(f'<line x1="{X:.1f}" y1="{a.T}" x2="{X:.1f}" y2="{a.T + a.ph}" stroke="#eee"/>')

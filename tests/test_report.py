@@ -124,3 +124,13 @@ def test_a_probe_and_a_comparison_directory_report(comparison, tmp_path):
     assert code == 0 and "(it reports 1 replay result(s), 1 probe result(s))" in stdout, err
     text = both.read_text()
     assert 'class="candidate" data-name="ram-loop"' in text and 'class="probe" data-name="ram-loop"' in text
+
+
+def test_a_narrow_log_axis_keeps_its_tick_labels_apart():
+    from report.svg import log_ticks
+
+    # a comparison's small panel (about 250 px across 10 µs-8 ms): powers of ten, not 1-2-5 run together
+    assert log_ticks(10, 8000) == [10, 20, 50, 100, 200, 500, 1000, 2000, 5000]
+    assert log_ticks(10, 8000, most=5) == [10, 100, 1000]
+    assert log_ticks(0.01, 1000, most=4) == [0.01, 0.1, 1, 10, 100, 1000]  # none fits: the fewest
+    assert log_ticks(150, 400, most=3) == [200, 300, 400]
