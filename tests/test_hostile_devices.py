@@ -172,6 +172,25 @@ def test_a_loop_device_sharing_its_file_with_a_mounted_one_is_refused(devices, s
     assert devices.sums() == before
 
 
+def test_a_loop_device_sharing_a_deleted_file_with_a_mounted_one_is_refused(devices, small_trace, tmp_path):
+    """As above, once the shared file is deleted (sysfs then names it "PATH (deleted)", which no
+    stat finds): the kernel's own record of the file (LOOP_GET_STATUS64) still ties the two. Before,
+    replay, probe and headroom all wrote the mounted filesystem."""
+    img = devices.image(64, "deleted")
+    first = devices.loop(img, 1 << 20)
+    mnt = devices.mount(first)
+    second = devices.loop(img)
+    kept = devices.dir / "kept-name.img"  # another name of the same file, to check it by
+    os.link(img, kept)
+    img.unlink()
+    devices.images[devices.images.index(img)] = kept
+    before = devices.sums()
+    for args in writers(small_trace, second, tmp_path).values():
+        assert_refused(iofp_in(None, *args), f"{second} shares its backing file {img} (deleted) "
+                       f"with {first}, which is mounted on {mnt}")  # fmt: skip
+    assert devices.sums() == before
+
+
 def colon_path(devices: Lab, victim: str, target: str) -> str:
     """A path whose part before `:` names `victim` (through a link) and which, whole, is a link to
     `target`: fio's filename= splits it into the two (options.c get_next_str)."""

@@ -41,6 +41,7 @@ import fcntl
 import os
 import shutil
 import stat
+import struct
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -138,16 +139,7 @@ def in_dev(p: Path) -> bool:
 def loops_backed_by(st: os.stat_result) -> list[str]:
     """The attached loop devices whose backing file is the file of `st`, by device and inode: a path
     string would miss another name for the same file (a hard link, a bind mount, ../)."""
-    found = []
-    for d in sorted(Path("/sys/block").glob("loop*")):
-        try:
-            backing = (d / "loop" / "backing_file").read_text().rstrip("\n")
-            bst = os.stat(backing)
-        except OSError:  # not attached, or its file is deleted or out of our sight
-            continue
-        if (bst.st_dev, bst.st_ino) == (st.st_dev, st.st_ino):
-            found.append(d.name)
-    return found
+    return [n for n, (dev, ino, _) in _loops() if (dev, ino) == (st.st_dev, st.st_ino)]
 
 
 def loops_over(name: str) -> list[str]:
@@ -156,25 +148,58 @@ def loops_over(name: str) -> list[str]:
         rdev = os.makedev(*(int(x) for x in (Path("/sys/class/block") / name / "dev").read_text().split(":")))
     except (OSError, ValueError):
         return []
-    found = []
-    for d in sorted(Path("/sys/block").glob("loop*")):
-        try:
-            bst = os.stat((d / "loop" / "backing_file").read_text().rstrip("\n"))
-        except OSError:
-            continue
-        if stat.S_ISBLK(bst.st_mode) and bst.st_rdev == rdev:
-            found.append(d.name)
-    return found
+    return [n for n, (_, _, r) in _loops() if r == rdev]
 
 
-def loop_backing(name: str) -> tuple[str, os.stat_result] | None:
-    """What the loop device `name` is backed by (its path and stat), or None (not a loop device, or
-    its file is deleted or out of sight)."""
+def loop_backing(name: str) -> tuple[str, tuple[int, int, int]] | None:
+    """What the loop device `name` is backed by: its path as sysfs shows it (for messages) and its
+    identity (st_dev, st_ino, st_rdev: a block device's number, 0 for a file); None when `name` is no
+    attached loop device."""
+    ident = _loop_identity(name)
+    if ident is None:
+        return None
     try:
         path = (Path("/sys/block") / name / "loop" / "backing_file").read_text().rstrip("\n")
-        return path, os.stat(path)
+    except OSError:
+        path = "?"
+    return path, ident
+
+
+# LOOP_GET_STATUS64 (linux/loop.h): struct loop_info64 starts with lo_device, lo_inode, lo_rdevice
+# (the backing file's st_dev, st_ino, st_rdev). The kernel keeps them for the file it holds, so they
+# name it even once its path is gone: a backing file deleted after the attach shows in sysfs as
+# "PATH (deleted)", which no stat() finds, and a loop device sharing it with a mounted one then
+# looked unshared (replay, probe and headroom all wrote the mounted filesystem).
+_LOOP_GET_STATUS64 = 0x4C05
+_LOOP_INFO64_SIZE = 232
+
+
+def _loop_identity(name: str) -> tuple[int, int, int] | None:
+    if not (Path("/sys/block") / name / "loop").is_dir():
+        return None
+    try:
+        fd = os.open(f"/dev/{name}", os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
     except OSError:
         return None
+    try:
+        buf = bytearray(_LOOP_INFO64_SIZE)
+        fcntl.ioctl(fd, _LOOP_GET_STATUS64, buf)
+    except OSError:  # ENXIO: detached meanwhile
+        return None
+    finally:
+        os.close(fd)
+    dev, ino, rdev = struct.unpack_from("=3Q", buf)
+    return dev, ino, rdev
+
+
+def _loops() -> list[tuple[str, tuple[int, int, int]]]:
+    """Every attached loop device and the identity of what backs it."""
+    found = []
+    for d in sorted(Path("/sys/block").glob("loop*")):
+        ident = _loop_identity(d.name)
+        if ident is not None:
+            found.append((d.name, ident))
+    return found
 
 
 def _block_name(rdev: int, p: Path) -> str:
@@ -297,13 +322,14 @@ def _check_chain(name: str, subject: str, seen: frozenset[str]) -> None:
     backing = loop_backing(name)
     if backing is None:
         return
-    path, st = backing
-    if stat.S_ISBLK(st.st_mode):
-        lower = _block_name(st.st_rdev, Path(path))
+    path, (dev, ino, rdev) = backing
+    if rdev:  # a block device (a file's st_rdev is 0)
+        lower = _block_name(rdev, Path(path))
         if lower not in seen:
             _check_device(lower, f"{subject} is backed by /dev/{lower}, which", seen=seen)
         return
-    for other in (o for o in loops_backed_by(st) if o not in seen):
+    sharing = [n for n, (d, i, _) in _loops() if (d, i) == (dev, ino)]
+    for other in (o for o in sharing if o not in seen):
         _check_device(other, f"{subject} shares its backing file {path} with /dev/{other}, which", seen=seen)
 
 
