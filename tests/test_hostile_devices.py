@@ -213,7 +213,10 @@ def test_a_path_with_a_colon_writes_the_device_it_names_and_no_other(devices, sm
     victim_sum = sha(victim_img)
     for command, args in writers(small_trace, path, tmp_path).items():
         res = iofp_in(None, *args)
-        assert res.returncode == 0, (command, res.stderr[-2000:])
+        # headroom's verdict (exit 1: the 1x step failed) depends on the machine's load (a busy CI
+        # machine saw a -5.2% duration stretch), not on what this test checks: that the run wrote
+        ran = (0, 1) if command == "headroom" else (0,)
+        assert res.returncode in ran and "Traceback" not in res.stderr, (command, res.stderr[-2000:])
         for job in tmp_path.rglob("job.fio"):
             assert fio_jobs(job)  # fio parses every job the run wrote
     assert sha(victim_img) == victim_sum
