@@ -9,13 +9,16 @@ holds NEEDLE with a 500, as a store under strain does (the fleet test's retried 
 Usage: python s3_restartable.py PORT (run by tests/s3server.py).
 """
 
+import io
 import os
 import socket
 import sys
+import threading
 import time
 from urllib.parse import unquote
 
 from moto.moto_api import recorder
+from moto.moto_api._internal.recorder import models as recorder_models
 from moto.moto_server import threaded_moto_server
 from moto.moto_server.threaded_moto_server import ThreadedMotoServer
 
@@ -68,7 +71,33 @@ def whole_records(path: str) -> None:
             f.truncate(whole)
 
 
+class WholeRecord(io.StringIO):
+    """The file moto's recorder appends a request to, written in one piece when it is closed, one
+    request at a time. moto writes the JSON and its newline in two writes, from each request's own
+    thread and file object: two large PUTs at once wrote one's JSON, the other's, then both newlines
+    (a line that is two records: the outage test read it back once in many runs, and a replay would
+    fail on it)."""
+
+    lock = threading.Lock()
+
+    def __init__(self, path: str) -> None:
+        super().__init__()
+        self.path = path
+
+    def close(self) -> None:
+        if not self.closed:
+            with WholeRecord.lock, open(self.path, "a") as f:
+                f.write(self.getvalue())
+        super().close()
+
+
+def recorder_open(path, mode="r", *args, **kwargs):
+    """`open` as moto's recorder module sees it: its appends are WholeRecords."""
+    return WholeRecord(path) if mode == "a+" else open(path, mode, *args, **kwargs)
+
+
 def main() -> None:
+    recorder_models.open = recorder_open  # shadows the builtin in that module only
     port = int(sys.argv[1])
     rec = os.environ["MOTO_RECORDER_FILEPATH"]
     if os.path.exists(rec):
