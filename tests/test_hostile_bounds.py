@@ -181,13 +181,14 @@ def test_a_169_mb_fingerprint_is_refused_before_it_is_parsed(tmp_path):
     doc["provenance"]["extra"]["pad"] = "x" * (169 << 20)
     big = tmp_path / "big.fp.json"
     big.write_text(json.dumps(doc))
+    mib = big.stat().st_size / (1 << 20)  # 169 MiB of padding and the sample's own size
     cat = tmp_path / "c.duckdb"
     for args in (
         ["diff", SAMPLE_FP, big],
         ["fio-job", big, "-o", tmp_path / "j.fio"],
         ["catalog", "add", big, "--service", "s", "--catalog", cat],
     ):
-        assert_refused_fast(bounded(*args), "169.0 MiB, larger than any fingerprint iofp reads (16 MiB)")
+        assert_refused_fast(bounded(*args), f"{mib:.1f} MiB, larger than any fingerprint iofp reads (16 MiB)")
     assert not cat.exists()
 
 
@@ -218,8 +219,8 @@ def test_one_huge_entry_never_stops_the_catalog_and_rm_removes_it(tmp_path):
     code, _, err = run_iofp("catalog", "show", "2", "--catalog", str(cat))
     assert (code, err) == (
         2,
-        "iofp: catalog entry #2: 169.0 MiB, larger than any fingerprint iofp reads "
-        "(16 MiB); remove it: iofp catalog rm 2\n",
+        f"iofp: catalog entry #2: {len(params['doc']) / (1 << 20):.1f} MiB, larger than any fingerprint "
+        "iofp reads (16 MiB); remove it: iofp catalog rm 2\n",
     )
     code, out, err = run_iofp("catalog", "rm", "2", "--catalog", str(cat))
     assert (code, out) == (0, f"Removed #2 (big.json) of b from {cat}.\n"), err
