@@ -18,16 +18,11 @@ judges saved ones again (no capture). Needs root and fio.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import copy
 import itertools
 import math
-import os
 import shutil
-import subprocess
-import sys
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 from bpf import CaptureOptions, start_capture
@@ -42,19 +37,6 @@ from tests import lab
 
 REPO = Path(__file__).resolve().parent.parent
 JOB = REPO / "samples" / "workloads" / "order-router-15s.fio"
-
-
-@contextlib.contextmanager
-def hogs(on: bool) -> Iterator[None]:
-    """A busy loop on every CPU while the block runs (when `on`)."""
-    n = (os.cpu_count() or 1) if on else 0
-    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
-    try:
-        yield
-    finally:
-        for p in procs:
-            p.kill()
-            p.wait()
 
 
 def capture(where: Path, name: str, backing_dir: str, direct_io: bool, prefix: str) -> Path:
@@ -121,7 +103,7 @@ def main() -> None:
             ram, disk = sorted(a.source.glob("ram*")), sorted(a.source.glob("disk*"))
         else:
             where = Path(tmp)
-            with hogs(a.hogs):
+            with lab.cpu_hogs(None if a.hogs else 0):
                 ram = [capture(where, f"ram{i}", "/dev/shm", False, a.prefix) for i in range(a.runs)]
                 disk = [capture(where, f"disk{i}", a.disk_dir, True, a.prefix) for i in range(a.disk)]
         if a.keep and not a.source:

@@ -62,17 +62,6 @@ def heavy_lock() -> Iterator[None]:
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
-@contextmanager
-def hogs(n: int) -> Iterator[None]:
-    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
-    try:
-        yield
-    finally:
-        for p in procs:
-            p.kill()
-            p.wait()
-
-
 def cpu_pressure_us() -> int:
     """/proc/pressure/cpu `some` total: microseconds some task waited for a CPU."""
     line = Path("/proc/pressure/cpu").read_text().splitlines()[0]
@@ -160,7 +149,7 @@ def one_run(tag: str, i: int, n_hogs: int) -> dict:
     order = list(DEVICES) if i % 2 == 0 else list(DEVICES)[::-1]
     rec: dict = {"tag": tag, "run": i, "hogs": n_hogs, "order": order, "started": time.time(), "log": []}
     for name, decide in (("compare", decide_compare), ("headroom", decide_headroom)):
-        with heavy_lock(), hogs(n_hogs):
+        with heavy_lock(), lab.cpu_hogs(n_hogs):
             rec[name] = decide(run_dir, order, rec["log"])
         print(f"run {i} ({n_hogs} hogs) {name}: {json.dumps(rec[name], default=str)}", flush=True)
     return rec

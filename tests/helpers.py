@@ -14,8 +14,6 @@ import subprocess
 import sys
 import time
 import zlib
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -47,16 +45,7 @@ def iofp_in(
                           preexec_fn=lab.join(group, nice), timeout=timeout)  # fmt: skip
 
 
-@contextmanager
-def cpu_hogs() -> Iterator[None]:
-    """A busy loop on every CPU (both CPUs busy, as on a loaded machine)."""
-    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 1)]
-    try:
-        yield
-    finally:
-        for h in hogs:
-            h.kill()
-            h.wait()
+cpu_hogs = lab.cpu_hogs  # the tests' name for it
 
 
 def run_iofp(*args: str) -> tuple[int, str, str]:

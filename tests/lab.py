@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -183,3 +184,18 @@ def fio_running(*args: str | Path, **popen: Any) -> Iterator[subprocess.Popen[st
         if proc.poll() is None:
             proc.kill()
         proc.wait()
+
+
+@contextmanager
+def cpu_hogs(n: int | None = None) -> Iterator[None]:
+    """A busy loop on `n` CPUs (every CPU by default) while the block runs: a loaded machine."""
+    hogs = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        for _ in range(os.cpu_count() or 1 if n is None else n)
+    ]
+    try:
+        yield
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
