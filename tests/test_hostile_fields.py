@@ -330,6 +330,23 @@ def test_probe_like_clamps_a_fingerprints_figures_to_what_fio_can_run(figure):
     assert all(1 <= n <= MAX_COMMIT_JOBS for n in w.commit_jobs), w.commit_jobs
 
 
+@pytest.mark.parametrize("figure", [10**12, 2**62])
+def test_fio_job_clamps_a_fingerprints_in_flight_p99_to_a_queue_fio_can_set_up(figure, tmp_path):
+    """A fingerprint's in-flight p99 of 1e12 was written into the job as iodepth=1000000000000 (fio
+    sets up that many I/O units); the job asks for at most MAX_IODEPTH and its gaps say so."""
+    from replay.fiojob.job import MAX_IODEPTH
+
+    doc = json.loads(SAMPLE_FP.read_text())
+    doc["whole"]["inflight"]["p99"] = figure
+    fp, job = tmp_path / "deep.fp.json", tmp_path / "j.fio"
+    fp.write_text(json.dumps(doc))
+    code, _, err = run_iofp("fio-job", str(fp), "--regime", "whole", "-o", str(job))
+    assert code == 0, err
+    depths = [int(line.split("=")[1]) for line in job.read_text().splitlines() if line.startswith("iodepth=")]
+    assert depths and max(depths) <= MAX_IODEPTH, depths
+    assert f"(clamped to {MAX_IODEPTH})" in job.read_text()
+
+
 @pytest.mark.parametrize("owner, mode", [(65534, 0o755), (0, 0o777), (0, 0o1777)])
 def test_an_output_directory_another_user_can_write_in_is_refused_before_any_work(owner, mode, tmp_path):
     """iofp runs as root and writes its artifacts by name (fio's output, the job file): an empty

@@ -26,6 +26,9 @@ BURSTY = 1.25  # a 1 s peak/mean above this gets a burst second (the tolerance o
 SIZE_SE_MAX = 0.0167  # a third of the 5% tolerance on the mean size
 THINK_MAX = 50  # streams slower than this are paced by count (think time), not by bytes
 LITTLE_US = 100  # without in-flight counts, the depth that sustains the rate at 100 µs per I/O
+# The deepest queue a job asks for: a fingerprint comes from elsewhere, and an in-flight p99 of 1e12
+# made fio try to set up that many I/O units (probe --like clamps its depths the same way).
+MAX_IODEPTH = 4096
 
 
 @dataclass(kw_only=True)
@@ -271,8 +274,8 @@ def _group_streams(d: Demand, job: FioJob, label: str, r: float, w: float, c: fl
 
 def _depth(d: Demand) -> int:
     if d.iodepth is not None:
-        return max(1, d.iodepth)
-    return max(1, math.ceil(d.iops * LITTLE_US / 1e6))
+        return min(MAX_IODEPTH, max(1, d.iodepth))
+    return min(MAX_IODEPTH, max(1, math.ceil(d.iops * LITTLE_US / 1e6)))
 
 
 def _burst(d: Demand, streams: list[Stream], length: float, job: FioJob, prefix: str) -> list[Stream]:
@@ -483,7 +486,8 @@ def _common_gaps(fp: Fingerprint, opts: JobOptions, job: FioJob) -> None:
             Gap(
                 "in-flight distribution",
                 f"mean {'-' if d.inflight_mean is None else f'{d.inflight_mean:.2f}'}, p99 {d.iodepth}",
-                f"iodepth {d.iodepth} caps it; the rest is the device's answer",
+                f"iodepth {_depth(d)} caps it; the rest is the device's answer"
+                + (f" (clamped to {MAX_IODEPTH})" if d.iodepth > MAX_IODEPTH else ""),
             )
         )
     scope = _scope(fp, d.scope)
