@@ -13,6 +13,8 @@ import pytest
 from conftest import REPO, assert_tracer_lost_nothing, needs_fio
 from lab import attached
 
+from iofp.fingerprint_doc import FINGERPRINT_VERSION
+
 DEMO = REPO / "scripts" / "demo.sh"
 # The whole demo (minutes); its live part makes its own scratch loop devices (scripts/lib.sh), not
 # through tests/lab.py, so it says `device` itself.
@@ -36,7 +38,7 @@ def test_samples_part(tmp_path):
     assert proc.returncode == 0, log
     for name in ("market-open", "market-open-q2", "commit-heavy", "mysql-1and1"):
         fp = json.loads((out / f"{name}.fp.json").read_text())
-        assert fp["fingerprint_version"] == 2 and fp["whole"]["ios"] > 0
+        assert fp["fingerprint_version"] == FINGERPRINT_VERSION and fp["whole"]["ios"] > 0
     mo = json.loads((out / "market-open.fp.json").read_text())
     # The burst in samples/workloads/market-open.fio starts at 12 s and lasts 6 s.
     [spike] = mo["regimes"]["spikes"]
