@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 from conftest import REPO, needs_fio, needs_root
@@ -124,6 +125,31 @@ def test_a_probe_and_a_comparison_directory_report(comparison, tmp_path):
     assert code == 0 and "(it reports 1 replay result(s), 1 probe result(s))" in stdout, err
     text = both.read_text()
     assert 'class="candidate" data-name="ram-loop"' in text and 'class="probe" data-name="ram-loop"' in text
+
+
+@needs_root
+@needs_fio
+def test_a_comparison_draws_each_candidates_commit_tail_in_a_panel_on_shared_axes(comparison, tmp_path):
+    """Eight candidates' commit tails over each other were spaghetti: a panel each, in the order
+    given, on one x axis (the copy has the same figures under another name: what this holds is the
+    panels and their axis, not how far apart two devices' tails are)."""
+    import shutil
+
+    other = tmp_path / "other"
+    shutil.copytree(comparison / "ram", other)
+    doc = json.loads((other / "results.json").read_text())
+    doc["labels"] = {**doc.get("labels", {}), "device": "other-loop"}
+    (other / "results.json").write_text(json.dumps(doc))
+    out = tmp_path / "two.html"
+    code, _, err = run_iofp("report", str(comparison / "ram"), str(other), "-o", str(out))
+    assert code == 0, err
+    page = out.read_text()
+    row = page[page.index('id="commit-multiples"') :]
+    panels = re.findall(r'<svg[^>]*data-candidate="([^"]+)"(.*?)</svg>', row, re.S)
+    assert [name for name, _ in panels] == ["ram-loop", "other-loop"], [n for n, _ in panels]
+    ticks = [re.findall(r'class="tick x"[^>]*>([^<]+)<', body) for _, body in panels]
+    assert ticks[0] and ticks[0] == ticks[1]  # the same axis in every panel
+    assert_drawn(tmp_path, out, "1280,1600")
 
 
 def test_a_narrow_log_axis_keeps_its_tick_labels_apart():
