@@ -11,6 +11,7 @@ threshold itself (iofp.values.share_text: 19.6%, never "20% ... under the 20%").
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from datetime import datetime
@@ -35,12 +36,15 @@ class Clock:
     def wall(self, s: float) -> str | None:
         """`s` on the wall clock, rounded to the decimals (the windows start wherever the first I/O
         fell within its second: 09:15:11.9 reads 09:15:12, as the spike's 5 s read 5 s)."""
-        if self.first_ns is None:
-            return None
+        if self.first_ns is None or not math.isfinite(s):
+            return None  # a fingerprint from elsewhere may hold NaN for a time: seconds only
         ns = self.first_ns + round(s * 1e9)
         step = 10 ** (9 - min(self.decimals, 9))
         whole, frac = divmod((ns + step // 2) // step * step, 10**9)
-        text = datetime.fromtimestamp(whole).strftime("%H:%M:%S")
+        try:
+            text = datetime.fromtimestamp(whole).strftime("%H:%M:%S")
+        except (OverflowError, OSError, ValueError):  # a time no clock shows
+            return None
         return f"{text}.{frac // step:0{self.decimals}d}" if self.decimals else text
 
     def at(self, s: float) -> str:
