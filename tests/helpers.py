@@ -27,6 +27,7 @@ from typer.testing import CliRunner
 
 from cli.app import main
 from iofp import headroom_result as hr
+from iofp import probe_result as pr
 from iofp.contract import SCHEMAS, TraceMeta, TraceWriter, open_trace
 
 # The real `iofp` as a child process (run with cwd=REPO): for signals, priorities, cgroups and
@@ -365,6 +366,26 @@ def headroom_record(steps: list[hr.Step], **fields: Any) -> hr.HeadroomResult:
         steps=steps,
     )  # fmt: skip
     return hr.HeadroomResult(**(base | fields))
+
+
+def probe_record(**fields: Any) -> pr.ProbeResult:
+    """A probe record (iofp/probe_result.py) of one run and one cell: 4 KiB random reads at QD1 on a
+    RAM loop, its sweep of that one point (no knee)."""
+    base = dict(
+        kind=pr.KIND, version=pr.VERSION, tool_version="0", fio_version="fio-3.33", host="h", kernel="k",
+        started="2026-11-24T00:00:00+00:00",
+        target=pr.Target("/dev/loop9", "block", "loop9", 1 << 30, 1 << 30, 512, {"dev": "7:9"}),
+        labels={"device": "ram-loop"}, settings={"qd": [1, 8]},
+        workload=pr.Workload("defaults", 4096, 4096, [1, 32], [1, 8], {"read_size": "default 4KiB"}),
+        runs_planned=2,
+        runs=[pr.Run("01-randread-qd1", "runs/01-randread-qd1", "randread", "randread", 4096, 1, 1, None, 1.0,
+                     0, 1, 2, fio=pr.FioFigures(10, 10.0, 0.04, 5.0, 9.0, 9.5, 1000),
+                     steady=pr.Steadiness("steady", 0.1, 9, 0.05, 0.02))],
+        cells=[pr.Cell(1, "rand read 4KiB QD1", "01-randread-qd1")],
+        sweep=pr.Sweep(4096, [pr.SweepPoint(1, "01-randread-qd1", 10.0, 5.0, 9.0, 9.5)], None, "rule",
+                       0.1, 0.5, "no knee"),
+    )  # fmt: skip
+    return pr.ProbeResult(**(base | fields))
 
 
 def raw_io(issue_ns, lat_ns, ops, *, dev: int = (7 << 20) | 9, size: int = 4096) -> np.ndarray:

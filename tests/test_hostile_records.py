@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from conftest import REPO
-from helpers import headroom_record, run_iofp
+from helpers import headroom_record, probe_record, run_iofp
 from hostile import assert_exit, assert_inert, with_field
 
 from iofp import headroom_result as hr
@@ -79,21 +79,8 @@ def test_odd_values_in_a_fingerprint(chunk, tmp_path):
     assert not failures, "\n".join(failures)
 
 
-def probe_record() -> dict:
-    res = pr.ProbeResult(
-        kind=pr.KIND, version=pr.VERSION, tool_version="0", fio_version="fio-3.33", host="h", kernel="k",
-        started="2026-11-24T00:00:00+00:00",
-        target=pr.Target("/dev/loop9", "block", "loop9", 1 << 30, 1 << 30, 512, {"dev": "7:9"}),
-        labels={"device": "ram-loop"}, settings={"qd": [1, 8]},
-        workload=pr.Workload("defaults", 4096, 4096, [1, 32], [1, 8], {"read_size": "default 4KiB"}),
-        runs_planned=2,
-        runs=[pr.Run("01-randread-qd1", "runs/01-randread-qd1", "randread", "randread", 4096, 1, 1, None, 1.0,
-                     0, 1, 2, fio=pr.FioFigures(10, 10.0, 0.04, 5.0, 9.0, 9.5, 1000),
-                     steady=pr.Steadiness("steady", 0.1, 9, 0.05, 0.02))],
-        cells=[pr.Cell(1, "rand read 4KiB QD1", "01-randread-qd1")],
-        sweep=pr.Sweep(4096, [pr.SweepPoint(1, "01-randread-qd1", 10.0, 5.0, 9.0, 9.5)], None, "rule",
-                       0.1, 0.5, "no knee"),
-    )  # fmt: skip
+def probe_doc() -> dict:
+    res = probe_record()
     return json.loads(json.dumps(res.to_dict() if hasattr(res, "to_dict") else _asdict(res)))
 
 
@@ -110,7 +97,7 @@ def headroom_doc() -> dict:
     return _asdict(headroom_record([step]))
 
 
-@pytest.mark.parametrize(("name", "record", "doc"), [("probe", pr.RECORD, probe_record()),
+@pytest.mark.parametrize(("name", "record", "doc"), [("probe", pr.RECORD, probe_doc()),
                                                       ("headroom", hr.RECORD, headroom_doc())])  # fmt: skip
 def test_odd_values_in_a_result_record(name, record, doc, tmp_path):
     cases = odd_cases(doc)
@@ -128,5 +115,5 @@ def test_odd_values_in_a_result_record(name, record, doc, tmp_path):
 
 
 def test_the_generators_cover_every_record(tmp_path):
-    assert len(odd_cases(FP)) > 100 and len(odd_cases(probe_record())) > 30
+    assert len(odd_cases(FP)) > 100 and len(odd_cases(probe_doc())) > 30
     assert Path(SAMPLE_FP).is_file()
