@@ -115,7 +115,6 @@ class Catalog:
                     self._insert(doc, service, url)
             return
         self.path = Path(path) if path else default_path()
-        self._made = not self.path.exists()  # removed again if the command that made it fails
         if self.path.is_dir():
             raise BadInput(f"--catalog {self.path} is a directory; name the catalog file, e.g. "
                            f"{self.path / 'catalog.duckdb'}")  # fmt: skip
@@ -137,7 +136,19 @@ class Catalog:
                 f"cannot open the catalog {self.path}: {_first_line(e)}; restore it from a copy, "
                 "or pass --catalog NEW to start another"
             ) from None
+        if not read_only:
+            # Made by this process (removed again if its command fails) only when it finds no
+            # catalog while holding the file's lock: eight adds starting at once each saw no file,
+            # and the one that failed removed the catalog the others had added to.
+            self._made = not self._has_schema()
         self._run("catalog_check" if read_only else "catalog_schema")
+
+    def _has_schema(self) -> bool:
+        try:
+            self.con.execute(load_sql(SQL, "catalog_check"))
+        except duckdb.CatalogException:
+            return False
+        return True
 
     def _connect(self, read_only: bool) -> duckdb.DuckDBPyConnection:
         """Connect, waiting (with backoff) while another process holds the file's lock."""
