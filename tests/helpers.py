@@ -223,17 +223,28 @@ def load_result(out: Path) -> dict:
     return load(out)[1].to_dict()
 
 
+def differences(a: object, b: object, at: str = "") -> list[str]:
+    """Where two JSON values differ, floats to a relative 1e-12: "regimes.spikes[0].p99_us: 1.0 != 2.0",
+    so a failed comparison names its fields."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        if a.keys() != b.keys():
+            return [f"{at or '.'}: keys {sorted(a.keys() ^ b.keys())} in one only"]
+        return [d for k in a for d in differences(a[k], b[k], f"{at}.{k}" if at else str(k))]
+    if isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            return [f"{at}: {len(a)} != {len(b)} items"]
+        return [d for i, (x, y) in enumerate(zip(a, b, strict=True)) for d in differences(x, y, f"{at}[{i}]")]
+    if isinstance(a, float) or isinstance(b, float):
+        numbers = isinstance(a, (int, float)) and isinstance(b, (int, float))
+        same = numbers and math.isclose(a, b, rel_tol=1e-12)
+    else:
+        same = a == b
+    return [] if same else [f"{at}: {a!r} != {b!r}"]
+
+
 def close(a: object, b: object) -> bool:
     """Equal JSON values, floats to a relative 1e-12."""
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(close(a[k], b[k]) for k in a)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(close(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, float) or isinstance(b, float):
-        return (
-            isinstance(a, (int, float)) and isinstance(b, (int, float)) and math.isclose(a, b, rel_tol=1e-12)
-        )
-    return a == b
+    return not differences(a, b)
 
 
 def png_pixels(path: Path) -> np.ndarray:
