@@ -634,7 +634,10 @@ def open_trace(path: Path | str) -> Trace:
     incomplete (its writer did not finish). An `s3://` trace is copied to a local scratch
     directory first (fetch_trace), and only once it is complete."""
     if (url := objstore.url_of(path)) is not None:
-        trace = open_trace(fetch_trace(url, _scratch() / f"{len(_opened_traces)}-{url.name or 'trace'}"))
+        # A directory of its own for every copy: a name made from the URL (or from a count that stops
+        # growing) was re-used, and the parts an earlier trace left there were read as this one's.
+        into = Path(tempfile.mkdtemp(prefix=f"{url.name or 'trace'}-", dir=_scratch()))
+        trace = open_trace(fetch_trace(url, into))
         trace.origin = str(url)
         return trace
     root = Path(path)
@@ -852,9 +855,13 @@ def hive_path(parts: Mapping[str, str]) -> str:
 
 
 def fetch_trace(url: objstore.Url, into: Path) -> Path:
-    """Copy the trace at `url` to the local directory `into` (made; left to the caller). Only a
-    complete trace: its manifest is shipped last, so objects without one are a trace still being
-    written (or abandoned), and reading them would be reading a part as the whole."""
+    """Copy the trace at `url` to the local directory `into` (made; left to the caller), which must
+    hold nothing yet: a trace is every part in its directory, so a file already there would be read
+    as one of its parts. Only a complete trace: its manifest is shipped last, so objects without one
+    are a trace still being written (or abandoned), and reading them would be reading a part as the
+    whole."""
+    if into.exists() and any(into.iterdir()):
+        raise ValueError(f"{into}: not empty; a trace from {url} is copied only into a directory of its own")
     prefix = url.key.rstrip("/") + "/"
     names = [k[len(prefix):] for k, _ in objstore.listing(url)]
     if MANIFEST not in names:

@@ -13,13 +13,21 @@ from urllib.parse import unquote
 
 import numpy as np
 import pytest
-from helpers import differences, mysql_load, run_iofp
+from helpers import differences, mysql_load, run_iofp, write_trace
 from s3server import BUCKET, s3_server
 
 from bench.fleet_lake import write_host_day
 from fingerprint.api import fingerprint_trace
 from iofp import fingerprint_doc, objstore
-from iofp.contract import FINGERPRINT, MANIFEST, TraceMeta, TraceWriter
+from iofp.contract import (
+    FINGERPRINT,
+    MANIFEST,
+    SYNC_TABLE,
+    TraceMeta,
+    TraceWriter,
+    fetch_trace,
+    open_trace,
+)
 from store import Shipper
 
 LAKE = objstore.Url(BUCKET, "lake")
@@ -228,6 +236,30 @@ def test_a_trace_shipped_with_its_own_writer_names_a_service(s3, tmp_path):
         with pytest.raises(Exception, match="needs its service: pass --label service=NAME"):
             w.write("io", write_rows())
         w.abort()
+
+
+def test_a_trace_read_from_the_store_is_only_its_own_files(s3, lake_trace, tmp_path):
+    """Two traces of the same day read from the store in one process, the second without sync calls,
+    after the process has opened more than eight traces (the full suite's state): the second is its
+    own parts only. Each copy was put in a directory named by a count that stops at eight and the
+    URL's last part (date=...), so the first one's sync part was read as the second's: the CI runs'
+    MySQL import fingerprinted from the store with another trace's fdatasync calls."""
+    for i in range(9):
+        write_trace(tmp_path / f"t{i}", {"ts_ns": [1], "offset": [0], "size": [4096], "op": ["read"]})
+        open_trace(tmp_path / f"t{i}")
+    assert open_trace(str(LAKE.join(PLACE))).num_rows(SYNC_TABLE) > 0
+    other = LAKE.join("host=db-03/service=orders/date=2026-01-05")  # the same date=, io only
+    write_trace(tmp_path / "other", {"ts_ns": [1, 2], "offset": [0, 4096], "size": [4096] * 2,
+                                     "op": ["write"] * 2})  # fmt: skip
+    for name in ("io/part-000001.parquet", MANIFEST):
+        objstore.put_file(other.join(name), tmp_path / "other" / name)
+    trace = open_trace(str(other))
+    assert (trace.num_rows(), trace.has(SYNC_TABLE)) == (2, False)
+    assert sorted(p.relative_to(trace.root).as_posix() for p in trace.root.rglob("*.*")) == [
+        "io/part-000001.parquet", MANIFEST]  # fmt: skip
+    # and a copy is never made over anything: what is in its directory is read as the trace
+    with pytest.raises(ValueError, match="not empty"):
+        fetch_trace(other, tmp_path / "other")
 
 
 @pytest.mark.slow  # two imports of the shared MySQL trace and a fingerprint of each: 3-7 s
