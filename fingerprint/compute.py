@@ -16,22 +16,23 @@ gives null features, and the bound verdict says when it rests on demand alone.
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Any
 
-from fingerprint import latency, noise
+from fingerprint import footprint, latency, noise
 from fingerprint.frame import Frame, Options
 from fingerprint.scope import BINS, BURST_WIDTHS_NS, summarise
 from iofp import __version__, duck, regimes
 from iofp import fingerprint_doc as doc
-from iofp.contract import CALLS_SCHEMA, TraceMeta
+from iofp.contract import CALLS_SCHEMA, OPS, TraceMeta
 from iofp.errors import BadInput
 from iofp.sqlfiles import load_sql
-from iofp.windows import check_window_ns, parse_between
+from iofp.windows import check_window_ns, default_steps_ns, parse_between
 
 SQL = "fingerprint.sql"
 
 TOP_PROCESSES = 10
+BURST_BIN_NS = min(BURST_WIDTHS_NS.values())  # the per-window table's bins: every width is a run of them
+assert all(w % BURST_BIN_NS == 0 for w in BURST_WIDTHS_NS.values())
 
 
 def compute(
@@ -109,9 +110,22 @@ def _frame(con: Any, meta: TraceMeta, opt: Options) -> Frame:
         lo, hi = parse_between(*opt.between).span_ns(meta.capture_start_ns, meta.source)
         if hi < t0 or lo > t1:
             raise BadInput(f"--between {opt.between[0]} {opt.between[1]}: no I/O in that window")
-    reg = regimes.classify(regimes.series(con, opt.window_ns, opt.device))
+    step = _window_table(con, opt, t0, t1, lo, hi)
+    rows = con.execute(load_sql(SQL, "window_series")).fetchnumpy()
+    reg = regimes.classify(regimes.series_of(rows, t0, t1, step, opt.window_ns))
     rate_ns, basis = _rate_span(meta, t0, t1)
-    return Frame(meta, opt, t0, t1, list(b["devices"]), reg, rate_ns, basis, lo, hi)
+    return Frame(meta, opt, t0, t1, list(b["devices"]), reg, rate_ns, basis, step, lo, hi)
+
+
+def _window_table(con: Any, opt: Options, t0: int, t1: int, lo: int | None, hi: int | None) -> int:
+    """The per-window table (window_table.sql), in steps of --window, or of the default rule's first
+    candidate (every candidate is a run of whole steps); its step."""
+    if opt.window_ns is not None:
+        check_window_ns(opt.window_ns, t1 - t0)  # before a table of that many windows
+    step = opt.window_ns if opt.window_ns is not None else default_steps_ns(t1 - t0)[0]
+    params = {"t0": t0, "step_ns": step, "bin_ns": BURST_BIN_NS, "lo": lo, "hi": hi, "device": opt.device}
+    _do(con, "window_table", params)
+    return step
 
 
 def _prepare(con: Any, f: Frame) -> None:
@@ -136,11 +150,14 @@ def _by_scope(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 def _summaries(con: Any, f: Frame) -> dict[str, Any]:
     """Every per-scope query, each run once for all scopes, keyed by scope."""
+    rows = {"t0": f.t0, "window_ns": f.window_ns, "lo": f.lo, "hi": f.hi, "device": f.options.device}
+    _do(con, "window_facts", rows)
+    _do(con, "value_counts", {**rows, "classes": f.classes.tolist()})
     limits = {"size_limits": BINS["io_length_bytes"], "inflight_limits": BINS["outstanding_ios"],
               "lat_limits": BINS["latency_us"]}  # fmt: skip
-    _do(con, "scope_partials", limits)
+    stats = _by_scope(duck.query(con, SQL, "scope_stats", {"steps": f.steps}))
     parts: dict[str, Any] = {
-        "stats": _by_scope(duck.query(con, SQL, "scope_stats")),
+        "stats": stats,
         "arrival": _by_scope(duck.query(con, SQL, "arrival_order", {"limits": BINS["interarrival_us"]})),
         "device": _device_order(con, f),
         "gaps": _by_scope(duck.query(con, SQL, "flush_gaps")),
@@ -148,13 +165,13 @@ def _summaries(con: Any, f: Frame) -> dict[str, Any]:
         "quantiles": {},
         "procs": {},
         "syncs": {},
-        "burst": _burst(con),
-        "footprint": _footprint(con, f),
+        "burst": _burst(con, f),
+        "footprint": footprint.measure(con, f, int(stats["whole"]["sized_ios"])),
         "latency": latency.measure(con),
     }
-    for r in duck.query(con, SQL, "scope_hists"):
+    for r in duck.query(con, SQL, "scope_hists", limits):
         parts["hists"].setdefault((r["scope"], r["hist"], r["op"]), {})[r["key"]] = r["n"]
-    for r in duck.query(con, SQL, "scope_quantiles"):
+    for r in duck.query(con, SQL, "scope_quantiles", {"ops": list(OPS)}):
         parts["quantiles"][(r["scope"], r["measure"], r["op"])] = r
     for r in duck.query(con, SQL, "top_processes", {"limit": TOP_PROCESSES}):
         parts["procs"].setdefault(r.pop("scope"), []).append(r)
@@ -179,30 +196,11 @@ def _device_order(con: Any, f: Frame) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _burst(con: Any) -> dict[str, dict[str, dict[str, Any]]]:
-    finest = min(BURST_WIDTHS_NS.values())
-    _do(con, "burst_bins", {"width_ns": finest})
-    out = {}
-    for label, width in BURST_WIDTHS_NS.items():
-        assert width % finest == 0, "burstiness widths must be multiples of the finest"
-        out[label] = _by_scope(duck.query(con, SQL, "burst_counts", {"per": width // finest}))
-    return out
-
-
-def _footprint(con: Any, f: Frame) -> dict[str, tuple[int, int, int]]:
-    """Footprint and the hot-block share need every start block (a hash aggregate, then block masks
-    per 64-block chunk and a top-N of its counts): computed for the whole trace and a --between
-    window, not for each regime."""
-    out = {}
-    for name in ("whole", "between") if f.lo is not None else ("whole",):
-        _do(con, "start_blocks", {"between": name == "between"})
-        [foot] = duck.query(con, SQL, "footprint")
-        blocks = int(foot["blocks"])
-        hot_k = max(1, math.ceil(0.01 * blocks)) if blocks else 0
-        hot = duck.query(con, SQL, "hot_blocks", {"top_blocks": hot_k})[0]["top_ios"] if blocks else 0
-        out[name] = (blocks, hot_k, int(hot))
-    _do(con, "drop_start_blocks")
-    return out
+def _burst(con: Any, f: Frame) -> dict[str, dict[str, dict[str, Any]]]:
+    """Each burstiness width's counts, rolled up from the per-window table's finest bins."""
+    params = {"steps": f.steps}
+    return {label: _by_scope(duck.query(con, SQL, "burst_counts", {**params, "bins": width // BURST_BIN_NS}))
+            for label, width in BURST_WIDTHS_NS.items()}  # fmt: skip
 
 
 def _rate_span(meta: TraceMeta, t0: int, t1: int) -> tuple[int, str]:

@@ -59,12 +59,17 @@ class Frame:
     reg: regimes.Regimes
     rate_ns: int  # the span the whole trace's rates are over (compute's _rate_span)
     basis: str
+    step_ns: int  # the per-window table's step (window_table.sql): a window is `steps` of them
     lo: int | None = None  # --between, trace clock
     hi: int | None = None
 
     @property
     def window_ns(self) -> int:
         return self.reg.series.window_ns
+
+    @property
+    def steps(self) -> int:
+        return self.window_ns // self.step_ns
 
     @property
     def baseline_is_steady(self) -> bool:

@@ -52,8 +52,10 @@ def measure(con: Any, f: Frame) -> dict[str, doc.Noise]:
     cols = ("scope", "w", "b")
     con.register("noise_batch", pa.table({k: [r[i] for r in rows] for i, k in enumerate(cols)}))
     batches: dict[tuple[str, int], _Batch] = {}
-    for r in duck.query(con, SQL, "noise_batches"):
+    for r in duck.query(con, SQL, "noise_batches", {"steps": f.steps}):
         batches.setdefault((r["scope"], r["b"]), _Batch()).add_io(r)
+    for r in duck.query(con, SQL, "noise_latency"):
+        batches.setdefault((r["scope"], r["b"]), _Batch()).add_latency(r)
     for r in duck.query(con, SQL, "noise_sync_batches"):
         batches.setdefault((r["scope"], r["b"]), _Batch()).add_call(r)
     con.unregister("noise_batch")
@@ -108,8 +110,10 @@ class _Batch:
             self.bytes += int(r["bytes"])
         self.reads += n if op == "read" else 0
         self.points += int(r["points"])
-        if op in self.lat and r["lb"] is not None:
-            self.lat[op][r["lb"]] += n
+
+    def add_latency(self, r: dict[str, Any]) -> None:
+        if r["op"] in self.lat:
+            self.lat[r["op"]][r["lb"]] += int(r["n"])
 
     def add_call(self, r: dict[str, Any]) -> None:
         hist = self.calls.setdefault(r["call"], Counter())

@@ -109,27 +109,37 @@ def span(con: Any, device: str | None = None) -> tuple[int, int] | None:
 
 def series(con: Any, window_ns: int | None, device: str | None = None) -> Series:
     """The series of view `io` (rows of `device`, or all) at `window_ns`, or at the default window
-    (iofp/windows.py) when None. A window outside every stage's limits is BadInput."""
-    bounds = span(con, device)
-    t0, t1 = bounds or (0, -1)
-    rule = "--window"
-    if window_ns is None:
-        steps = default_steps_ns(max(t1 - t0, 0))
-        base = _series(con, steps[0], device, t0, t1, rule)
-        window_ns, rule = default_window_ns(base.ios, max(t1 - t0, 0)), DEFAULT_WINDOW_RULE
-    check_window_ns(window_ns, max(t1 - t0, 0))
-    return _series(con, window_ns, device, t0, t1, rule)
-
-
-def _series(con: Any, window_ns: int, device: str | None, t0: int, t1: int, rule: str) -> Series:
-    nwin = 0 if t1 < t0 else (t1 - t0) // window_ns + 1
-    params = {"window_ns": window_ns, "device": device, "t0": t0}
+    (iofp/windows.py) when None. A window outside every stage's limits is BadInput. One pass over
+    the rows: the counts at the first default step give every candidate's (each is a multiple)."""
+    t0, t1 = span(con, device) or (0, -1)
+    if window_ns is not None:
+        check_window_ns(window_ns, max(t1 - t0, 0))  # before a query of that many windows
+    step = window_ns if window_ns is not None else default_steps_ns(max(t1 - t0, 0))[0]
+    params = {"window_ns": step, "device": device, "t0": t0}
     rows = con.execute(load_sql(SQL, "regime_series"), params).fetchnumpy()
-    ios, nbytes = np.zeros(nwin), np.zeros(nwin)
-    k = rows["k"].astype(np.int64)
+    return series_of(rows, t0, t1, step, window_ns)
+
+
+def series_of(rows: dict[str, np.ndarray], t0: int, t1: int, step_ns: int, window_ns: int | None) -> Series:
+    """The series from per-step sums (k: the step's index from t0, only steps with data requests;
+    ios, bytes, and sq and cube: the sums of size^2 and size^3) at `window_ns`, or at the default
+    window when None (then `step_ns` must be the first default step: every candidate is a multiple
+    of it, and its counts sum up exactly)."""
+    nstep = 0 if t1 < t0 else (t1 - t0) // step_ns + 1
+    ios, nbytes = np.zeros(nstep), np.zeros(nstep)
+    k = np.asarray(rows["k"], np.int64)
     ios[k], nbytes[k] = rows["ios"], rows["bytes"]
     n = float(ios.sum())
-    m2, m3 = (float(rows[c].sum()) / n if n else 0.0 for c in ("sq", "cube"))
+    # each step's sums are exact integers: the moments do not depend on the order rows were summed in
+    m2, m3 = (float(np.sum(rows[c], dtype=np.float64)) / n if n else 0.0 for c in ("sq", "cube"))
+    rule = "--window"
+    if window_ns is None:
+        window_ns, rule = default_window_ns(ios, max(t1 - t0, 0)), DEFAULT_WINDOW_RULE
+    check_window_ns(window_ns, max(t1 - t0, 0))
+    assert window_ns % step_ns == 0, "a window is a run of whole steps"
+    if (m := window_ns // step_ns) > 1:  # a multiple of the step: its windows are runs of m steps
+        starts = np.arange(0, nstep, m)
+        ios, nbytes = np.add.reduceat(ios, starts), np.add.reduceat(nbytes, starts)
     return Series(t0, window_ns, rule, ios, nbytes, float(nbytes.sum()) / n if n else 0.0, m2, m3)
 
 
