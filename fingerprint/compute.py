@@ -112,19 +112,23 @@ def _frame(con: Any, meta: TraceMeta, opt: Options) -> Frame:
             raise BadInput(f"--between {opt.between[0]} {opt.between[1]}: no I/O in that window")
     step = _window_table(con, opt, t0, t1, lo, hi)
     rows = con.execute(load_sql(SQL, "window_series")).fetchnumpy()
-    reg = regimes.classify(regimes.series_of(rows, t0, t1, step, opt.window_ns))
+    [m] = duck.query(con, SQL, "size_moments")
+    moments = (m["sq"] or 0.0, m["cube"] or 0.0)
+    reg = regimes.classify(regimes.series_of(rows, moments, t0, t1, step, opt.window_ns))
     rate_ns, basis = _rate_span(meta, t0, t1)
     return Frame(meta, opt, t0, t1, list(b["devices"]), reg, rate_ns, basis, step, lo, hi)
 
 
 def _window_table(con: Any, opt: Options, t0: int, t1: int, lo: int | None, hi: int | None) -> int:
-    """The per-window table (window_table.sql), in steps of --window, or of the default rule's first
-    candidate (every candidate is a run of whole steps); its step."""
+    """The per-window table (window_table.sql) and the size counts (size_counts.sql), in steps of
+    --window, or of the default rule's first candidate (every candidate is a run of whole steps); its
+    step."""
     if opt.window_ns is not None:
         check_window_ns(opt.window_ns, t1 - t0)  # before a table of that many windows
     step = opt.window_ns if opt.window_ns is not None else default_steps_ns(t1 - t0)[0]
-    params = {"t0": t0, "step_ns": step, "bin_ns": BURST_BIN_NS, "lo": lo, "hi": hi, "device": opt.device}
-    _do(con, "window_table", params)
+    params = {"t0": t0, "step_ns": step, "lo": lo, "hi": hi, "device": opt.device}
+    _do(con, "window_table", {**params, "bin_ns": BURST_BIN_NS})
+    _do(con, "size_counts", params)
     return step
 
 
@@ -151,11 +155,16 @@ def _by_scope(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 def _summaries(con: Any, f: Frame) -> dict[str, Any]:
     """Every per-scope query, each run once for all scopes, keyed by scope."""
     rows = {"t0": f.t0, "window_ns": f.window_ns, "lo": f.lo, "hi": f.hi, "device": f.options.device}
-    _do(con, "window_facts", rows)
-    _do(con, "value_counts", {**rows, "classes": f.classes.tolist()})
+    classed = {**rows, "classes": f.classes.tolist()}
+    _do(con, "value_counts", classed)
+    _do(con, "size_values", {"steps": f.steps})
+    _do(con, "process_counts", rows)
+    _do(con, "latency_buckets", rows)
     limits = {"size_limits": BINS["io_length_bytes"], "inflight_limits": BINS["outstanding_ios"],
               "lat_limits": BINS["latency_us"]}  # fmt: skip
     stats = _by_scope(duck.query(con, SQL, "scope_stats", {"steps": f.steps}))
+    for r in duck.query(con, SQL, "scope_devices", {"steps": f.steps}):
+        stats[r["scope"]]["devices"] = r["devices"]
     parts: dict[str, Any] = {
         "stats": stats,
         "arrival": _by_scope(duck.query(con, SQL, "arrival_order", {"limits": BINS["interarrival_us"]})),
@@ -166,7 +175,7 @@ def _summaries(con: Any, f: Frame) -> dict[str, Any]:
         "procs": {},
         "syncs": {},
         "burst": _burst(con, f),
-        "footprint": footprint.measure(con, f, int(stats["whole"]["sized_ios"])),
+        "footprint": footprint.measure(con, f),
         "latency": latency.measure(con),
     }
     for r in duck.query(con, SQL, "scope_hists", limits):

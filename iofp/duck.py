@@ -69,6 +69,14 @@ def dicts(cur: Any) -> list[dict[str, Any]]:
     return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
 
 
+def run(
+    con: duckdb.DuckDBPyConnection, package: str, name: str, params: dict[str, Any] | None = None
+) -> None:
+    """Run the named .sql file of `package` for its effect (a table made, rows inserted), with bound
+    parameters; its result drained, as DuckDB requires."""
+    con.execute(load_sql(package, name), params or {}).fetchall()
+
+
 def query(
     con: duckdb.DuckDBPyConnection, package: str, name: str, params: dict[str, Any] | None = None
 ) -> list[dict[str, Any]]:

@@ -117,21 +117,28 @@ def series(con: Any, window_ns: int | None, device: str | None = None) -> Series
     step = window_ns if window_ns is not None else default_steps_ns(max(t1 - t0, 0))[0]
     params = {"window_ns": step, "device": device, "t0": t0}
     rows = con.execute(load_sql(SQL, "regime_series"), params).fetchnumpy()
-    return series_of(rows, t0, t1, step, window_ns)
+    sq, cube = (float(rows[c][0]) if len(rows["k"]) else 0.0 for c in ("sq", "cube"))
+    return series_of(rows, (sq, cube), t0, t1, step, window_ns)
 
 
-def series_of(rows: dict[str, np.ndarray], t0: int, t1: int, step_ns: int, window_ns: int | None) -> Series:
+def series_of(
+    rows: dict[str, np.ndarray],
+    moments: tuple[float, float],
+    t0: int,
+    t1: int,
+    step_ns: int,
+    window_ns: int | None,
+) -> Series:
     """The series from per-step sums (k: the step's index from t0, only steps with data requests;
-    ios, bytes, and sq and cube: the sums of size^2 and size^3) at `window_ns`, or at the default
-    window when None (then `step_ns` must be the first default step: every candidate is a multiple
-    of it, and its counts sum up exactly)."""
+    ios and bytes) and the sums of size^2 and size^3 over every data request (`moments`), at
+    `window_ns`, or at the default window when None (then `step_ns` must be the first default step:
+    every candidate is a multiple of it, and its counts sum up exactly)."""
     nstep = 0 if t1 < t0 else (t1 - t0) // step_ns + 1
     ios, nbytes = np.zeros(nstep), np.zeros(nstep)
     k = np.asarray(rows["k"], np.int64)
     ios[k], nbytes[k] = rows["ios"], rows["bytes"]
     n = float(ios.sum())
-    # each step's sums are exact integers: the moments do not depend on the order rows were summed in
-    m2, m3 = (float(np.sum(rows[c], dtype=np.float64)) / n if n else 0.0 for c in ("sq", "cube"))
+    m2, m3 = (m / n if n else 0.0 for m in moments)
     rule = "--window"
     if window_ns is None:
         window_ns, rule = default_window_ns(ios, max(t1 - t0, 0)), DEFAULT_WINDOW_RULE

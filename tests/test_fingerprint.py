@@ -354,6 +354,30 @@ def test_footprint_counts_each_touched_block_once(tmp_path):
     assert fp.between.footprint.blocks_4k == touched(btw)
 
 
+def test_the_hot_share_counts_every_start_block_exactly(tmp_path):
+    """The hottest 1% of the footprint's blocks and the I/Os starting in them, as a count per block
+    gives: with blocks started in 1, 2, ... times, neighbours in one packed group of eight, and blocks
+    with 256 starts and more (a group counted block by block); with --between too."""
+    rng = np.random.default_rng(5)
+    hot = np.repeat([0, 1, 9, 700], [300, 256, 255, 1000])  # 0 and 1 share a group of eight blocks
+    blocks = rng.permutation(np.concatenate([hot, rng.integers(8, 20000, 30000), rng.integers(0, 64, 500)]))
+    n = len(blocks)
+    ts = np.arange(n, dtype=np.int64) * (MS // 10)
+    with TraceWriter(tmp_path / "t", TraceMeta(source="import:test", devices={"d0": {}})) as w:
+        w.write("io", pa.table({"ts_ns": ts, "device": ["d0"] * n, "offset": blocks * 4096,
+                                "size": np.full(n, 4096, np.int32), "op": ["read"] * n}))  # fmt: skip
+    fp = fingerprint_trace(tmp_path / "t", Options(between=("0.5", "2.5")))
+
+    def hot_share(sel):
+        counts = np.sort(np.unique(blocks[sel], return_counts=True)[1])[::-1]
+        k = max(1, -(-len(counts) // 100))
+        return k, counts[:k].sum() / sel.sum()
+
+    for scope, sel in (("whole", np.ones(n, bool)), ("between", (ts >= 500 * MS) & (ts <= 2500 * MS))):
+        got = getattr(fp, scope).footprint
+        assert (got.hot_1pct_blocks, got.hot_1pct_io_share) == hot_share(sel), scope
+
+
 def test_idle_capture_is_one_line_exit_2_everywhere(tmp_path):
     # What a capture of an idle device writes: a manifest and no io files.
     idle = tmp_path / "idle"

@@ -28,7 +28,6 @@ import pytest
 from conftest import REPO
 from helpers import shared_trace
 
-from fingerprint import footprint
 from fingerprint.api import fingerprint_trace
 from fingerprint.frame import Options
 from iofp import fingerprint_doc as doc
@@ -200,16 +199,3 @@ def test_the_comparison_finds_a_changed_figure():
     assert differences(ref, {"whole": {"ios": 11, "latency": {}}}) == [
         ".whole.ios: 10 -> 11", ".whole.latency.all: missing"]  # fmt: skip
     assert differences({"a": 1.0}, {"a": 1.0 + 1e-8}) != []
-
-
-@pytest.mark.slow  # fingerprints the synthetic trace twice
-def test_the_hot_share_is_the_same_counted_block_by_block(monkeypatch, synthetic_trace):
-    """start_counts.sql packs four blocks' counts in one sum; start_counts_exact.sql (for traces of 2^31
-    requests and more) counts block by block: the same footprint and hot-block figures."""
-    opt = Options(between=("0.4", "0.9"))
-    packed = figures(fingerprint_trace(synthetic_trace, opt))
-    monkeypatch.setattr(footprint, "PACKED_LIMIT", 0)
-    exact = figures(fingerprint_trace(synthetic_trace, opt))
-    for scope in ("whole", "between"):
-        assert exact[scope]["footprint"] == packed[scope]["footprint"]
-        assert packed[scope]["footprint"]["hot_1pct_io_share"] > 0

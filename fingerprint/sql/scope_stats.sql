@@ -1,15 +1,9 @@
 -- Counts and bytes by op, size, flag and latency moments of every scope, rolled up from the per-window
 -- table (window_table.sql: each step k lies in window k // $steps, whose regime class is regime_w's)
--- through scope_map, and the devices each scope's requests went to (window_facts.sql). I/Os
+-- through scope_map (the devices each scope's requests went to: scope_devices.sql). I/Os
 -- (`data_ios`) are data requests: reads, writes and discards, as iostat and fio count them; flushes
 -- are counted on their own. Sizes, 4 KiB alignment and the sequential runs (device_order.sql) are of
 -- the sized requests (size > 0). Null flags give null counts, not zeros.
-WITH d AS (
-    SELECT m.scope, count(DISTINCT device) AS devices
-    FROM fp_facts f JOIN regime_w r USING (w) JOIN scope_map m USING (rg, btw)
-    WHERE f.set = 1
-    GROUP BY m.scope
-)
 SELECT m.scope,
     sum(ios)::BIGINT AS requests,
     coalesce(sum(ios) FILTER (WHERE op IN ('read', 'write', 'discard')), 0)::BIGINT AS data_ios,
@@ -21,7 +15,6 @@ SELECT m.scope,
     coalesce(sum(bytes) FILTER (WHERE op = 'read'), 0)::BIGINT AS read_bytes,
     coalesce(sum(bytes) FILTER (WHERE op = 'write'), 0)::BIGINT AS write_bytes,
     coalesce(sum(bytes) FILTER (WHERE op = 'discard'), 0)::BIGINT AS discard_bytes,
-    any_value(d.devices) AS devices,
     coalesce(sum(ios) FILTER (WHERE sized), 0)::BIGINT AS sized_ios,
     coalesce(sum(bytes) FILTER (WHERE sized), 0)::BIGINT AS sized_bytes,
     coalesce(sum(not_4k_sized) FILTER (WHERE sized), 0)::BIGINT AS not_4k_sized,
@@ -48,5 +41,4 @@ SELECT m.scope,
     sum(lat_sum) FILTER (WHERE op = 'flush') / sum(lat_known) FILTER (WHERE op = 'flush') AS lat_mean_flush,
     max(lat_max) FILTER (WHERE op = 'flush') AS lat_max_flush
 FROM fp_windows p JOIN regime_w r ON r.w = p.k // $steps JOIN scope_map m USING (rg, btw)
-    JOIN d USING (scope)
 GROUP BY m.scope

@@ -1,24 +1,13 @@
--- How many 4 KiB blocks had each number of sized requests start in them (the hot-block share's
--- counts: compute takes the hottest 1% of the footprint's blocks from them), of every request
--- (scope 'whole') and of those inside --between ([$lo, $hi]). Per-block counts without a hash table
--- of every block: blocks are grouped four by four (g), and a request starting in block 4g + i adds
--- 2^(32 i) to its group's sum, so the sum holds the four blocks' counts as 32-bit fields, exact
--- while no block has 2^31 starts (compute uses start_counts_exact.sql beyond 2^31 requests). A
--- quarter of the groups a per-block count would hold.
-WITH h AS (
-    SELECT "offset" // 16384 AS g,
-        sum(1::HUGEINT << (32 * ("offset" // 4096 % 4))::INTEGER) AS s,
-        sum(1::HUGEINT << (32 * ("offset" // 4096 % 4))::INTEGER) FILTER (WHERE ts_ns BETWEEN $lo AND $hi) AS sb
+-- Per group of eight 4 KiB blocks (g), the sized requests starting in each, packed: a request starting
+-- in block 8g + i adds 2^(8 i), so the sum holds the eight blocks' counts in its eight bytes while no
+-- block has 256 starts (fingerprint/footprint.py unpacks them, finds the groups where a count
+-- overflowed its byte by the bytes' total against n, and counts those with start_counts_exact.sql).
+-- Every request or, with [$lo, $hi], those inside --between. An eighth of the groups a hash table of
+-- every block needs.
+SELECT g, coalesce(CASE WHEN s < 18446744073709551616 THEN s END, 0)::UBIGINT AS s, s >= 18446744073709551616 AS over, n
+FROM (
+    SELECT "offset" // 32768 AS g, sum(1::UBIGINT << (8 * ("offset" // 4096 % 8))::INTEGER) AS s, count(*) AS n
     FROM io
-    WHERE size > 0 AND ($device IS NULL OR device::VARCHAR = $device)
+    WHERE size > 0 AND ($device IS NULL OR device::VARCHAR = $device) AND ($lo IS NULL OR ts_ns BETWEEN $lo AND $hi)
     GROUP BY g
-), f AS (
-    SELECT unnest([s & 4294967295, (s >> 32) & 4294967295, (s >> 64) & 4294967295, s >> 96]) AS f,
-        unnest([sb & 4294967295, (sb >> 32) & 4294967295, (sb >> 64) & 4294967295, sb >> 96]) AS fb
-    FROM h
-), c AS (
-    SELECT f, fb, count(*) AS blocks FROM f GROUP BY GROUPING SETS ((f), (fb))
 )
-SELECT 'whole' AS scope, f::BIGINT AS starts, blocks FROM c WHERE f > 0
-UNION ALL
-SELECT 'between', fb::BIGINT, blocks FROM c WHERE fb > 0

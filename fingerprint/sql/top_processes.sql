@@ -1,14 +1,13 @@
 -- Processes by data requests per scope, where the trace names them (pid, and a command name the
 -- trace gives it): per-process streams, with their reads, writes, flushes and bytes, from
--- window_facts.sql's per-process grouping (per window and --between flag) rolled up into scopes.
+-- process_counts.sql's rows (per window and --between flag) rolled up into scopes.
 WITH p AS (
     SELECT m.scope, f.pid, sum(f.ios)::BIGINT AS ios, sum(f.bytes)::BIGINT AS bytes, sum(f.reads)::BIGINT AS reads,
         sum(f.writes)::BIGINT AS writes, sum(f.flushes)::BIGINT AS flushes
-    FROM fp_facts f JOIN regime_w r USING (w) JOIN scope_map m USING (rg, btw)
-    WHERE f.set = 0 AND f.pid IS NOT NULL
+    FROM fp_procs f JOIN regime_w r USING (w) JOIN scope_map m USING (rg, btw)
     GROUP BY m.scope, f.pid
 ), names AS (
-    SELECT pid, any_value(comm) AS comm FROM fp_facts WHERE set = 0 AND pid IS NOT NULL GROUP BY pid
+    SELECT pid, any_value(comm) AS comm FROM fp_procs GROUP BY pid
 ), top AS (
     SELECT *, row_number() OVER (PARTITION BY scope ORDER BY ios DESC, flushes DESC, pid) AS rank
     FROM p

@@ -2,8 +2,8 @@
 -- rolled up from. Per step of $step_ns from the first arrival $t0 (k: the default rule's first step,
 -- or --window; a fingerprint's window is a run of whole steps), per bin of the finest burstiness
 -- width $bin_ns (b), per --between flag (btw: inside [$lo, $hi]), op and sized/zero-size kind: the
--- requests, their bytes and the sums of size^2 and size^3 (the regime series: window_series.sql),
--- and every count, sum and maximum the scopes' stats (scope_stats.sql), burstiness (burst_counts.sql)
+-- requests and their bytes (the regime series: window_series.sql), and every count, sum and
+-- maximum the scopes' stats (scope_stats.sql), burstiness (burst_counts.sql)
 -- and noise batches (noise_batches.sql) read, once each window's regime is known. A few hundred
 -- thousand rows for 50 M requests: the regime of a row is its window's, joined on these rows, not on
 -- the requests.
@@ -15,8 +15,6 @@ SELECT (ts_ns - $t0) // $step_ns AS k,
     size > 0 AS sized,
     count(*) AS ios,
     coalesce(sum(size), 0) AS bytes,
-    sum(size::HUGEINT * size) AS sq,
-    sum(size::HUGEINT * size * size) AS cube,
     count(*) FILTER (WHERE size % 4096 <> 0) AS not_4k_sized,
     count(*) FILTER (WHERE "offset" % 4096 <> 0) AS not_4k_aligned,
     count(preflush) AS flags_known,
