@@ -23,11 +23,11 @@ BUSY = HostEvidence(6.0, 60, 2, 0.31, 0.45, 0.0, 0.0, [1.0, 1.0], [0.0, 0.0],
 
 
 def result(root: Path, device: str, *, iops: float, commit_p99_ns: float, host: HostEvidence | None,
-           demanded_iops: float = 3781.0) -> Path:  # fmt: skip
+           demanded_iops: float = 3781.0, commit_p50_ns: float = 60_000) -> Path:  # fmt: skip
     """A replay result of 6 s demanding `demanded_iops` (and 1,500 commits/s), as iofp writes one."""
     span = 6.0
     lat = rr.Latency(int(iops * span), int(iops * span) * 4096, 40_000, 900_000, 1_800_000)
-    commits = rr.Latency(9000, 0, 60_000, commit_p99_ns, commit_p99_ns * 2)
+    commits = rr.Latency(9000, 0, commit_p50_ns, commit_p99_ns, commit_p99_ns * 2)
     syncs = {"all": commits, "fdatasync": commits}
     m = rr.Measured("replay capture", span, {"write": lat, "all": lat}, syncs, "sync calls", iops,
                     iops * 4096 / 1e6, 1500.0)  # fmt: skip
@@ -110,3 +110,55 @@ def test_a_ranking_is_stated_only_where_the_sweeps_support_it():
     assert verdicts.ranking([ram, busy]).startswith("inconclusive: ram and disk cannot be told apart")
     unjudged = row("ram", None, 1, "host")
     assert verdicts.ranking([unjudged, row("disk", None, 1, "host")]).startswith("inconclusive")
+
+
+def test_beside_a_busy_host_a_device_far_slower_than_its_peer_at_the_same_job_still_fails(tmp_path):
+    """Both candidates replayed beside a busy host: the disk's commits 7x slower than the RAM loop's in
+    every run (a busy host moves one job's p50 up to 2.3x) is the disk's FAIL, said with the figures;
+    the RAM loop's own miss stays the host's. Two runs of one device 1.5x apart tell nothing."""
+
+    def runs(name: str, p50s: tuple[float, ...], p99: float) -> list[Path]:
+        return [result(tmp_path / f"{name}{i}", name, iops=3781, commit_p99_ns=p99, commit_p50_ns=p,
+                       host=BUSY) for i, p in enumerate(p50s)]  # fmt: skip
+
+    ram = runs("ram", (22_000, 30_000, 25_000), 6_000_000)
+    disk = runs("disk", (161_000, 210_000, 180_000), 40_000_000)
+    code, out, err = run_iofp("compare", *ram, *disk, "--slo", SLO, "--json", "-")
+    rows = {r["name"]: r for r in json.loads(out)["rows"]}
+    assert code == 1 and rows["disk"]["slo"] == "FAIL" and rows["ram"]["slo"] == "inconclusive", err
+    assert rows["disk"]["why"].startswith("the device's, though the host was busy: beside a busy host too, "
+                                          "ram did the same job with commit p50 22 µs-30 µs and disk with "
+                                          "161 µs-210 µs in every run, 5.4x apart")  # fmt: skip
+    assert rows["disk"]["why"].endswith("disk was worse on commit p99 in every run")
+    # the same device against itself: no verdict either way
+    again = runs("ram-again", (33_000, 40_000, 36_000), 7_000_000)
+    code, out, _ = run_iofp("compare", *ram, *again, "--slo", SLO, "--json", "-")
+    assert {r["slo"] for r in json.loads(out)["rows"]} == {"inconclusive"}
+    # a quiet peer says nothing of a busy run
+    quiet = [result(tmp_path / f"q{i}", "quiet-ram", iops=3781, commit_p99_ns=300_000, commit_p50_ns=22_000,
+                    host=QUIET) for i in range(3)]  # fmt: skip
+    code, out, _ = run_iofp("compare", *quiet, *disk, "--slo", SLO, "--json", "-")
+    said = {r["name"]: r["slo"] for r in json.loads(out)["rows"]}
+    assert said == {"quiet-ram": "pass", "disk": "inconclusive"}
+
+
+def test_sweeps_the_host_left_unjudged_are_ranked_by_todays_load_when_far_apart():
+    from replay.compare.table import Row
+
+    def row(name: str, p50s: tuple[float, ...]) -> Row:
+        runs = []
+        for p in p50s:
+            lat = rr.Latency(100, 0, p, p * 10, p * 20)
+            m = rr.Measured("replay capture", 2.0, {"all": lat}, {"all": lat}, "sync calls", 50, 0.2, 50.0)
+            runs.append(Row(name, "r", "candidate", 50, 0.2, m, "replay capture", host=BUSY))
+        h = {"factor": None, "failed_at": 1, "bound": "host"}
+        return Row(name, "r", "candidate", 50, 0.2, None, "replay capture", headroom=h, runs=runs)
+
+    disk, ram = row("disk", (160_000, 200_000, 170_000)), row("ram", (22_000, 30_000, 25_000))
+    rows = [disk, ram]
+    verdicts.order_by_today(rows)
+    assert [r.name for r in rows] == ["ram", "disk"]
+    assert verdicts.ranking(rows).startswith("ram > disk (disk's commit p50 at today's load 5.3x ram's")
+    same = [ram, row("ram2", (30_000, 40_000, 35_000))]
+    verdicts.order_by_today(same)
+    assert [r.name for r in same] == ["ram", "ram2"] and verdicts.ranking(same).startswith("inconclusive")

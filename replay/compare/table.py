@@ -40,7 +40,7 @@ from iofp.repeats import FAIL, INCONCLUSIVE, spread
 from iofp.results_dir import shown
 from iofp.slo import Slo, format_ns
 from iofp.terminal import one_line
-from replay.compare.verdicts import contradictions, group, interference, judge, ranking
+from replay.compare.verdicts import contradictions, group, interference, judge, order_by_today, ranking
 from replay.run import measure
 
 PCTS_FIO = {"p50": "50.000000", "p99": "99.000000", "p99.9": "99.900000"}
@@ -140,6 +140,7 @@ def compare(paths: list[Path], slo: Slo, baseline: Path | None = None) -> Compar
     if slo:
         judge(cmp.rows, slo)
     if headrooms:
+        order_by_today(cmp.rows)
         cmp.ranking = ranking(cmp.rows)
     cmp.notes += contradictions(cmp.rows)
     return cmp

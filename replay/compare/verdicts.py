@@ -5,7 +5,10 @@
   RATE_TOLERANCE fails, and says by how much: its latencies were measured at a lower load than the
   one asked for. The tolerance is the fidelity rule's (a replay within 5% of the demand is faithful).
 * **A busy host is not a slow device** (§1): a run that missed while the host limited it
-  (iofp/host_evidence.py `limit`) is inconclusive, never the device's FAIL.
+  (iofp/host_evidence.py `limit`) is inconclusive, never the device's FAIL, unless a peer measured
+  beside the same busy host shows the miss is the device's (`beyond_host`, iofp/separation.py): this
+  device slower at the same job by far more than the job moves between runs under such a host, and
+  worse than the peer on every figure it missed. A busy host does not hide a 7x fsync gap.
 * **One run is not a decision** (§2): results with the same label are one candidate (`group`), their
   figures the median and range of its runs, its verdict the runs' agreement (iofp/repeats.py);
   hyperfine's outliers are said.
@@ -24,7 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 from iofp.host_evidence import limit
 from iofp.repeats import FAIL, INCONCLUSIVE, PASS, agree, outliers
-from iofp.slo import IOPS_TOLERANCE, Slo
+from iofp.separation import EFFECT, SAME_JOB_SPREAD, Slower, slower
+from iofp.slo import IOPS_TOLERANCE, LatencyTerm, Slo, format_ns
 
 if TYPE_CHECKING:
     from replay.compare.table import Row
@@ -80,6 +84,71 @@ def judge(rows: list[Row], slo: Slo) -> None:
         row.slo_failures = row.rate_failures + slo.failures(row)  # on the runs' medians
         all_host = all(v == INCONCLUSIVE for v, _ in said)
         row.why = said[0][1] + f" ({a.why})" if all_host else a.why
+    for row in rows:
+        if row.role == "candidate" and row.slo == INCONCLUSIVE and (beyond := beyond_host(row, rows, slo)):
+            row.slo, row.why = FAIL, beyond
+
+
+# ---- a busy host that still allows the verdict ---------------------------------------------------
+
+
+def beyond_host(row: Row, rows: list[Row], slo: Slo) -> str | None:
+    """Why a candidate whose every run missed beside a busy host fails all the same (None: it stays
+    inconclusive): a peer's runs replayed beside a busy host too (its quiet runs say nothing of a busy
+    one) were faster at the same job by EFFECT beyond the runs' spread (iofp/separation.py), and better
+    than it on every figure it missed in every run."""
+    mine = _busy_runs(row)
+    if mine is None or not all(r.slo_failures or rate_failures(r) for r in mine):
+        return None
+    for peer in rows:
+        theirs = [r for r in peer.runs or [peer] if limit(r.host).who == "host"]
+        if peer is row or peer.role != "candidate" or not theirs or peer.selection != row.selection:
+            continue
+        s = slower(mine, theirs)
+        if s is None or not (missed := _worse_on_misses(mine, theirs, slo)):
+            continue
+        op = "commit" if s.op == "commit" else "I/O"
+        return (
+            f"the device's, though the host was busy: beside a busy host too, {peer.name} did the same "
+            f"job with {op} p50 {_range(s.a)} and {row.name} with {_range(s.b)} in every run, "
+            f"{s.ratio:.1f}x apart (a busy host moves one job's p50 up to {SAME_JOB_SPREAD:g}x; "
+            f"called from {EFFECT:g}x); {row.name} was worse on {', '.join(missed)} in every run"
+        )
+    return None
+
+
+def _busy_runs(row: Row) -> list[Row] | None:
+    """A candidate's runs when every one was measured while the host limited it, else None."""
+    runs = row.runs or [row]
+    return runs if all(limit(r.host).who == "host" for r in runs) else None
+
+
+def _worse_on_misses(mine: list[Row], theirs: list[Row], slo: Slo) -> list[str]:
+    """The figures every run of `mine` missed on and was worse on than every run of `theirs` (the rate
+    kept, each latency term's figure); [] when a figure every run missed is not one of them."""
+    out = []
+    if all(rate_failures(r) for r in mine):
+        if max(map(_kept, mine)) >= min(map(_kept, theirs)):
+            return []
+        out.append("the rate kept")
+    for t in (t for t in slo.terms if isinstance(t, LatencyTerm)):
+        for op in [t.op] if t.op else ["read", "write"]:
+            vals = [r.latency(op, t.pct) for r in mine]
+            if any(v is None for v in vals) or not all(v > t.limit_ns for v in vals if v is not None):
+                continue
+            peer = [r.latency(op, t.pct) for r in theirs]
+            if any(v is None for v in peer) or min(v for v in vals if v) <= max(v for v in peer if v):
+                return []
+            out.append(f"{op} {t.pct}")
+    return out
+
+
+def _kept(r: Row) -> float:
+    return (r.achieved_iops or 0) / r.demanded_iops if r.demanded_iops else 0.0
+
+
+def _range(r: tuple[float, float]) -> str:
+    return format_ns(r[0]) if r[0] == r[1] else f"{format_ns(r[0])}-{format_ns(r[1])}"
 
 
 # ---- repeats: one candidate per label ---------------------------------------------------------
@@ -141,21 +210,55 @@ def _interval(h: dict[str, Any] | None) -> tuple[float, float] | None:
 def ranking(rows: list[Row]) -> str:
     """The order of the candidates (most headroom first, as the table shows them) where every step of
     it is supported: "a > b" when a held a load at which b failed by its own limit, "a = b" when both
-    held and failed at the same scales; else inconclusive, with why."""
-    cands = [(r.name, _interval(r.headroom)) for r in rows if r.role == "candidate" and r.headroom]
+    held and failed at the same scales; where the sweeps cannot tell two apart (the host, the replayer),
+    "a > b" when b was slower at today's load by far more than the runs' spread, both measured beside the
+    same kind of host (`_by_today`, iofp/separation.py); else inconclusive, with why."""
+    cands = [r for r in rows if r.role == "candidate" and r.headroom]
     if len(cands) < 2:
         return ""
-    parts = [cands[0][0]]
-    for (a, ia), (b, ib) in pairwise(cands):
-        assert ia is not None and ib is not None
-        if ia[0] >= ib[1] and ia[0] > 0:
-            parts += [">", b]
-        elif ia == ib and ia[1] != float("inf"):  # both held and failed by their own limit alike
-            parts += ["=", b]
+    parts, today = [cands[0].name], []
+    for a, b in pairwise(cands):
+        if said := _by_sweeps(a, b):
+            parts += [said, b.name]
+        elif s := _by_today(a, b):
+            parts += [">", b.name]
+            op = "commit" if s.op == "commit" else "I/O"
+            today.append(f"{b.name}'s {op} p50 at today's load {s.ratio:.1f}x {a.name}'s in every run")
         else:
-            return (f"inconclusive: {a} and {b} cannot be told apart (neither held a load at which the other "
-                    "failed by its own limit: their headroom lines say why)")  # fmt: skip
+            return (f"inconclusive: {a.name} and {b.name} cannot be told apart (neither held a load at which "
+                    "the other failed by its own limit, nor were they far apart at today's load: their "
+                    "headroom lines say why)")  # fmt: skip
+    if today:
+        parts.append(f"({'; '.join(today)}: beyond what the same job moves between runs, {EFFECT:g}x)")
     return " ".join(parts)
+
+
+def order_by_today(rows: list[Row]) -> None:
+    """Where the sweeps cannot order two neighbouring candidates, the one slower at today's load (by
+    `_by_today`) goes after the other: the table shows the order `ranking` states."""
+    idx = [i for i, r in enumerate(rows) if r.role == "candidate" and r.headroom]
+    for i, j in pairwise(idx):
+        a, b = rows[i], rows[j]
+        if not _by_sweeps(a, b) and not _by_sweeps(b, a) and _by_today(b, a):
+            rows[i], rows[j] = b, a
+
+
+def _by_sweeps(a: Row, b: Row) -> str | None:
+    ia, ib = _interval(a.headroom), _interval(b.headroom)
+    assert ia is not None and ib is not None
+    if ia[0] >= ib[1] and ia[0] > 0:
+        return ">"
+    if ia == ib and ia[1] != float("inf"):  # both held and failed by their own limit alike
+        return "="
+    return None
+
+
+def _by_today(a: Row, b: Row) -> Slower | None:
+    """b slower than a at today's load beyond the runs' spread (iofp/separation.py), their runs all
+    measured beside a busy host or all beside a quiet one (a quiet peer tells nothing of a busy run)."""
+    ra, rb = a.runs or [a], b.runs or [b]
+    busy = {limit(r.host).who == "host" for r in ra + rb}
+    return slower(rb, ra) if len(busy) == 1 and a.selection == b.selection else None
 
 
 # ---- a probe against a saturation ---------------------------------------------------------------
@@ -184,4 +287,7 @@ def contradictions(rows: list[Row]) -> list[str]:
     return out
 
 
-__all__ = ["contradictions", "group", "interference", "judge", "ranking", "rate_failures", "run_verdict"]
+__all__ = [
+    "beyond_host", "contradictions", "group", "interference", "judge", "order_by_today", "ranking",
+    "rate_failures", "run_verdict",
+]  # fmt: skip
