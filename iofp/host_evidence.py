@@ -140,6 +140,26 @@ def limit(ev: HostEvidence | None) -> Limit:
     return Limit("neither", f"neither {busy}the host's CPU ({cpu}) was saturated")
 
 
+def whose_miss(ev: HostEvidence | None) -> str | None:
+    """Whose a latency miss is, from a run's evidence when the host did not limit it over the run (None:
+    no evidence): the device's when it was busy or nothing was; "the device's or the host's" when no
+    resource was saturated over the run but the CPU was busy for a second at a time (its peak pressure
+    at least HOST_PRESSURE): a p99 is the slowest 1% of requests, and a second of stalls makes it."""
+    lim = limit(ev)
+    if ev is None or lim.who in ("unknown", "host"):
+        return None
+    if lim.who == "device":
+        return f"the device's: {lim.why}"
+    peak = ev.cpu_pressure_peak
+    if peak is not None and peak >= HOST_PRESSURE:
+        return (
+            f"the device's or the host's: {lim.why} over the run, but the CPU pressure reached {peak:.0%} "
+            "over a second of it: a tail this short may be the host's stalls; rerun on a quiet host"
+        )
+    most = "" if peak is None else f", at most {peak:.0%} over any second"
+    return f"the device's: {lim.why}{most}: the tail is the device's own"
+
+
 # ---- reading the kernel's counters -------------------------------------------------------------
 
 

@@ -10,9 +10,9 @@ job moves between runs under such a host, the difference is the devices', not th
 The rule (`slower`): device B is slower than A when **every** run of B is slower than **every** run of
 A (their ranges do not overlap: the repeats' spread, as a rank test of 3 against 3 runs has it at
 p = 1/20) **and** B's fastest run is at least EFFECT times A's slowest on the typical latency (p50) of
-the operation that matters (a commit where both measured commits, else every I/O). Only when both
-sides' runs were measured while the host was busy (`limit` says "host") is it "the same host load";
-a quiet peer against a busy candidate tells nothing.
+the operation that matters (a commit where both measured commits, else every I/O). A's runs count
+whatever its host was doing: EFFECT is above the most a busy host was measured to move one job's p50,
+so a peer replayed on a quieter host cannot make a gap this large on its own.
 
 EFFECT is from measured spreads (BENCHMARKS.md): the same job on the same RAM loop moved its p50 up to
 2.3x between two runs beside two CPU hogs (bench.diff_same_job) and 1.4x on a quiet host; a RAM loop

@@ -130,3 +130,18 @@ def test_the_device_is_named_only_when_it_was_busy_while_the_host_had_cpu_to_spa
     assert (lim.who, lim.why) == ("neither", "neither the device (busy 40% of the run) nor the host's CPU "
                                              "(pressure 3%, 75% idle) was saturated")  # fmt: skip
     assert he.limit(None).who == "unknown"
+
+
+def test_a_latency_miss_says_whose_it_is_from_the_host_evidence():
+    """A quiet run's 1x step that missed its p99 with nothing saturated over the run: the device's own
+    tail when no second of it had the CPU busy; the device's or the host's when one second did."""
+    assert he.whose_miss(evidence(0.03, [0.3, 0.2], 0.92)).startswith("the device's: the device was busy 92%")
+    calm = evidence(0.03, [0.3, 0.2], 0.4)
+    neither = "neither the device (busy 40% of the run) nor the host's CPU (pressure 3%, 75% idle) was " \
+              "saturated"  # fmt: skip
+    own = f"the device's: {neither}, at most 3% over any second: the tail is the device's own"
+    assert he.whose_miss(calm) == own
+    calm.cpu_pressure_peak = 0.35
+    either = f"the device's or the host's: {neither} over the run, but the CPU pressure reached 35% over"
+    assert he.whose_miss(calm).startswith(either)
+    assert he.whose_miss(evidence(0.31, [0.9, 0.8], 0.4)) is None and he.whose_miss(None) is None

@@ -25,7 +25,7 @@ from dataclasses import replace
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
-from iofp.host_evidence import limit
+from iofp.host_evidence import limit, whose_miss
 from iofp.repeats import FAIL, INCONCLUSIVE, PASS, agree, outliers
 from iofp.separation import EFFECT, SAME_JOB_SPREAD, Slower, slower
 from iofp.slo import IOPS_TOLERANCE, LatencyTerm, Slo, format_ns
@@ -62,7 +62,7 @@ def run_verdict(row: Row, slo: Slo) -> tuple[str, str]:
     lim = limit(row.host)
     if lim.who == "host":
         return INCONCLUSIVE, f"{lim.why}; {RERUN} (it missed: {'; '.join(row.slo_failures)})"
-    return FAIL, ""
+    return FAIL, ("" if row.rate_failures else whose_miss(row.host) or "")  # a latency miss: whose
 
 
 def judge(rows: list[Row], slo: Slo) -> None:
@@ -94,22 +94,22 @@ def judge(rows: list[Row], slo: Slo) -> None:
 
 def beyond_host(row: Row, rows: list[Row], slo: Slo) -> str | None:
     """Why a candidate whose every run missed beside a busy host fails all the same (None: it stays
-    inconclusive): a peer's runs replayed beside a busy host too (its quiet runs say nothing of a busy
-    one) were faster at the same job by EFFECT beyond the runs' spread (iofp/separation.py), and better
-    than it on every figure it missed in every run."""
+    inconclusive): a peer's runs were faster at the same job by EFFECT beyond the runs' spread
+    (iofp/separation.py), and better than it on every figure it missed in every run. The peer's runs
+    count whatever its host was doing: EFFECT is above the most a busy host moved one job's p50."""
     mine = _busy_runs(row)
     if mine is None or not all(r.slo_failures or rate_failures(r) for r in mine):
         return None
     for peer in rows:
-        theirs = [r for r in peer.runs or [peer] if limit(r.host).who == "host"]
-        if peer is row or peer.role != "candidate" or not theirs or peer.selection != row.selection:
+        theirs = peer.runs or [peer]
+        if peer is row or peer.role != "candidate" or peer.selection != row.selection:
             continue
         s = slower(mine, theirs)
         if s is None or not (missed := _worse_on_misses(mine, theirs, slo)):
             continue
         op = "commit" if s.op == "commit" else "I/O"
         return (
-            f"the device's, though the host was busy: beside a busy host too, {peer.name} did the same "
+            f"the device's, though the host was busy: {peer.name} did the same "
             f"job with {op} p50 {_range(s.a)} and {row.name} with {_range(s.b)} in every run, "
             f"{s.ratio:.1f}x apart (a busy host moves one job's p50 up to {SAME_JOB_SPREAD:g}x; "
             f"called from {EFFECT:g}x); {row.name} was worse on {', '.join(missed)} in every run"
@@ -254,11 +254,8 @@ def _by_sweeps(a: Row, b: Row) -> str | None:
 
 
 def _by_today(a: Row, b: Row) -> Slower | None:
-    """b slower than a at today's load beyond the runs' spread (iofp/separation.py), their runs all
-    measured beside a busy host or all beside a quiet one (a quiet peer tells nothing of a busy run)."""
-    ra, rb = a.runs or [a], b.runs or [b]
-    busy = {limit(r.host).who == "host" for r in ra + rb}
-    return slower(rb, ra) if len(busy) == 1 and a.selection == b.selection else None
+    """b slower than a at today's load beyond the runs' spread (iofp/separation.py)."""
+    return slower(b.runs or [b], a.runs or [a]) if a.selection == b.selection else None
 
 
 # ---- a probe against a saturation ---------------------------------------------------------------

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from iofp import headroom_result as hr
 from iofp.host_evidence import limit as host_limit
+from iofp.host_evidence import whose_miss
 from iofp.replay_result import PCTS, ReplayResult
 from iofp.slo import Slo
 from replay import run
@@ -28,9 +29,7 @@ GROWTH_FLOOR_US = run.ON_SCHEDULE_LATE_P99_NS / 1e3
 RERUN = "rerun on a quiet host"
 
 
-def judge(
-    rres: ReplayResult, scale: float, phase: str, where: str, slo: Slo, limit: float | None
-) -> hr.Step:
+def judge(rres: ReplayResult, scale: float, phase: str, where: str, slo: Slo, limit: float | None) -> hr.Step:
     """One step's verdict from its replay result: the SLO on its measured figures, the rate kept, and
     whose limit a miss was."""
     m = rres.measured
@@ -99,7 +98,15 @@ def why(step: hr.Step) -> list[str]:
         missed = "; ".join([*step.rate_failures, *step.slo_failures])
         return [f"inconclusive: {step.limit}; {RERUN} (it missed: {missed})"]
     who = f"the {step.saturation}'s saturation: " if step.saturation else ""
-    return [who + "; ".join(step.rate_failures)] * bool(step.rate_failures) + step.slo_failures
+    out = [who + "; ".join(step.rate_failures)] * bool(step.rate_failures) + step.slo_failures
+    if (
+        step.verdict == hr.FAIL
+        and not step.rate_failures
+        and step.slo_failures
+        and (w := whose_miss(step.host))
+    ):
+        out[-1] += f" ({w})"  # a latency miss: whose, from the host evidence
+    return out
 
 
 # ---- scales -------------------------------------------------------------------------------------
