@@ -52,6 +52,7 @@ from iofp.errors import BadInput
 from iofp.fingerprint_doc import Fingerprint, Scope
 from iofp.host_evidence import HostEvidence
 from iofp.host_evidence import limit as host_limit
+from iofp.separation import EFFECT, SAME_JOB_SPREAD
 
 Z = 4.0
 Z_SPREAD = 3.0
@@ -218,8 +219,9 @@ class DiffResult:
     @property
     def matters(self) -> bool:
         """Drift to act on: a flagged change, and with an SLO, B missing it; none while a side's host
-        was busy (its figures may be the host's)."""
-        return bool(self.flagged) and (self.slo is None or bool(self.slo_b)) and self.host_busy is None
+        was busy (its figures may be the host's), unless a scope's change is far beyond it."""
+        called = self.host_busy is None or any(not d.verdict.startswith("inconclusive") for d in self.scopes)
+        return bool(self.flagged) and (self.slo is None or bool(self.slo_b)) and called
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -293,7 +295,9 @@ def diff(
     out.host_busy = _host_busy(a, b)
     if out.host_busy is not None:
         for d in out.scopes:
-            if d.flagged:
+            if d.flagged and (far := _beyond_host(d)):
+                d.verdict += f" ({out.host_busy}, but {far})"
+            elif d.flagged:
                 d.verdict = f"inconclusive: {out.host_busy}; capture again on a quiet host"
     if not changed and _device_pairs(a, b) and any(d.device_slower for d in out.scopes):
         # A fingerprint sees the device through this workload's requests only: with the same disk
@@ -326,6 +330,19 @@ def _host_busy(a: Fingerprint, b: Fingerprint) -> str | None:
         return None
     was = "was" if len(busy) == 1 else "were"
     return f"the host's CPU was busy while {' and '.join(busy)} {was} captured"
+
+
+def _beyond_host(d: ScopeDiff) -> str | None:
+    """Why a scope's flagged change stands though a side's host was busy: its typical latency (p50)
+    moved by EFFECT or more, beyond the most a busy host moved one job's p50 (iofp/separation.py)."""
+    c = next((c for c in d.flagged if c.metric == TYPICAL), None)
+    if c is None or not c.a or not c.b:
+        return None
+    ratio = max(c.a / c.b, c.b / c.a)
+    if ratio < EFFECT:
+        return None
+    return (f"its typical latency moved {ratio:.1f}x: beyond what a busy host does to one job's p50 (up to "
+            f"{SAME_JOB_SPREAD:g}x measured; called from {EFFECT:g}x)")  # fmt: skip
 
 
 SAME_DEVICE_SLOWER = (

@@ -47,6 +47,7 @@ def fps(tmp_path_factory):
         "base": trace(tmp, "base", 2000, 1.0),
         "double_iops": trace(tmp, "double_iops", 4000, 1.0),
         "double_lat": trace(tmp, "double_lat", 2000, 2.0),
+        "quad_lat": trace(tmp, "quad_lat", 2000, 4.0),
         "half_lat": trace(tmp, "half_lat", 2000, 0.5),
         "double_iops_double_lat": trace(tmp, "double_iops_double_lat", 4000, 2.0),
         "double_iops_half_lat": trace(tmp, "double_iops_half_lat", 4000, 0.5),
@@ -210,7 +211,8 @@ def test_a_short_spike_with_a_small_change_is_inconclusive_not_no_change(tmp_pat
 
 def test_a_capture_made_while_the_host_was_busy_makes_a_change_inconclusive(fps):
     """Two captures of one job beside CPU hogs moved their p50 2.3x: a busy host slows every request.
-    A side whose capture recorded the host's CPU busy (iofp/host_evidence.py's rule) judges nothing."""
+    A side whose capture recorded the host's CPU busy (iofp/host_evidence.py's rule) judges nothing,
+    unless its typical latency moved 3x or more (iofp/separation.py)."""
     b = copy.deepcopy(fps["double_lat"])
     busy = HostEvidence(wall_s=20.0, samples=200, cpus=2, cpu_pressure=0.4, cpu_pressure_peak=0.6,
                         io_pressure=0.0, io_pressure_full=0.0, cpu_busy=[1.0, 1.0], cpu_steal=[0.0, 0.0])
@@ -222,6 +224,13 @@ def test_a_capture_made_while_the_host_was_busy_makes_a_change_inconclusive(fps)
         "again on a quiet host"
     )
     assert diff(fps["base"], fps["double_lat"]).matters  # the same two with a quiet host: a change
+    # a typical latency 4x: far beyond what a busy host does to one job's p50 (2.3x): called all the same
+    far = copy.deepcopy(fps["quad_lat"])
+    far.provenance.extra["host"] = busy.to_dict()
+    r = diff(fps["base"], far, "A", "B")
+    said = "the device got slower: latency moved at comparable demand (the host's CPU was busy while B "
+    assert r.matters and r.verdict.startswith(said), r.verdict
+    assert "but its typical latency moved 4.0x: beyond what a busy host does to one job's p50" in r.verdict
 
 
 def test_same_fingerprint_has_no_change_and_to_dict_is_json(fps):
