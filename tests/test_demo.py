@@ -74,13 +74,15 @@ def test_live_part_captures_replays_compares_and_cleans_up(tmp_path):
     cmp = json.loads((out / "compare.json").read_text())
     verdicts = {r["name"]: r["slo"] for r in cmp["rows"]}
     assert set(verdicts) == {"baseline", "prod", "candidate-ram", "candidate-disk"}
-    assert set(verdicts.values()) <= {"pass", "FAIL"}
+    # inconclusive where the host limited a run (a CI run beside CPU hogs: pressure 67-90%)
+    assert set(verdicts.values()) <= {"pass", "FAIL", "inconclusive"}
     assert cmp["failed"] == [n for n, v in verdicts.items() if v == "FAIL" and n != "baseline"]
+    assert cmp["inconclusive"] == [n for n, v in verdicts.items() if v == "inconclusive" and n != "baseline"]
     # at 80 columns the table is split in two: the SLO rows of both, in column order (step 8's table)
     step8 = log.split("== 9. ")[0]
     printed = [v for line in step8.splitlines() if line.startswith("SLO ") for v in line.split()[1:]]
     assert printed == [verdicts[n] for n in ("baseline", "prod", "candidate-ram", "candidate-disk")]
-    assert f"iofp compare exit status: {1 if cmp['failed'] else 0}" in log
+    assert f"iofp compare exit status: {1 if cmp['failed'] or cmp['inconclusive'] else 0}" in log
     report = (out / "comparison.html").read_text()
     for name in ("prod", "candidate-ram", "candidate-disk"):
         assert f'<section class="candidate" data-name="{name}">' in report

@@ -17,6 +17,7 @@ from lab import DISK, destroy_loop, make_loop
 from test_safety import mkfs, mount, prepared_loop
 
 from iofp import probe_result as pr
+from iofp.host_evidence import limit
 
 pytestmark = [needs_root, needs_fio]
 
@@ -205,7 +206,8 @@ def test_the_ram_loop_commits_far_faster_than_the_disk_loop(tmp_path):
     ram, ram_file = make_loop(64)
     disk, disk_file = make_loop(64, DISK)
     try:
-        p50 = {"ram": [], "disk": []}
+        p50: dict[str, list[float]] = {"ram": [], "disk": []}
+        host_limited: list[bool] = []  # per pair: either run's own evidence says the host's CPU limited it
         for i in range(3):
             for name, dev in (("ram", ram), ("disk", disk)):
                 out = tmp_path / f"{name}-{i}"
@@ -213,7 +215,11 @@ def test_the_ram_loop_commits_far_faster_than_the_disk_loop(tmp_path):
                 proc = iofp_in(None, "probe", dev, "--like", COMMIT_HEAVY, "--cells", "commit",
                                "--runtime", "1s", "-o", out, nice=MEASURE_NICE)  # fmt: skip
                 assert proc.returncode == 0, proc.stderr
-                p50[name].append(pr.load(out)[1].run("01-commit-x1").capture.fsync_p50_us)
+                run = pr.load(out)[1].run("01-commit-x1")
+                p50[name].append(run.capture.fsync_p50_us)
+                if name == "ram":
+                    host_limited.append(False)
+                host_limited[-1] |= limit(run.host).who == "host"
     finally:
         destroy_loop(ram, ram_file)
         destroy_loop(disk, disk_file)
@@ -225,7 +231,11 @@ def test_the_ram_loop_commits_far_faster_than_the_disk_loop(tmp_path):
     # (another CI run: replayed commits at 178 vs 315 us, 1.8x): there the disk loop is slower by the
     # VM disk's flush (72-137 us in those runs) rather than by a multiple. The 4x is a quiet
     # machine's figure; what holds in both regimes, with room, is asserted.
+    # Every pair holds it unless the host starved a run (a CI run beside CPU hogs, pressure 80%: one RAM
+    # loop run's fsync p50 at 3.9 ms, its pair's disk at 191 us); the median of three holds it even so.
     pairs = sorted(zip(p50["ram"], p50["disk"], strict=True), key=lambda rd: rd[1] / rd[0])
     ram_mid, disk_mid = pairs[1]
     assert disk_mid >= 2 * ram_mid or disk_mid - ram_mid >= 40, p50
-    assert all(d >= 1.3 * r for r, d in pairs), p50
+    runs = zip(p50["ram"], p50["disk"], host_limited, strict=True)
+    fair = [(r, d) for r, d, busy in runs if not busy]
+    assert all(d >= 1.3 * r for r, d in fair), (p50, host_limited)

@@ -233,7 +233,10 @@ def test_replay_probe_and_headroom_ship_every_file_they_wrote_record_last(s3, sh
     for name, record in (("ram", rr.RECORD), ("probe-ram", pr.RECORD), ("headroom-ram", hr.RECORD)):
         code, stdout, err = out[name]
         url = ROOT.join("lab", name)
-        assert code == 0, err
+        # a headroom sweep that ends inconclusive on a busy host (CI beside CPU hogs) exits 1, its files
+        # written and shipped all the same
+        busy = name == "headroom-ram" and code == 1 and "inconclusive: the host" in err
+        assert (code == 0 or busy) and "Traceback" not in err, err
         assert f"Shipped {len(puts(s3, url))} file(s) to {url}\n" in stdout
         assert f"Wrote {url}/{record}" in stdout
         assert puts(s3, url)[-1] == record
