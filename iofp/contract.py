@@ -347,6 +347,26 @@ REPLACED = ".iofp-replaced"
 SPOOL = "spool"
 # in REPLACED: who set it aside (pid, time), so that no later run mistakes it for its own
 OWNER = ".iofp-owner"
+# Room kept for trace.json while a trace is written: a capture stopped by a full disk still gets its
+# manifest (how it ended), which it otherwise lost where its spool had taken the last blocks (a CI run
+# beside CPU hogs). A manifest is ~2.4 KB; freed just before it is written.
+RESERVE = ".iofp-reserve"
+RESERVE_BYTES = 64 << 10
+
+
+def _reserve(path: Path) -> None:
+    """Hold RESERVE_BYTES of the disk at `path` (allocated, not sparse), or nothing where it cannot."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    except OSError:
+        return
+    try:
+        os.posix_fallocate(fd, 0, RESERVE_BYTES)
+    except OSError:
+        os.close(fd)
+        path.unlink(missing_ok=True)
+        return
+    os.close(fd)
 
 
 def check_output_dir(root: Path, *, force: bool) -> None:
@@ -464,6 +484,7 @@ class TraceWriter:
                 if not d.exists():
                     d.mkdir(parents=True)
                     self._made.append(d)
+            _reserve(self.root / RESERVE)
         except OSError as e:
             self.abort()
             raise BadInput(f"cannot write the trace to {self.root}: {e.strerror}") from None
@@ -522,6 +543,7 @@ class TraceWriter:
         return path
 
     def write_manifest(self) -> None:
+        (self.root / RESERVE).unlink(missing_ok=True)  # the room kept for it
         atomic_write_bytes(
             self.root / MANIFEST, json.dumps(json.loads(self.meta.to_json()), indent=2).encode()
         )
@@ -544,6 +566,7 @@ class TraceWriter:
         for p in self._written:
             p.unlink(missing_ok=True)
         self._written.clear()
+        (self.root / RESERVE).unlink(missing_ok=True)
         for d in reversed(self._made):
             with contextlib.suppress(OSError):
                 d.rmdir()

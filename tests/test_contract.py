@@ -6,12 +6,14 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from conftest import needs_root
 
 from iofp.contract import (
     IO_SCHEMA,
     MANIFEST,
     META_KEY,
     REPLACED,
+    RESERVE,
     SCHEMA_VERSION,
     TraceMeta,
     TraceWriter,
@@ -19,7 +21,7 @@ from iofp.contract import (
     check_output_file,
     open_trace,
 )
-from iofp.errors import BadInput, SchemaMismatch
+from iofp.errors import BadInput, OutputFailed, SchemaMismatch
 
 
 def _rows(n: int) -> pa.Table:
@@ -169,3 +171,30 @@ def test_killed_capture_without_manifest_is_readable(tmp_path):
     w.write("io", _rows(6))  # no close(): as after SIGKILL
     t = open_trace(tmp_path / "t")
     assert t.num_rows() == 6 and t.meta.lost_events == 7
+
+
+@needs_root
+def test_a_trace_stopped_by_a_full_disk_still_gets_its_manifest(tmp_path):
+    """The room kept for trace.json: a writer that filled its disk (a capture whose spool took the last
+    blocks) still writes how it ended, and a finished trace keeps no reserve."""
+    small = tmp_path / "small"
+    small.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(small)], check=True)
+    try:
+        w = TraceWriter(small / "t", TraceMeta(source="import:test"))
+        assert (small / "t" / RESERVE).stat().st_blocks * 512 >= 64 << 10  # allocated, not sparse
+        with pytest.raises(OSError), (small / "filler").open("wb") as f:  # every other block taken
+            for _ in range(1000):
+                f.write(b"x" * 4096)
+                f.flush()
+        with pytest.raises(OutputFailed, match="No space left on device"):
+            w.write("io", _rows(2))
+        w.meta.extra["end"] = "write failed"
+        w.write_manifest()
+        assert open_trace(small / "t").meta.extra["end"] == "write failed"
+        assert not (small / "t" / RESERVE).exists()
+    finally:
+        subprocess.run(["umount", str(small)], check=True)
+    with TraceWriter(tmp_path / "done", TraceMeta(source="import:test")) as w:
+        w.write("io", _rows(2))
+    assert not (tmp_path / "done" / RESERVE).exists()
