@@ -463,6 +463,7 @@ def _load(opts: CaptureOptions, devs: dict[str, int], kernel: KernelOptions | No
             comm=opts.comm,
             syscalls=syscalls,
             sink_bytes=opts.buffer_bytes + (8 << 20),
+            hand_over_bytes=opts.buffer_bytes,
             witness=opts.witness if kernel is None else kernel.witness,  # tests choose theirs there
         )
     )
@@ -724,10 +725,12 @@ def _loop(
     deliver = deliver or (lambda: _hand_over(kc, out))
     next_rotate = _next_rotation(opts, time.monotonic())
     last_report = time.monotonic()
+    more = False  # the last consume stopped at --buffer: hand over and take the rest at once
     while True:
-        stop.wait(max(0.0, min(FLUSH_TICK_S, next_rotate - time.monotonic())))
-        kc.flush()
-        kc.consume()
+        if not more:
+            stop.wait(max(0.0, min(FLUSH_TICK_S, next_rotate - time.monotonic())))
+            kc.flush()
+        more = kc.consume()
         now = time.monotonic()
         if out is not None and out.error is not None:
             return "writer error"

@@ -240,6 +240,11 @@ class KernelOptions:
     # records buffered in user space between hand-overs: the capture's buffer plus one 100 ms tick
     # at ~1 M events/s, so that a buffer never has to grow (a copy) before it is handed over
     sink_bytes: int = 72 << 20
+    # records (both kinds) held before the poller stops taking from the ring buffer for a hand-over:
+    # a poller that fell behind (a busy machine) would otherwise take the whole ring at once, past
+    # the sinks' size (each grown by doubling copies, kept in the rotation: +275 MiB beside two CPU
+    # hogs at a 4 MiB --buffer); what it leaves waits in the ring, which drops and counts when full
+    hand_over_bytes: int = 64 << 20
     # whose completions the tracefs witness records (bpf/witness.py): "agent" (PID 1's threads, the
     # context this VM's kernel hides from BPF), "all" (every task: tests) or "off"
     witness: str = "agent"
@@ -396,6 +401,8 @@ class KernelCapture:
         self.received = {KIND_IO: 0, KIND_SYNC: 0}
         self.drained = {KIND_IO: 0, KIND_SYNC: 0}  # read from the batch maps at the end
         self._io_bytes, self._tallied = 0, 0  # bytes of I/O in the records received; records counted
+        self._bounded = True  # consume() stops at hand_over_bytes (not once the probes are detached)
+        self.more = False  # consume() stopped there: the ring holds more
         self.bpf["events"].open_ring_buffer(self._on_batch)
         self._flush_fn = self.bpf.load_func(b"iofp_flush", BPF.RAW_TRACEPOINT)
         self._cpus = online_cpus()
@@ -437,6 +444,7 @@ class KernelCapture:
         # A program run that began before the detach may still be appending on another CPU; give
         # it time to finish, send every batch, then read what a flush that backed off (busy) left.
         time.sleep(0.05)
+        self._bounded = False  # all of it now: the ring holds what was sent before the detach, no more
         self.flush(force=True)
         self.consume()
         self._drain_maps()
@@ -469,22 +477,29 @@ class KernelCapture:
         elif kind == KIND_SYNC:
             self._sync.append(data + _HDR_SIZE, count * SYNC_DTYPE.itemsize)
         else:
-            return
+            return 0
         self.received[kind] += count
+        if self._bounded and self._io.used + self._sync.used >= self.opts.hand_over_bytes:
+            self.more = True
+            return -1  # libbpf stops consuming after this record (it is taken): the rest stays
+        return 0
 
     @property
     def pending_bytes(self) -> int:
         return self._io.used + self._sync.used
 
-    def consume(self) -> None:
-        """Take whatever the ring holds (the kernel sends without wakeups; see IOFP_RB_FLAGS), then
+    def consume(self) -> bool:
+        """Take what the ring holds (the kernel sends without wakeups; see IOFP_RB_FLAGS), up to
+        hand_over_bytes held (True: it stopped there, and the ring holds more; hand over), then
         what the witness recorded: every completion before the last record received is in it by
         then (a missed one, before the program found it out and sent the request; one that
         completed before a row was issued, before that row's own completion)."""
+        self.more = False
         self.bpf.ring_buffer_consume()
         if self.witness is not None:
             self.witness.poll()
         self._check_unseen()
+        return self.more
 
     def _check_unseen(self) -> None:
         """Fill in the completion time of the requests just received whose completion the program
