@@ -388,10 +388,12 @@ class _Writer(threading.Thread):
                 self._idle()
 
     def _write(self, table: str, tbl: Any) -> None:
+        before = self.writer.bytes
         path = self.writer.write(table, tbl, parquet_options=PARQUET_OPTIONS[table])
         if path is not None:
             self.files += 1
-            self.file_bytes += path.stat().st_size
+            # sized by the writer: once written, a capture to a store may ship and remove the file
+            self.file_bytes += self.writer.bytes - before
 
     def _note_call_devices(self, sync: np.ndarray) -> None:
         """The devices the data calls' files are on named (encode_interval names each by its disk)."""

@@ -470,6 +470,7 @@ class TraceWriter:
         self._aside: Path | None = None
         self._seq = {t: 0 for t in SCHEMAS}
         self.rows = {t: 0 for t in SCHEMAS}
+        self.bytes = 0  # of the Parquet files written, sized before a shipper is told (it may remove them)
         if resume:
             for t in SCHEMAS:
                 (self.root / t).mkdir(exist_ok=True)
@@ -538,6 +539,7 @@ class TraceWriter:
             raise OutputFailed(f"cannot write {path}: {reason}") from None
         self._written.append(path)
         self.rows[table] += tbl.num_rows
+        self.bytes += path.stat().st_size
         if self.on_file is not None:
             self.on_file(path, f"{table}/{path.name}", self.meta)
         return path
