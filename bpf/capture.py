@@ -310,7 +310,6 @@ class _Writer(threading.Thread):
         self.call_rows = 0
         self.files = 0
         self.skipped_ops = 0
-        self.file_bytes = 0
         self.error: BaseException | None = None
         self.tid = 0
         self.waiting: collections.deque[float] = collections.deque()  # when each queued item came
@@ -388,12 +387,13 @@ class _Writer(threading.Thread):
                 self._idle()
 
     def _write(self, table: str, tbl: Any) -> None:
-        before = self.writer.bytes
-        path = self.writer.write(table, tbl, parquet_options=PARQUET_OPTIONS[table])
-        if path is not None:
+        if self.writer.write(table, tbl, parquet_options=PARQUET_OPTIONS[table]) is not None:
             self.files += 1
-            # sized by the writer: once written, a capture to a store may ship and remove the file
-            self.file_bytes += self.writer.bytes - before
+
+    @property
+    def file_bytes(self) -> int:
+        # sized by the writer before a shipper is told: a capture to a store may remove a shipped file
+        return self.writer.bytes
 
     def _note_call_devices(self, sync: np.ndarray) -> None:
         """The devices the data calls' files are on named (encode_interval names each by its disk)."""

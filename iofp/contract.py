@@ -363,10 +363,9 @@ def _reserve(path: Path) -> None:
     try:
         os.posix_fallocate(fd, 0, RESERVE_BYTES)
     except OSError:
-        os.close(fd)
         path.unlink(missing_ok=True)
-        return
-    os.close(fd)
+    finally:
+        os.close(fd)
 
 
 def check_output_dir(root: Path, *, force: bool) -> None:
