@@ -79,6 +79,18 @@ def test_too_slow_replay_is_not_faithful_and_says_why(tmp_path):
     assert f.reasons == ["IOPS WAPE 9.0% > 5%", "duration stretch +10.0% beyond ±5%"]
 
 
+def test_a_short_selections_span_is_judged_beyond_fios_pacing_clock(tmp_path):
+    """40 I/Os in 10 ms that ended 0.6 ms early (-6%) read as a stretch beyond ±5% and, in headroom,
+    as the device's saturation: fio paces with a 1 ms clock, so the span is judged beyond 2 ms."""
+    rows = _expected(tmp_path, n=40, gap_ns=250_000)
+    demand = _demand(tmp_path, rows)
+    f = fidelity.compare(demand, _trace(tmp_path, "r", _shifted(rows, scale=0.94)))
+    assert -0.06 < f.stretch < -0.02 and f.faithful and f.timing != "drifting"  # the anchor takes a part
+    f = fidelity.compare(demand, _trace(tmp_path, "r2", _shifted(rows, scale=0.5)))
+    assert f.stretch < -0.2 and not f.faithful  # 2.4 ms of 10: beyond the clock
+    assert f.reasons == [f"duration stretch {100 * f.stretch:+.1f}% beyond ±2 ms"]
+
+
 def test_missing_changed_and_foreign_ios_are_counted(tmp_path):
     rows = _expected(tmp_path)
     rep = _shifted(rows)

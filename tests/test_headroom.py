@@ -16,7 +16,9 @@ from helpers import MEASURE_NICE, headroom_record, interrupted_headroom, iofp_in
 from lab import destroy_loop, make_loop
 
 from iofp import headroom_result as hr
-from iofp.host_evidence import limit
+from iofp import replay_result as rr
+from iofp import slo
+from iofp.host_evidence import HostEvidence, limit
 from replay.headroom import ceiling as headroom_ceiling
 from replay.headroom import decide
 from replay.headroom import sweep as headroom
@@ -315,6 +317,33 @@ def test_a_miss_while_the_host_was_busy_names_the_host_never_the_device():
         "cand holds p99<=2ms up to at least 1x today's spike (1,000 IOPS) (2 of 3 runs passed); above that "
         "is inconclusive: at 2x the host's CPU was busy"
     )
+
+
+def replayed(stretch: float, reasons: list[str], host: HostEvidence) -> rr.ReplayResult:
+    """A 1x step's replay of 40 I/Os, its latencies well within the SLO, with this fidelity."""
+    lat = rr.Latency(40, 40 * 4096, 40_000, 90_000, 100_000)
+    m = rr.Measured("replay capture", 0.01, {"write": lat, "all": lat}, {}, "none", 4000.0, 16.4, None)
+    fid = {"status": "measured", "verdict": "not faithful" if reasons else "faithful", "timing": "precise",
+           "reasons": reasons, "stretch": stretch, "iops_mape": 0.0, "late_growth_us": 0.0}  # fmt: skip
+    demanded = rr.Demand(40, 0, 40 * 4096, 0.01)
+    return rr.ReplayResult("t", "h", "k", {}, {}, {}, {}, {}, {}, {}, {}, {}, demanded=demanded,
+                           measured=m, fidelity=fid, host_evidence=host)  # fmt: skip
+
+
+def test_a_replay_that_ran_short_is_never_the_devices_saturation():
+    """A CI run beside a CPU hog: headroom's 1x step 'fail: the device's saturation: duration stretch
+    -6.1%'. fio started late and caught up; no device makes a replay end early."""
+    quiet = HostEvidence(1.0, 10, 2, 0.02, 0.04, 0.0, 0.0, [0.3, 0.2], [0.0, 0.0], [])
+    short = replayed(-0.30, ["duration stretch -30.0% beyond ±2 ms"], quiet)
+    step = decide.judge(short, 1.0, "sweep", "d", slo.parse("p99<=1s"), None)
+    assert (step.verdict, step.saturation) == (hr.INCONCLUSIVE, "host")
+    assert step.limit.startswith("the replay ran 30.0% shorter than demanded: fio started late")
+    # a run that took longer is the device's (the host was quiet); one with no failure passes
+    long = replayed(0.30, ["duration stretch +30.0% beyond ±2 ms"], quiet)
+    step = decide.judge(long, 1.0, "sweep", "d", slo.parse("p99<=1s"), None)
+    assert (step.verdict, step.saturation) == (hr.FAIL, "device")
+    step = decide.judge(replayed(-0.04, [], quiet), 1.0, "sweep", "d", slo.parse("p99<=1s"), None)
+    assert step.verdict == hr.PASS
 
 
 def test_a_scale_whose_runs_disagree_is_inconclusive_and_a_factor_needs_its_repeats():
