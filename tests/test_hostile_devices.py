@@ -191,6 +191,27 @@ def test_a_loop_device_sharing_a_deleted_file_with_a_mounted_one_is_refused(devi
     assert devices.sums() == before
 
 
+def test_a_partition_whose_disk_backs_a_loop_device_is_refused(devices, small_trace, tmp_path):
+    """A loop device over a disk sees its partitions: writing the partition rewrites what the loop
+    device holds (a filesystem mounted through it deep inside the partition shows no signature at
+    the partition's start). Only loop devices over the partition itself were looked for."""
+    img = devices.image(64, "disk")
+    subprocess.run(["sfdisk", "-q", str(img)], input="label: dos\n2048,100000,L\n", text=True, check=True,
+                   capture_output=True)  # fmt: skip
+    disk = lab.attach(img, partscan=True)
+    devices.stack.callback(lab.detach, disk)
+    subprocess.run(["partx", "-a", disk], capture_output=True)  # a kernel without the dos label's reader
+    part = f"{disk}p1"
+    deadline = time.monotonic() + 10
+    while not Path(part).exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    upper = devices.loop(disk, 24 << 20)
+    before = devices.sums()
+    res = iofp_in(None, *writers(small_trace, part, tmp_path)["replay"])
+    assert_refused(res, f"{part} is a partition of {disk}, which backs {upper}")
+    assert devices.sums() == before
+
+
 def colon_path(devices: Lab, victim: str, target: str) -> str:
     """A path whose part before `:` names `victim` (through a link) and which, whole, is a link to
     `target`: fio's filename= splits it into the two (options.c get_next_str)."""

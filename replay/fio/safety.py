@@ -319,6 +319,12 @@ def _check_chain(name: str, subject: str, seen: frozenset[str]) -> None:
         _check_device(upper, f"{subject} backs /dev/{upper}, which", seen=seen)
         raise Refused(f"{subject} backs /dev/{upper} (a loop device over it; losetup -d /dev/{upper} "
                       f"detaches it); {OVERRIDE}")  # fmt: skip
+    disk = _disk_of(name)  # a partition is written through its disk: a loop device over the disk sees it
+    for upper in (u for u in (loops_over(disk) if disk else []) if u not in seen):
+        _check_device(upper, f"{subject} is a partition of /dev/{disk}, which backs /dev/{upper}, which",
+                      seen=seen)  # fmt: skip
+        raise Refused(f"{subject} is a partition of /dev/{disk}, which backs /dev/{upper} (a loop device "
+                      f"over it; losetup -d /dev/{upper} detaches it); {OVERRIDE}")  # fmt: skip
     backing = loop_backing(name)
     if backing is None:
         return
@@ -331,6 +337,14 @@ def _check_chain(name: str, subject: str, seen: frozenset[str]) -> None:
     sharing = [n for n, (d, i, _) in _loops() if (d, i) == (dev, ino)]
     for other in (o for o in sharing if o not in seen):
         _check_device(other, f"{subject} shares its backing file {path} with /dev/{other}, which", seen=seen)
+
+
+def _disk_of(name: str) -> str | None:
+    """The disk a partition `name` is on (sysfs: the partition's parent), or None for a whole disk."""
+    part = Path("/sys/class/block") / name
+    if not (part / "partition").exists():
+        return None
+    return part.resolve().parent.name
 
 
 def _refuse_writers(path: str, subject: str) -> None:
