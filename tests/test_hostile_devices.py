@@ -191,10 +191,9 @@ def test_a_loop_device_sharing_a_deleted_file_with_a_mounted_one_is_refused(devi
     assert devices.sums() == before
 
 
-def test_a_partition_whose_disk_backs_a_loop_device_is_refused(devices, small_trace, tmp_path):
-    """A loop device over a disk sees its partitions: writing the partition rewrites what the loop
-    device holds (a filesystem mounted through it deep inside the partition shows no signature at
-    the partition's start). Only loop devices over the partition itself were looked for."""
+def partitioned(devices: Lab) -> tuple[str, str, Path]:
+    """A 64 MiB image with one dos partition (1 MiB to ~50 MiB), attached with its partition scanned:
+    (disk, partition, image)."""
     img = devices.image(64, "disk")
     subprocess.run(["sfdisk", "-q", str(img)], input="label: dos\n2048,100000,L\n", text=True, check=True,
                    capture_output=True)  # fmt: skip
@@ -205,11 +204,40 @@ def test_a_partition_whose_disk_backs_a_loop_device_is_refused(devices, small_tr
     deadline = time.monotonic() + 10
     while not Path(part).exists() and time.monotonic() < deadline:
         time.sleep(0.05)
+    return disk, part, img
+
+
+def test_a_partition_whose_blocks_are_mounted_through_its_disk_is_refused(devices, small_trace, tmp_path):
+    """A filesystem mounted through a loop device over the disk, 24 MiB in (inside the partition),
+    or through another loop device over the disk's image: writing the partition rewrites it, and
+    the partition's start shows no signature. Only loop devices over the partition were looked for."""
+    disk, part, img = partitioned(devices)
     upper = devices.loop(disk, 24 << 20)
+    mnt = devices.mount(upper)
+    before = devices.sums()
+    for args in writers(small_trace, part, tmp_path).values():
+        assert_refused(iofp_in(None, *args), f"{part} is a partition of {disk}, which backs {upper}, "
+                       f"which is mounted on {mnt}")  # fmt: skip
+    subprocess.run(["umount", str(mnt)], check=True)
+    lab.detach(upper)
+    other = devices.loop(img, 25 << 20)
+    mnt = devices.mount(other)
     before = devices.sums()
     res = iofp_in(None, *writers(small_trace, part, tmp_path)["replay"])
-    assert_refused(res, f"{part} is a partition of {disk}, which backs {upper}")
+    assert_refused(res, f"{part} is a partition of {disk}, which shares its backing file", f"with {other}, "
+                   f"which is mounted on {mnt}")  # fmt: skip
     assert devices.sums() == before
+    assert (mnt / "precious").read_text() == "data\n"
+
+
+def test_a_blank_partition_of_an_unused_disk_is_written(devices, small_trace, tmp_path):
+    """blkid reports a partition's own table entry (PART_ENTRY_*) even when it holds nothing: that
+    read as a 'filesystem signature (unknown type)', and every partition was refused."""
+    _, part, img = partitioned(devices)
+    before = sha(img)
+    res = iofp_in(None, *writers(small_trace, part, tmp_path)["replay"])
+    assert res.returncode in (0, 1), (res.returncode, res.stderr[-2000:])
+    assert sha(img) != before  # the replay's writes landed in the partition
 
 
 def colon_path(devices: Lab, victim: str, target: str) -> str:

@@ -319,12 +319,10 @@ def _check_chain(name: str, subject: str, seen: frozenset[str]) -> None:
         _check_device(upper, f"{subject} backs /dev/{upper}, which", seen=seen)
         raise Refused(f"{subject} backs /dev/{upper} (a loop device over it; losetup -d /dev/{upper} "
                       f"detaches it); {OVERRIDE}")  # fmt: skip
-    disk = _disk_of(name)  # a partition is written through its disk: a loop device over the disk sees it
-    for upper in (u for u in (loops_over(disk) if disk else []) if u not in seen):
-        _check_device(upper, f"{subject} is a partition of /dev/{disk}, which backs /dev/{upper}, which",
-                      seen=seen)  # fmt: skip
-        raise Refused(f"{subject} is a partition of /dev/{disk}, which backs /dev/{upper} (a loop device "
-                      f"over it; losetup -d /dev/{upper} detaches it); {OVERRIDE}")  # fmt: skip
+    disk = _disk_of(name)
+    if disk and disk not in seen:  # a partition is written through its disk: what uses the disk's blocks
+        # (a loop device over it, another loop device over its backing file) may use the partition's
+        _check_chain(disk, f"{subject} is a partition of /dev/{disk}, which", seen | {disk})
     backing = loop_backing(name)
     if backing is None:
         return
@@ -490,6 +488,8 @@ def signature(dev: str) -> str | None:
     if res.returncode != 0:
         raise Refused(f"cannot probe {dev} for signatures (blkid exit {res.returncode}); {OVERRIDE}")
     tags = dict(ln.split("=", 1) for ln in res.stdout.splitlines() if "=" in ln)
+    if not tags.keys() & {"TYPE", "PTTYPE", "USAGE"}:  # a partition's own entry (PART_ENTRY_*): no content
+        return None
     if "PTTYPE" in tags and "TYPE" not in tags:
         return f"partition table ({tags['PTTYPE']})"
     # blkid's USAGE: filesystem, raid, crypto or other (swap, among others): say what it is
