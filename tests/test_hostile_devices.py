@@ -219,6 +219,7 @@ def test_a_partition_whose_blocks_are_mounted_through_its_disk_is_refused(device
         assert_refused(iofp_in(None, *args), f"{part} is a partition of {disk}, which backs {upper}, "
                        f"which is mounted on {mnt}")  # fmt: skip
     subprocess.run(["umount", str(mnt)], check=True)
+    mnt.rmdir()  # the next loop device may take the same name
     lab.detach(upper)
     other = devices.loop(img, 25 << 20)
     mnt = devices.mount(other)
