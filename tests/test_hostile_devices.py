@@ -313,6 +313,7 @@ def test_a_link_planted_at_a_scratch_name_is_not_followed(devices, small_trace, 
     victim.write_bytes(b"keep me\n")
     target = devices.loop(devices.image(64, "t"))
     out = tmp_path / "h"
+    before = set(tmp_path.iterdir())
     proc = subprocess.Popen([*IOFP, "headroom", "--repeat", "1",
                                     str(small_trace), "--target", target, "--slo", "p99<=1s",
                              "--scales", "1", "--max-scale", "1", "-o", str(out)], cwd=REPO,
@@ -322,16 +323,19 @@ def test_a_link_planted_at_a_scratch_name_is_not_followed(devices, small_trace, 
         for p in planted:
             p.symlink_to(victim if p.suffix else tmp_path)
         _, err = proc.communicate(timeout=120)
+        still_links = [p for p in planted if p.is_symlink()]
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
         for p in planted:
             p.unlink(missing_ok=True)
-    # the sweep ran (exit 1 where it ended inconclusive on a busy host: CI beside CPU hogs)
-    assert proc.returncode == 0 or (proc.returncode == 1 and "inconclusive: the host" in err), err
-    assert "Traceback" not in err
+    # the sweep ran; its verdict (exit 1: the 1x step failed or was inconclusive) is the host's load
+    # (CI beside a CPU hog), not what this test checks: that no planted link was followed
+    assert proc.returncode in (0, 1) and "Traceback" not in err, (proc.returncode, err[-2000:])
     assert victim.read_bytes() == b"keep me\n"
+    assert still_links == planted  # left alone: neither followed nor replaced
+    assert set(tmp_path.iterdir()) - before == {out}  # nothing written through the directory link
 
 
 def test_two_runs_never_write_one_target_at_once(devices, slow_trace, tmp_path):
