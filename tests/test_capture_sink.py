@@ -19,6 +19,8 @@ from bpf.btf import kernel_btf
 from bpf.record import DATA_CALL_BASE, InflightFixes, ReqBits, split_calls
 from iofp.contract import CALLS_SCHEMA, DATA_CALLS, IO_SCHEMA, SYNC_SCHEMA
 
+NO_CALL = 0xFFFFFFFF  # IOFP_NO_CALL (bpf/capture.bpf.c): a reap slot whose iocb was not tracked
+
 
 class Sink:
     def __init__(self) -> None:
@@ -104,3 +106,15 @@ def test_an_interval_encoded_from_a_later_origin_leaves_out_and_counts_what_came
     enc = encode_interval((io, sync, ({}, {}), InflightFixes()), 200, bits, {})
     assert enc.io["ts_ns"].to_pylist() == [0, 100] and enc.sync["ts_ns"].to_pylist() == [50]
     assert enc.before_t0 == 2
+
+
+def test_a_reaps_untracked_slots_are_neither_rows_nor_counted_before_the_origin(bits) -> None:
+    """Any process's io_getevents on the machine sends its reap's slots; those whose iocb no captured
+    io_submit tracked are marked IOFP_NO_CALL with whatever time the slot held (0 mostly). A recorder
+    beside another engineer's libaio fio counted them as requests before the incident's start."""
+    io = raw_io([300, 400], [10, 10], ["read", "read"])
+    sync = raw_sync([0, 0, 350, 100], [0, 0, 5, 5])
+    sync["call"] = [NO_CALL, NO_CALL, DATA_CALL_BASE + DATA_CALLS.index("pread64"), 0]
+    enc = encode_interval((io, sync, ({}, {}), InflightFixes()), 200, bits, {})
+    assert enc.io.num_rows == 2 and enc.calls.num_rows == 1 and enc.sync is None
+    assert enc.before_t0 == 1  # the fsync entered at 100, before the origin: the only one left out
