@@ -32,6 +32,11 @@ from record.incident import CLOSED, PENDING, IncidentDoc
 
 FILE_ROWS = 1 << 19  # requests per Parquet file (~40 MB of Arrow held at most)
 POLL_S = 0.2
+CURSOR = "encoder"  # in each file's footer: the flush's number and the last segment in the files
+
+
+def _flush_no(meta: TraceMeta) -> int:
+    return int(meta.extra.get(CURSOR, {}).get("flush", 0))
 
 
 class _Encoder:
@@ -47,23 +52,46 @@ class _Encoder:
         self.done = 0  # segments encoded
         self.last_end_ns = self.doc.start_ns
         self.times: dict[str, int] = {}
+        self.encoded: list[Path] = []  # segments whose rows are held, not yet in a file: kept till then
+        self.flushes = 0
+        self.through: tuple[str, str] | None = None  # the last segment (session, name) in a file
         self._resume()
 
     def _resume(self) -> None:
-        """An encoder that stopped before (the recorder was killed) left files: their newest footer
-        holds the counters up to them."""
-        files = sorted(self.root.glob("*/part-*.parquet"), key=lambda p: p.name)
-        if files:
-            meta = TraceMeta.from_json(pq.read_schema(files[-1]).metadata[META_KEY], where=str(files[-1]))
-            self.loss, self.counts = {**meta.loss}, {**self.counts, **meta.counts}
-            self.last_end_ns = self.doc.start_ns + (meta.duration_ns or 0)
+        """An encoder that stopped before (the recorder, or the encoder itself, was killed) left files:
+        the footer of its last flush holds the counters and the last segment in them. The last flush
+        is found by its number, not by a file's name: each table numbers its own files, and a flush
+        writes only the tables it holds rows of (a sort by name read an older flush's counters)."""
+        best: TraceMeta | None = None
+        for f in self.root.glob("*/part-*.parquet"):
+            meta = TraceMeta.from_json(pq.read_schema(f).metadata[META_KEY], where=str(f))
+            if best is None or _flush_no(meta) > _flush_no(best):
+                best = meta
+        if best is None:
+            return
+        self.loss, self.counts = {**best.loss}, {**self.counts, **best.counts}
+        self.last_end_ns = self.doc.start_ns + (best.duration_ns or 0)
+        self.flushes = _flush_no(best)
+        cursor = best.extra.get(CURSOR, {}).get("through")
+        self.through = (str(cursor[0]), str(cursor[1])) if cursor else None
 
     def pending(self) -> list[tuple[str, Path]]:
+        """The segments not encoded yet, oldest first; those a file already holds (the encoder was
+        killed between writing it and removing them) removed, not encoded twice."""
         out = []
         for sdir in (self.root / PENDING).iterdir():
             if sdir.is_dir():
-                out += [(sdir.name, seg) for seg in segments(sdir)]
-        return sorted(out, key=lambda x: (self._session(x[0])["wall0_ns"], x[1].name))
+                out += [(sdir.name, seg) for seg in segments(sdir) if seg not in self.encoded]
+        out.sort(key=lambda x: self._order(x[0], x[1].name))
+        if self.through is not None:
+            done = self._order(*self.through)
+            for _, seg in [x for x in out if self._order(x[0], x[1].name) <= done]:
+                shutil.rmtree(seg)
+            out = [x for x in out if self._order(x[0], x[1].name) > done]
+        return out
+
+    def _order(self, session: str, seg: str) -> tuple[int, str]:
+        return self._session(session)["wall0_ns"], seg
 
     def _session(self, name: str) -> dict[str, Any]:
         if name not in self.sessions:
@@ -100,7 +128,8 @@ class _Encoder:
                 self.held[table].append(tbl)
                 self.held_rows += tbl.num_rows
         self.last_end_ns = max(self.last_end_ns, x.get("end_ns", 0))
-        shutil.rmtree(seg)
+        self.encoded.append(seg)  # removed once a file holds its rows: a kill before then loses none
+        self.through = (name, seg.name)
         self.done += 1
         if self.held_rows >= FILE_ROWS:
             self.flush()
@@ -114,11 +143,17 @@ class _Encoder:
         meta = self.writer.meta
         meta.loss, meta.counts = dict(self.loss), dict(self.counts)
         meta.duration_ns = max(0, self.last_end_ns - self.doc.start_ns)
+        if self.encoded:
+            self.flushes += 1
+            meta.extra[CURSOR] = {"flush": self.flushes, "through": list(self.through or ())}
         for table, parts in self.held.items():
             if parts:
                 self.writer.write(table, pa.concat_tables(parts), parquet_options=PARQUET_OPTIONS[table])
                 parts.clear()
         self.held_rows = 0
+        for seg in self.encoded:
+            shutil.rmtree(seg)
+        self.encoded.clear()
 
     def finish(self) -> None:
         self.flush()
@@ -129,6 +164,7 @@ class _Encoder:
         meta = self.writer.meta
         meta.duration_ns = max(0, self.last_end_ns - self.doc.start_ns)
         meta.loss, meta.counts = dict(self.loss), dict(self.counts)
+        meta.extra.pop(CURSOR, None)  # the files' own bookkeeping, not the trace's
         meta.extra["incident"] = doc | self.times | {"complete_ns": time.time_ns()}
         self.writer.write_manifest()
         shutil.rmtree(self.root / PENDING)

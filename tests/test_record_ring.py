@@ -5,6 +5,8 @@ an ordinary trace holding exactly the records of its span, across two recorder r
 
 from __future__ import annotations
 
+import shutil
+
 import numpy as np
 import pytest
 from helpers import raw_io, raw_sync
@@ -98,3 +100,43 @@ def test_an_incident_across_two_recorder_runs_is_an_ordinary_trace_of_its_span(t
     ts = np.concatenate([b["ts_ns"].to_numpy() for b in trace.batches("io")])
     # each run's requests at their wall-clock place: s1's from 0 s, s2's from 10 s
     assert ts.min() >= 0 and ((ts // NS) == 10).sum() == 300 and ((ts // NS) == 4).sum() == 0
+
+
+def test_an_encoder_killed_between_files_loses_no_request_and_encodes_none_twice(tmp_path, bits, monkeypatch):
+    from record import encode, incident
+
+    class NotStarted:  # the encoder is driven here, in this process, step by step
+        def poll(self):
+            return 0
+
+    monkeypatch.setattr(incident, "start_encoder", lambda path: NotStarted())
+    monkeypatch.setattr(encode, "FILE_ROWS", 700)
+    ring = Ring(tmp_path, 1 << 30, 60 * NS)
+    incidents = Incidents(tmp_path, ring, history_ns=60 * NS, after_ns=0, cooldown_ns=0, max_incidents=5)
+    session(ring, bits, "s1", 5 * NS, WALL0)
+    for s in range(6):
+        ring.add(interval(5 * NS, s, 300), WALL0 + s * NS, WALL0 + (s + 1) * NS, {"loss": {"lost_x": 1}})
+    path = incidents.fire(Fired("SIGUSR1", WALL0 + 6 * NS), WALL0)
+    enc = encode._Encoder(path)
+    todo = enc.pending()
+    first = [seg for _, seg in todo[:3]]
+    aside = tmp_path / "aside"
+    for seg in first:  # kept aside: as if killed after the file was written, before these were removed
+        shutil.copytree(seg, aside / seg.name)
+    for name, seg in todo[:4]:
+        enc.encode(name, seg)  # the third makes a file (900 rows >= 700); the fourth's rows are held
+    assert not any(seg.exists() for seg in first) and todo[3][1].exists()
+    for seg in first:
+        shutil.copytree(aside / seg.name, seg)
+    del enc  # killed: the fourth segment's rows were only in memory
+    (path / PENDING / "closed").write_text("")
+    again = encode._Encoder(path)
+    left = again.pending()
+    assert [seg.name for _, seg in left] == [seg.name for _, seg in todo[3:]]
+    assert not any(seg.exists() for seg in first)  # in a file already: removed, not encoded again
+    for name, seg in left:
+        again.encode(name, seg)
+    again.finish()
+    trace = open_trace(path)
+    assert trace.num_rows("io") == 6 * 300 and trace.num_rows("sync") == 6 * 2
+    assert trace.meta.loss == {"lost_x": 6} and "encoder" not in trace.meta.extra
