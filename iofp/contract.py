@@ -39,7 +39,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from iofp import __version__, artifact_json, bounds, fingerprint_doc, objstore
+from iofp import __version__, artifact_json, bounds, fingerprint_doc, objstore, path_owners
 from iofp.errors import BadInput, OutputFailed, SchemaMismatch, warn
 from iofp.filecheck import RowRules, check_columns, check_rows, damage_in, extent, name_problem, read_schema
 
@@ -389,21 +389,28 @@ def check_output_dir(root: Path, *, force: bool) -> None:
 
 
 def check_own_dir(path: Path, what: str) -> None:
-    """Refuse an existing output directory that another user can write in: iofp runs as root and
-    writes its artifacts there by name (fio's output, the job file), so a link planted in it between
-    this check and a write (an empty directory of theirs, fio.stdout -> /etc/shadow) would be
-    followed, as root. A directory iofp makes itself is the user's own."""
+    """Refuse an output directory that another user can write in, or can replace: iofp runs as root
+    and writes its artifacts there by name (fio's output, the job file), so a link planted in it
+    between this check and a write (an empty directory of theirs, fio.stdout -> /etc/shadow) would
+    be followed, as root; and the owner of a directory above it (or anyone, where that one is
+    writable by all without the sticky bit) can rename it away and put one of theirs in its place.
+    A directory iofp makes itself is the user's own; its parents are checked before it is made."""
+    trusted = path_owners.trusted_uids()
     try:
         st = os.stat(path)
     except OSError:
-        return
-    if not stat.S_ISDIR(st.st_mode):
-        return
-    group = st.st_mode & 0o020 and st.st_gid != os.getegid()
-    if st.st_uid not in (os.geteuid(), 0) or st.st_mode & 0o002 or group:
-        raise BadInput(f"{path}: another user can write in it (owner uid {st.st_uid}, mode "
-                       f"{st.st_mode & 0o7777:o}), and a link planted there would be followed; write "
-                       f"{what} to a directory of your own")  # fmt: skip
+        st = None
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        group = st.st_mode & 0o020 and st.st_gid != os.getegid()
+        if st.st_uid not in trusted or st.st_mode & 0o002 or group:
+            raise BadInput(f"{path}: another user can write in it (owner uid {st.st_uid}, mode "
+                           f"{st.st_mode & 0o7777:o}), and a link planted there would be followed; write "
+                           f"{what} to a directory of your own")  # fmt: skip
+    if (above := path_owners.replaceable_by_others(str(path))) is not None:
+        parent, why = above
+        raise BadInput(f"{path}: another user can replace it in {parent} ({why}), and what iofp writes "
+                       f"there as root with it; write {what} under directories only root or you can "
+                       f"change")  # fmt: skip
 
 
 def check_utf8_path(path: Path) -> None:

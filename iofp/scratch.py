@@ -23,6 +23,9 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from iofp import path_owners
+from iofp.errors import BadInput
+
 PREFIX = "iofp-scratch-"
 LEGACY = "iofp-duckdb-"  # DuckDB's spill directory before this module (/tmp/iofp-duckdb-PID)
 LOCK = "LOCK"
@@ -38,6 +41,12 @@ def directory() -> Path:
     if _dir is None or not _dir.is_dir():
         sweep()
         _dir = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-"))
+        if (above := path_owners.replaceable_by_others(str(_dir))) is not None:
+            shutil.rmtree(_dir, ignore_errors=True)  # its own mode is no help: it can be swapped
+            _dir = None
+            raise BadInput(f"{tempfile.gettempdir()}: another user can replace iofp's scratch directory "
+                           f"in {above[0]} ({above[1]}); set TMPDIR to a directory only root or you can "
+                           f"change")  # fmt: skip
         if _lock is not None:
             os.close(_lock)
         _lock = os.open(_dir / LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)

@@ -62,6 +62,7 @@ def prepare_dir(out: Path, force: bool, artifacts: tuple[str, ...], what: str) -
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise BadInput(f"cannot write {what} to {out}: {e.strerror}") from None
+    check_own_dir(out, what)  # made by another user in the moment since the check: refused, not used
     return out
 
 

@@ -450,6 +450,7 @@ def prepare_output(out: Path, force: bool) -> set[str]:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise BadInput(f"cannot write the results to {out}: {e.strerror}") from None
+    check_own_dir(out, "the results")  # made by another user in the moment since the check: refused, not used
     return set()
 
 
