@@ -41,7 +41,16 @@ import pyarrow.parquet as pq
 
 from iofp import __version__, artifact_json, bounds, fingerprint_doc, objstore, path_owners
 from iofp.errors import BadInput, OutputFailed, SchemaMismatch, warn
-from iofp.filecheck import RowRules, check_columns, check_rows, damage_in, extent, name_problem, read_schema
+from iofp.filecheck import (
+    RowRules,
+    check_columns,
+    check_rows,
+    check_text,
+    damage_in,
+    extent,
+    name_problem,
+    read_schema,
+)
 
 SCHEMA_VERSION = 1
 META_KEY = b"iofp"  # Parquet key-value metadata key holding the JSON metadata
@@ -788,6 +797,7 @@ def _check_files(files: dict[str, list[Path]], where: Path) -> None:
             if META_KEY in (got.metadata or {}):  # another version's columns differ: say that first
                 TraceMeta.from_json(got.metadata[META_KEY], where=str(p))
             check_columns(p, got, SCHEMAS[t], SCHEMA_VERSION)
+            check_text(p, SCHEMAS[t])
             n, a, b = extent(p)
             rows += n
             bounds.check_rows(str(where), rows)

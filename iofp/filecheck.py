@@ -115,6 +115,33 @@ def check_columns(path: Path, got: pa.Schema, schema: pa.Schema, version: int) -
             raise SchemaMismatch(f"{path}: {why}; not a v{version} iofp trace")
 
 
+MAX_TEXT = 255  # bytes of one string value: a device's name at most (name_problem); comm, rwbs, op far less
+TEXT_SLACK = 1 << 20  # a column chunk's page headers and statistics, beside its values
+
+
+def check_text(path: Path, schema: pa.Schema) -> None:
+    """Refuse, from the footer alone, a file whose string columns hold more text than values of at
+    most MAX_TEXT bytes can: a 30 KB file of 4 rows held a 400 MB device name, and reading the column
+    to refuse the name took 2.5 GB. Each column chunk's decoded size is in the footer; what passes
+    costs no more to read than a row group of the longest names would."""
+    try:
+        md = pq.ParquetFile(path).metadata
+    except (OSError, pa.ArrowException) as e:
+        raise BadInput(f"{path}: not a readable Parquet file ({_first_line(e)})") from None
+    names = md.schema.names
+    for f in schema:
+        if not pa.types.is_string(plain_type(f.type)) or f.name not in names:
+            continue
+        idx = names.index(f.name)
+        for i in range(md.num_row_groups):
+            col = md.row_group(i).column(idx)
+            most = col.num_values * (4 + MAX_TEXT) + TEXT_SLACK  # each value: a 4-byte length, its bytes
+            if col.total_uncompressed_size > most:
+                raise BadInput(f"{path}: column {f.name} holds {col.total_uncompressed_size:,} bytes of text "
+                               f"in {col.num_values:,} rows (row group {i}), more than values of at most "
+                               f"{MAX_TEXT} bytes can; {AGAIN}")  # fmt: skip
+
+
 def check_rows(path: Path, rules: RowRules) -> None:
     """Refuse a file holding a row that cannot be true, naming the file and the first such value."""
     try:

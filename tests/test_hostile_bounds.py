@@ -146,6 +146,24 @@ def test_a_parquet_footer_declaring_a_billion_rows_is_refused_before_a_row_is_re
     assert list(tmp.iterdir()) == []
 
 
+@pytest.mark.parametrize("column", ["device", "op", "comm", "rwbs"])
+def test_a_string_column_holding_a_huge_value_is_refused_from_the_footer(column, tmp_path):
+    """A 30 KB file of 4 rows held a 400 MB device name: refusing the name took 2.5 GB, reading the
+    column first (a comm or rwbs that big went on into the fingerprint). The footer says how much
+    text each column chunk decodes to: refused from it, in the memory of a CLI start."""
+    n, bomb = 4, "x" * (256 << 20)
+    rows = {"ts_ns": list(range(n)), "offset": [0] * n, "size": [4096] * n, "op": ["read"] * n,
+            "pid": [7] * n, "comm": ["db"] * n, "rwbs": ["R"] * n}  # fmt: skip
+    rows[column] = [bomb, *rows.get(column, ["loop9"] * n)[1:]]
+    trace = write_trace(tmp_path / "t", rows)
+    del rows, bomb
+    part = next((trace / "io").glob("part-*.parquet"))
+    assert part.stat().st_size < 1 << 20  # it compresses to nothing
+    cmds = readers(trace, tmp_path / "out") if column == "device" else readers(trace, tmp_path / "out")[:1]
+    for args in cmds:
+        assert_refused_fast(bounded(*args), f"{part}: column {column} holds ", "at most 255 bytes")
+
+
 def deep(n: int) -> str:
     return "[" * n + "]" * n
 
