@@ -16,6 +16,10 @@ QD1: fio psync randread at 2000 IOPS, fio's clat p50/p99 under each mode against
 figures, labelled so: a latency added to the I/O is what fio sees).
 
     flock /tmp/iofp-heavy.lock .venv/bin/python -m bench.record_cost --rounds 3 --seconds 10
+
+A change's effect: `--base DIR` (a copy of the code before it, e.g. `git archive main | tar -x -C DIR`)
+and mode `record_base` beside `record`, alternating in each round; the summary gives the in-round
+ratios of the process's CPU and the BPF programs' time per I/O (identical runs drift +-10%).
 """
 
 from __future__ import annotations
@@ -73,6 +77,7 @@ class Run:
 class RecordTracer(Tracer):
     name = "record"
     stats = False
+    repo = REPO  # the checkout whose iofp runs: `record_base` runs --base's (the code before a change)
 
     def start(self, dev: str, out: Path) -> None:
         self.dir = Path("/tmp") / f"iofp-bench-rec-{uuid.uuid4().hex[:8]}"
@@ -80,7 +85,8 @@ class RecordTracer(Tracer):
                 "-o", str(self.dir), "--history", "10m", "--keep", "2GiB", "--trigger", "read.p99<=100ms",
                 "--json", "-"]  # fmt: skip
         (out / "record.cmdline").write_text(" ".join(args) + "\n")
-        self.p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
+        self.p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  cwd=self.repo)  # fmt: skip
         assert self.p.stderr is not None
         line = self.p.stderr.readline()
         if not line.startswith("iofp: recording"):
@@ -129,7 +135,15 @@ class HashTracer(MinimalTracer):
         self.p.communicate(timeout=60)
 
 
-TRACERS = {"none": Tracer, "record": RecordTracer, "perf": PerfOverwriteTracer, "minimal": HashTracer}
+class BaseRecordTracer(RecordTracer):
+    """`iofp record` from another checkout (--base: the code before a change), beside `record` in the
+    same rounds, so that a change's effect is a ratio measured in one run."""
+
+    name = "record_base"
+
+
+TRACERS = {"none": Tracer, "record": RecordTracer, "record_base": BaseRecordTracer,
+           "perf": PerfOverwriteTracer, "minimal": HashTracer}  # fmt: skip
 
 
 def fio_run(dev: str, seconds: int, rate: int, out: Path) -> dict:
@@ -169,6 +183,20 @@ def one_run(mode: str, rnd: int, rate: int, dev: str, seconds: int) -> Run:
     return run
 
 
+def _ratios_to_base(runs: list[Run], rate: int) -> dict:
+    """`record` over `record_base` in the same round: process CPU and BPF run time per I/O."""
+    by = {(r.mode, r.round): r for r in runs if r.rate == rate}
+    out = {}
+    pairs = (("own_process_ratio_to_base", "tracer_ns_per_io"), ("bpf_prog_ratio_to_base", "prog_ns_per_io"))
+    for key, attr in pairs:
+        ratios = [getattr(by["record", n], attr) / getattr(by["record_base", n], attr)
+                  for m, n in by if m == "record" and ("record_base", n) in by
+                  and getattr(by["record", n], attr) and getattr(by["record_base", n], attr)]  # fmt: skip
+        if ratios:
+            out[key] = {"median": statistics.median(ratios), "each": [round(x, 3) for x in ratios]}
+    return out
+
+
 def summarise(runs: list[Run], modes: list[str]) -> dict:
     out: dict = {}
     for rate in sorted({r.rate for r in runs}):
@@ -189,6 +217,8 @@ def summarise(runs: list[Run], modes: list[str]) -> dict:
                 row["clat_p50_ns_median"] = statistics.median(r.clat_p50_ns or 0 for r in rs)
                 row["clat_p99_ns_median"] = statistics.median(r.clat_p99_ns or 0 for r in rs)
             row["lost"] = sum(r.lost or 0 for r in rs)
+            if m == "record" and "record_base" in modes:  # the change's effect: ratios within each round
+                row |= _ratios_to_base(runs, rate)
             out[f"{rate or 'qd1'}/{m}"] = row
     return out
 
@@ -200,7 +230,10 @@ def main() -> None:
     ap.add_argument("--modes", default="none,record,perf,minimal")
     ap.add_argument("--rates", default=",".join(map(str, RATES)) + ",0", help="IOPS; 0: the QD1 run")
     ap.add_argument("--prog-stats", action="store_true", help="time the recorder's BPF programs")
+    ap.add_argument("--base", type=Path, help="a checkout of the code before a change (mode record_base)")
     args = ap.parse_args()
+    if args.base:
+        BaseRecordTracer.repo = args.base.resolve()
     if os.geteuid() != 0:
         sys.exit("bench.record_cost: needs root (loop devices, eBPF)")
     modes, rates = args.modes.split(","), [int(x) for x in args.rates.split(",")]
@@ -208,7 +241,7 @@ def main() -> None:
     dev, backing = lab.make_loop(1024, lab.RAM, fill=True, prefix="iofp-bench")
     runs: list[Run] = []
     if args.prog_stats:
-        RecordTracer.stats = True
+        RecordTracer.stats = BaseRecordTracer.stats = True
         BPF_STATS.write_text("1")
     try:
         for rnd in range(args.rounds):

@@ -153,6 +153,11 @@ struct iofp_aio {
 };
 BPF_HASH(aio_iocbs, struct iofp_aio_key, struct iofp_aio, IOFP_AIO_MAX_INFLIGHT);
 BPF_HASH(aio_reaps, u32, u64, 8192); /* thread in io_getevents -> the io_event array it fills */
+/* Entries in aio_iocbs and aio_reaps: an io_getevents exit (any process's on the machine) with no
+ * thread in a reap, or no iocb tracked, returns before a hash map is touched or a slot is read.
+ * They only grow if a process dies with iocbs in flight (or inside a reap); then exits look. */
+BPF_ARRAY(aio_pending, s64, 1);
+BPF_ARRAY(aio_reaping, s64, 1);
 #endif
 #ifdef IOFP_FILTER_DEV
 BPF_HASH(sync_devs, u32, u8, 1024); /* the captured disks, their partitions and holders (dm, md) */
@@ -1121,53 +1126,44 @@ TRACEPOINT_PROBE(syscalls, sys_enter_io_submit)
 		v.fd = (s32)cb.fildes;
 		v.data = data;
 		v.dev = last_dev;
-		if (aio_iocbs.update(&k, &v) != 0)
+		if (aio_iocbs.insert(&k, &v) == 0) {
+			u32 zero = 0;
+			s64 *pending = aio_pending.lookup(&zero);
+			if (pending)
+				__sync_fetch_and_add(pending, 1);
+		} else if (aio_iocbs.update(&k, &v) != 0) { /* there already: replaced, still one */
 			count(IOFP_CNT_LOST_AIO_MAP_FULL, 1);
+		}
 	}
 	return 0;
 }
 
 static __always_inline int aio_reap_enter(u64 events)
 {
+	/* Not gated on aio_pending: a reaper thread blocked here may reap an iocb submitted after it
+	 * entered (a completion thread beside the submitters) */
+	char comm[IOFP_COMM_LEN] = {};
+	u32 pid = current_who(comm);
+	if (!submitter_wanted(pid, comm))
+		return 0;
+	u32 zero = 0;
+	s64 *reaping = aio_reaping.lookup(&zero);
+	if (!reaping)
+		return 0;
 	u32 tid = (u32)bpf_get_current_pid_tgid();
-	aio_reaps.update(&tid, &events);
+	if (aio_reaps.update(&tid, &events) == 0)
+		__sync_fetch_and_add(reaping, 1);
 	return 0;
 }
 
-/* io_getevents' return: each reaped iocb that io_submit tracked is a data call, submit to now. The
- * records are written into this CPU's scratch batch and sent as one ring-buffer record of just the
- * slots used (a reservation of the whole batch per reap, 4.6 KiB, filled the ring at full rate). Only
- * syscall exits use the scratch, in process context on a kernel without forced preemption. An event
- * whose iocb was not tracked leaves its slot marked IOFP_NO_CALL, which user space drops. */
-static __always_inline int aio_reap_exit(long ret)
+/* The tracked iocbs among the first n events of a reap, appended as records to `recs` at h->count
+ * (slot index masked by `mask`, the array's size - 1), each untracked from aio_iocbs. A bounded loop
+ * that stops at n: a reap of one event looks at one slot, not IOFP_AIO_MAX. The count is kept in the
+ * map value, not a register, so that the verifier sees one state per iteration whatever matched. */
+static __always_inline void reap_into(struct iofp_batch_hdr *h, struct iofp_sync_rec *recs, u32 mask, u64 evs,
+				      u32 n, u64 now, u32 pid, u32 tid, const char *comm, s64 *pending)
 {
-	u32 tid = (u32)bpf_get_current_pid_tgid();
-	u64 *ev = aio_reaps.lookup(&tid);
-	if (!ev)
-		return 0;
-	u64 evs = *ev; /* the io_event array in user memory */
-	aio_reaps.delete(&tid);
-	if (ret <= 0)
-		return 0;
-	u32 zero = 0;
-	struct iofp_aio_batch *b = aio_scratch.lookup(&zero);
-	if (!b)
-		return 0;
-	u64 now = bpf_ktime_get_ns();
-	char comm[IOFP_COMM_LEN] = {};
-	u32 pid = current_who(comm);
-	if (ret > IOFP_AIO_MAX)
-		count(IOFP_CNT_LOST_AIO_BATCH, ret - IOFP_AIO_MAX);
-	u32 n = ret < IOFP_AIO_MAX ? (u32)ret : IOFP_AIO_MAX;
-	b->hdr.kind = IOFP_KIND_SYNC;
-	b->hdr.count = n;
-	b->hdr.first_ns = now;
-#pragma unroll
-	for (u32 i = 0; i < IOFP_AIO_MAX; i++) {
-		struct iofp_sync_rec *rec = &b->recs[i];
-		rec->call = IOFP_NO_CALL;
-		if (i >= n)
-			continue;
+	for (u32 i = 0; i < IOFP_AIO_MAX && i < n; i++) {
 		struct iofp_io_event e = {};
 		bpf_probe_read_user(&e, sizeof(e), (void *)(evs + sizeof(e) * (u64)i));
 		struct iofp_aio_key k = {};
@@ -1176,6 +1172,8 @@ static __always_inline int aio_reap_exit(long ret)
 		struct iofp_aio *v = aio_iocbs.lookup(&k);
 		if (!v)
 			continue;
+		u32 c = *(volatile u32 *)&h->count;
+		struct iofp_sync_rec *rec = &recs[c & mask];
 		rec->enter_ns = v->submit_ns;
 		rec->exit_ns = now;
 		rec->ret = e.res;
@@ -1186,38 +1184,80 @@ static __always_inline int aio_reap_exit(long ret)
 		rec->call = v->data;
 		rec->dev = v->dev;
 		rec->_pad = 0;
-		__builtin_memcpy(rec->comm, comm, sizeof(comm));
-		aio_iocbs.delete(&k);
+		__builtin_memcpy(rec->comm, comm, IOFP_COMM_LEN);
+		*(volatile u32 *)&h->count = c + 1;
+		if (aio_iocbs.delete(&k) == 0)
+			__sync_fetch_and_add(pending, -1);
 	}
-	/* Into this CPU's syscall batch, as a sync or data call is (a ring record per reap cost the
-	 * capture's user side a callback each: 2.6 us of its CPU per I/O at 30,000 reads/s, 5x the
-	 * batched I/O's); alone only when the batch is being appended to by a program we interrupted. */
+}
+
+/* io_getevents' return: each reaped iocb that io_submit tracked is a data call, submit to now,
+ * written straight into this CPU's syscall batch (a ring record per reap cost the capture's user
+ * side a callback each: 2.6 us of its CPU per I/O at 30,000 reads/s, 5x the batched I/O's); through
+ * the per-CPU scratch, sent alone, only when the batch is being appended to by a program we
+ * interrupted. Events whose iocb was not tracked (another process's, another device's) leave no
+ * record; a reap with none sends nothing. Only syscall exits use the scratch, in process context on
+ * a kernel without forced preemption. */
+static __always_inline int aio_reap_exit(long ret)
+{
+	u32 zero = 0;
+	s64 *reaping = aio_reaping.lookup(&zero);
+	if (!reaping || *(volatile s64 *)reaping <= 0)
+		return 0;
+	u32 tid = (u32)bpf_get_current_pid_tgid();
+	u64 *ev = aio_reaps.lookup(&tid);
+	if (!ev)
+		return 0;
+	u64 evs = *ev; /* the io_event array in user memory */
+	if (aio_reaps.delete(&tid) == 0)
+		__sync_fetch_and_add(reaping, -1);
+	s64 *pending = aio_pending.lookup(&zero);
+	if (ret <= 0 || !pending || *(volatile s64 *)pending <= 0)
+		return 0; /* nothing tracked now: no event of this reap can be a data call of ours */
+	if (ret > IOFP_AIO_MAX)
+		count(IOFP_CNT_LOST_AIO_BATCH, ret - IOFP_AIO_MAX);
+	u32 n = ret < IOFP_AIO_MAX ? (u32)ret : IOFP_AIO_MAX;
+	u64 now = bpf_ktime_get_ns();
+	char comm[IOFP_COMM_LEN] = {};
+	u32 pid = current_who(comm);
 	u32 *bz = busy.lookup(&zero);
 	struct iofp_sync_batch *sb = sync_batch.lookup(&zero);
-	if (bz && sb && !*(volatile u32 *)bz) {
+	if (!bz)
+		return 0;
+	if (sb && !*(volatile u32 *)bz) {
 		*(volatile u32 *)bz = 1;
 		if (sb->hdr.count + n > IOFP_SYNC_BATCH)
 			send_sync(sb);
 		u32 c = sb->hdr.count;
-		if (c == 0)
-			sb->hdr.first_ns = now;
-		/* a bounded loop (v5.3) of helper copies: unrolled, 64 struct copies outgrew the stack */
-		for (u32 i = 0; i < IOFP_AIO_MAX && i < n; i++)
-			bpf_probe_read_kernel(&sb->recs[(c + i) & (IOFP_SYNC_BATCH - 1)], sizeof(struct iofp_sync_rec),
-					      &b->recs[i & (IOFP_AIO_MAX - 1)]);
-		sb->hdr.count = c + n;
-		if (c + n >= IOFP_SYNC_BATCH || now - sb->hdr.first_ns >= IOFP_FLUSH_NS)
-			send_sync(sb);
+		reap_into(&sb->hdr, sb->recs, IOFP_SYNC_BATCH - 1, evs, n, now, pid, tid, comm, pending);
+		u32 after = sb->hdr.count;
+		if (after != c) {
+			if (c == 0)
+				sb->hdr.first_ns = now;
+			if (after >= IOFP_SYNC_BATCH || now - sb->hdr.first_ns >= IOFP_FLUSH_NS)
+				send_sync(sb);
+		}
 		*(volatile u32 *)bz = 0;
 		return 0;
 	}
-	u64 size = sizeof(struct iofp_batch_hdr) + (u64)n * sizeof(struct iofp_sync_rec);
+	struct iofp_aio_batch *b = aio_scratch.lookup(&zero);
+	if (!b)
+		return 0;
+	b->hdr.count = 0;
+	reap_into(&b->hdr, b->recs, IOFP_AIO_MAX - 1, evs, n, now, pid, tid, comm, pending);
+	u32 m = b->hdr.count;
+	if (!m || m > IOFP_AIO_MAX)
+		return 0;
+	b->hdr.kind = IOFP_KIND_SYNC;
+	b->hdr.first_ns = now;
+	u64 size = sizeof(struct iofp_batch_hdr) + (u64)m * sizeof(struct iofp_sync_rec);
+	asm volatile("" : "+r"(size)); /* the bound below checked on the register the helper gets */
 	if (size > sizeof(*b))
-		size = sizeof(*b);
+		return 0;
 	if (events.ringbuf_output(b, size, IOFP_RB_FLAGS) == 0)
-		count(IOFP_CNT_SYNC_RECORDS, n);
+		count(IOFP_CNT_SYNC_RECORDS, m);
 	else
-		count(IOFP_CNT_LOST_SYNC_RINGBUF, n);
+		count(IOFP_CNT_LOST_SYNC_RINGBUF, m);
 	return 0;
 }
 
