@@ -465,3 +465,35 @@ def test_a_catalog_add_on_a_full_disk_leaves_no_empty_catalog(tmp_path):
         subprocess.run(["umount", "-l", str(small)], check=False)
     code, _, err = run_iofp("catalog", "add", str(fp), "--service", "s", "--catalog", str(small / "c.duckdb"))
     assert code == 0, err  # on the disk under the mount, with room
+
+
+# --------------------------------------------------------------------------------------------
+# a target path set to every payload: the user names a clean link, the file it resolves to holds the
+# payload (iofp resolves the target and holds it: the resolved name must reach fio inert)
+
+
+@pytest.mark.slow  # one small replay per payload (~1 s each)
+@pytest.mark.parametrize("name", ["combined", "fio-job", "fio-option", "fio-include", "fio-engine", "dotdot"])
+def test_a_target_resolved_to_a_hostile_name_stays_in_its_field(name, small_trace, tmp_path):
+    from hostile import NAME_PAYLOADS, assert_exit, assert_inert, assert_nothing_created, tree
+
+    where = Path("/dev/shm") / f"iofp-hostile-{uuid.uuid4().hex[:8]}"
+    where.mkdir(mode=0o700)
+    try:
+        resolved = where / NAME_PAYLOADS[name].replace("@CANARY@", "canary")
+        link = tmp_path / "target"
+        link.symlink_to(resolved)
+        before = tree(tmp_path)
+        res = iofp_in(None, "replay", "--repeat", "1", small_trace, "--target", link, "-o", tmp_path / "r",
+                      "--no-fidelity")  # fmt: skip
+        assert_exit(res.returncode, res.stderr, name)
+        assert_inert(res.stdout, name)
+        assert_inert(res.stderr, name)
+        if res.returncode == 0:
+            jobs = [["direct", "group_reporting", "replay_redirect"], ["ioengine", "iodepth", "read_iolog"]]
+            assert_job_file_holds(tmp_path / "r" / "job.fio", jobs, name)
+        assert_nothing_created(before, tmp_path, [tmp_path / "r"], name)
+        assert {p.name for p in where.iterdir()} <= {resolved.name}, list(where.iterdir())
+        assert not any(p.name == "canary" for p in tree(tmp_path)), name
+    finally:
+        subprocess.run(["rm", "-rf", str(where)], check=False)
