@@ -117,3 +117,30 @@ def test_odd_values_in_a_result_record(name, record, doc, tmp_path):
 def test_the_generators_cover_every_record(tmp_path):
     assert len(odd_cases(FP)) > 100 and len(odd_cases(probe_doc())) > 30
     assert Path(SAMPLE_FP).is_file()
+
+
+@pytest.mark.parametrize(("name", "record", "doc"), [("probe", pr.RECORD, probe_doc()),
+                                                      ("headroom", hr.RECORD, headroom_doc())])  # fmt: skip
+def test_every_string_of_a_result_record_holds_the_combined_payload(name, record, doc, tmp_path):
+    """A probe's and a headroom sweep's record, every string set in turn to every payload at once,
+    through compare and report (which renders the clean record): one line or a result, inert, nothing
+    created beside the report."""
+    from hostile import PAYLOADS, string_fields, tree
+
+    root = tmp_path / name
+    root.mkdir()
+    (root / record).write_text(json.dumps(doc))
+    code, _, err = run_iofp("report", str(root), "-o", str(tmp_path / "r.html"))
+    assert code == 0, err
+    fields = list(string_fields(doc, keys=False))
+    assert len(fields) > 3, fields
+    failures: list[str] = []
+    for path in fields:
+        (root / record).write_text(json.dumps(with_field(doc, path, PAYLOADS["combined"])))
+        where = f"{name} {'.'.join(map(str, path))}"
+        before = tree(tmp_path)
+        check(["compare", root], where, failures)
+        check(["report", root, "-o", tmp_path / "r.html", "--force"], where, failures)
+        if tree(tmp_path) - before - {tmp_path / "r.html"}:
+            failures.append(f"{where}: created {sorted(map(str, tree(tmp_path) - before))[:3]}")
+    assert not failures, "\n".join(failures)
