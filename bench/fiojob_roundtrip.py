@@ -21,10 +21,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from iofp import host_evidence
 from tests import lab
 
 IOFP = str(Path(sys.executable).with_name("iofp"))
 CAPTURE_READY_S = 60  # a capture compiles and attaches in ~3 s here; a loaded machine takes longer
+# The metrics a replay meets only by keeping the job's rate: a host that could not run fio on time
+# misses them (fewer I/Os, fewer commits, fewer blocks touched, a flatter peak) whatever the job says.
+# The shape (read share, sizes, sequential share) does not depend on the rate.
+RATE_KEYS = frozenset({"iops", "mbps", "flushes", "commits", "footprint", "peak_mean_1s"})
 
 
 @dataclass
@@ -34,6 +39,7 @@ class RoundTrip:
     fio_exit: int
     check: dict[str, Any]  # the tolerance check (iofp diff --json's "tolerance")
     diff_exit: int
+    verdict: str  # "reproduced", "not reproduced: ..." or "inconclusive: the host ..."
 
 
 def round_trip(
@@ -46,15 +52,34 @@ def round_trip(
     _run([IOFP, "fio-job", str(fp), "--regime", regime, "--runtime", runtime, "-o", str(job), "--force",
           *extra], out / "fio-job")  # fmt: skip
     region = int(next(x for x in job.read_text().splitlines() if x.startswith("size=")).split("=")[1])
+    host = host_evidence.Sampler(None)
     with lab.loop_device(-(-region // (1 << 20)) + 64, lab.RAM, prefix="h-fiojob") as dev:
-        fio_exit = captured_fio(dev, job, out, nice)
+        host = host_evidence.Sampler(Path(dev).name)
+        with host:
+            fio_exit = captured_fio(dev, job, out, nice)
+    assert host.evidence is not None
+    (out / "host.json").write_text(json.dumps(host.evidence.to_dict(), indent=1) + "\n")
     lab_fp = out / "lab.fp.json"
     _run([IOFP, "fingerprint", str(out / "lab"), "--json", str(lab_fp), "--force"], out / "fingerprint")
     diff = [IOFP, "diff", str(fp), str(lab_fp), "--tolerances", f"regime={regime}", "--json", "-"]
     code = _run(diff, out / "diff", ok=(0, 1))
     check = json.loads((out / "diff.stdout").read_text())["tolerance"]
     (out / "check.json").write_text(json.dumps(check, indent=1) + "\n")
-    return RoundTrip(out, job, fio_exit, check, code)
+    verdict = judge(check, host.evidence)
+    (out / "verdict.txt").write_text(verdict + "\n")
+    return RoundTrip(out, job, fio_exit, check, code, verdict)
+
+
+def judge(check: dict[str, Any], ev: host_evidence.HostEvidence | None) -> str:
+    """The round trip's verdict: a miss of a rate-bound metric while the host limited the run says
+    nothing of the job (fio could not keep its rate), so it is inconclusive, naming the host's state."""
+    missed = [r["key"] for r in check["rows"] if r["status"] == "FAIL"]
+    if not missed:
+        return "reproduced"
+    lim = host_evidence.limit(ev)
+    if lim.who == "host" and set(missed) & RATE_KEYS:
+        return f"inconclusive: {lim.why}; missed {', '.join(missed)}; rerun on a quiet host"
+    return f"not reproduced: missed {', '.join(missed)}"
 
 
 def captured_fio(dev: str, job: Path, out: Path, nice: int = 0) -> int:
