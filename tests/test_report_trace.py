@@ -150,7 +150,8 @@ def test_a_live_postgres_captures_report_leads_with_its_commit_burst_on_the_cloc
     # its class is the load's: beside CPU hogs the burst's fsync share fell under 20%, IOPS-bound
     bound = "(fsync-latency|throughput|IOPS)-bound"
     assert lead and re.match(rf"spike #1 {clock}-{clock} \([\d.,]+-[\d.,]+ s\): {bound}", lead.group(1))
-    assert re.search(r"[\d,]+ commits/s, \d+% of wall time in fsync", lead.group(1)), lead.group(1)
+    # a share near the 20% fsync-bound limit prints a decimal (iofp/values.py share_text): 20.2%
+    assert re.search(r"[\d,]+ commits/s, \d+(\.\d+)?% of wall time in fsync", lead.group(1)), lead.group(1)
     for name in ("iops", "latency", "commits", "commit-latency"):
         svg = chart(html, name)
         assert "time of day (" in svg and all(re.fullmatch(clock, t) for t in ticks(svg, "x")), name
