@@ -137,6 +137,18 @@ def test_an_existing_file_is_not_written(tmp_path):
     assert f.read_bytes() == b"x" * (32 << 20)
 
 
+def test_a_new_file_is_made_its_size_and_probed(tmp_path):
+    """fio is given the held file (/dev/fd/N) and could not lay out a new one (it unlinks a file
+    shorter than its job first): every probe of a new file failed with fio's 'unlink' error."""
+    f = tmp_path / "new.img"
+    code, _, err = run_iofp("probe", f, "--size", "16M", "--cells", "seq", "--runtime", "1s",
+                            "-o", tmp_path / "p")  # fmt: skip
+    assert code == 0, err
+    assert f.stat().st_size == 16 << 20 and f.stat().st_blocks * 512 >= 16 << 20  # written, not sparse
+    _, res = pr.load(tmp_path / "p")
+    assert res.complete and [r.name for r in res.runs] == ["01-seq-read", "02-seq-write"]
+
+
 def _fio_in(out: Path) -> list[int]:
     """Live processes working in a run directory of `out` (fio runs there)."""
     found = []

@@ -11,6 +11,7 @@ it is one.
 
 from __future__ import annotations
 
+import os
 import platform
 import socket
 import time
@@ -63,6 +64,8 @@ def probe(
     try:
         _check_target(target, opts)  # nothing changed before the hold
         out = prepare_output(Path(opts.output).absolute(), opts.force)
+        if target.made:
+            _lay_out(target, probed)
     except BaseException:
         target.release(discard=True)
         raise
@@ -173,6 +176,26 @@ def _unsteady(st: pr.Steadiness) -> str:
     if st.last_range_share is None:
         return f"{st.verdict}: {st.reason}"
     return f"range {st.last_range_share:.0%}, slope {st.last_slope_share or 0:.0%}"
+
+
+LAYOUT_CHUNK = 1 << 20
+
+
+def _lay_out(target: Target, size: int) -> None:
+    """Write a new file to `size` through the held descriptor, as fio lays out a file it makes: fio is
+    given /dev/fd/N, and to lay out a file shorter than its job it unlinks it first, which it cannot
+    do to /dev/fd/N ("unlink: Operation not permitted": every probe of a new file failed). Written,
+    not sparse, so the read cells read blocks the file system holds, not holes."""
+    assert target.fd is not None
+    block = os.urandom(LAYOUT_CHUNK)  # not zeros: a device that compresses or skips zeros is not measured
+    try:
+        for off in range(0, size, LAYOUT_CHUNK):
+            os.pwrite(target.fd, block[: min(LAYOUT_CHUNK, size - off)], off)
+        os.fsync(target.fd)
+    except OSError as e:
+        os.ftruncate(target.fd, 0)  # empty again: released with discard, the file is removed
+        raise BadInput(f"{target.path}: could not make it {size_text(size)} ({e.strerror}); "
+                       "free space there or pass a smaller --size") from None  # fmt: skip
 
 
 def _check_target(target: Target, opts: ProbeOptions) -> int:
