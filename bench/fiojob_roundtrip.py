@@ -52,7 +52,6 @@ def round_trip(
     _run([IOFP, "fio-job", str(fp), "--regime", regime, "--runtime", runtime, "-o", str(job), "--force",
           *extra], out / "fio-job")  # fmt: skip
     region = int(next(x for x in job.read_text().splitlines() if x.startswith("size=")).split("=")[1])
-    host = host_evidence.Sampler(None)
     with lab.loop_device(-(-region // (1 << 20)) + 64, lab.RAM, prefix="h-fiojob") as dev:
         host = host_evidence.Sampler(Path(dev).name)
         with host:

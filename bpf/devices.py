@@ -6,6 +6,7 @@ import contextlib
 from pathlib import Path
 
 from bpf.record import kdev
+from iofp.contract import disk_of
 from iofp.errors import BadInput
 
 SYS_CLASS_BLOCK = Path("/sys/class/block")
@@ -78,8 +79,4 @@ def stacked_devices(names: list[str]) -> list[int]:
 def disk_names(names: dict[int, str]) -> dict[int, str]:
     """`names` (kernel dev_t -> name) with every partition named after its disk: the block
     tracepoints name requests by disk, and an application's call on a partition's file is I/O on it."""
-    out = dict(names)
-    for dev, name in names.items():
-        if (SYS_CLASS_BLOCK / name / "partition").exists():
-            out[dev] = (SYS_CLASS_BLOCK / name).resolve().parent.name
-    return out
+    return {dev: disk_of(name) for dev, name in names.items()}

@@ -241,6 +241,12 @@ def _short(value: Any) -> str:
 _JSON_NAMES = {str: "a string", int: "an integer", dict: "an object"}
 
 
+def disk_of(name: str) -> str:
+    """The disk a block device `name` is on: its sysfs parent for a partition, else `name` itself."""
+    part = Path("/sys/class/block") / name
+    return part.resolve().parent.name if (part / "partition").exists() else name
+
+
 def device_facts(name: str) -> dict[str, Any]:
     """What sysfs says about a block device, for provenance. Missing facts are left out."""
     base = Path("/sys/block") / name

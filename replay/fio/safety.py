@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from iofp.contract import disk_of
 from iofp.errors import BadInput, MissingCapability, Refused
 
 OVERRIDE = "pass --allow-destructive to replay onto it"
@@ -319,9 +320,10 @@ def _check_chain(name: str, subject: str, seen: frozenset[str]) -> None:
         _check_device(upper, f"{subject} backs /dev/{upper}, which", seen=seen)
         raise Refused(f"{subject} backs /dev/{upper} (a loop device over it; losetup -d /dev/{upper} "
                       f"detaches it); {OVERRIDE}")  # fmt: skip
-    disk = _disk_of(name)
-    if disk and disk not in seen:  # a partition is written through its disk: what uses the disk's blocks
-        # (a loop device over it, another loop device over its backing file) may use the partition's
+    disk = disk_of(name)
+    # a partition is written through its disk: what uses the disk's blocks (a loop device over it,
+    # another loop device over its backing file) may use the partition's
+    if disk != name and disk not in seen:
         _check_chain(disk, f"{subject} is a partition of /dev/{disk}, which", seen | {disk})
     backing = loop_backing(name)
     if backing is None:
@@ -335,14 +337,6 @@ def _check_chain(name: str, subject: str, seen: frozenset[str]) -> None:
     sharing = [n for n, (d, i, _) in _loops() if (d, i) == (dev, ino)]
     for other in (o for o in sharing if o not in seen):
         _check_device(other, f"{subject} shares its backing file {path} with /dev/{other}, which", seen=seen)
-
-
-def _disk_of(name: str) -> str | None:
-    """The disk a partition `name` is on (sysfs: the partition's parent), or None for a whole disk."""
-    part = Path("/sys/class/block") / name
-    if not (part / "partition").exists():
-        return None
-    return part.resolve().parent.name
 
 
 def _refuse_writers(path: str, subject: str) -> None:
