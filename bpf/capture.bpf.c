@@ -904,9 +904,18 @@ static __always_inline int sync_start(u32 call, u32 data, s32 fd, u32 dev, u64 o
 }
 
 /* With --device, only syncs of files on the captured devices count: an fsync elsewhere on the
- * machine says nothing about this device's commits. */
+ * machine says nothing about this device's commits. sync(2) and msync(2) name no file (msync's
+ * mapping would need bpf_find_vma, whose callback bcc 0.26 cannot load), so with --device they are
+ * kept only when --pid or --comm says whose they are: otherwise every msync on the machine (a
+ * JVM's, a database's on tmpfs) read as a commit of this device. Counted, never silent. */
 static __always_inline int sync_enter(u32 call, s32 fd)
 {
+#if defined(IOFP_FILTER_DEV) && !defined(IOFP_FILTER_PID) && !defined(IOFP_FILTER_COMM)
+	if (fd < 0) {
+		count(IOFP_CNT_SYNC_NO_DEVICE, 1);
+		return 0;
+	}
+#endif
 	u64 file = fd >= 0 ? fd_file(fd) : 0;
 	u32 dev = file ? file_dev(file) : 0;
 	if (fd >= 0 && !dev_captured(dev)) {

@@ -677,6 +677,7 @@ def _accounting(kc: Any) -> tuple[dict[str, int], dict[str, int]]:
         "flush_seq_final": c["flush_seq_final"],  # blk-flush's second completions
         "early_overflow": c["early_overflow"],  # `inflight` undercounted near the start
         "aio_unmatched": c["aio_unmatched"],  # iocbs reaped whose io_submit came before the start
+        "sync_no_device": c["sync_no_device"],  # sync(2)/msync(2) left out by --device
     }
     return loss, counts
 
@@ -922,6 +923,9 @@ def render_summary(s: CaptureSummary) -> list[str]:
     ]
     if s.unmatched:
         lines.append(f"{s.unmatched:,} completions of requests issued before the capture were left out.")
+    if nameless := s.counts.get("sync_no_device", 0):
+        lines.append(f"{nameless:,} sync(2)/msync(2) calls were left out: they name no file, so their "
+                     "device is unknown (--pid or --comm keeps a process's).")
     lines.append(f"Wrote {s.output}. Next: {shell_command('iofp', 'fingerprint', s.output)}")
     return lines
 

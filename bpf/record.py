@@ -80,6 +80,7 @@ COUNTERS = (
     "lost_aio_map_full",
     "lost_aio_batch",
     "aio_unmatched",
+    "sync_no_device",
 )
 
 MINORBITS = 20  # kernel dev_t: major << 20 | minor (include/linux/kdev_t.h, stable)

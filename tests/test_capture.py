@@ -98,18 +98,24 @@ def run_fio(name: str, dev: str, where: Path, *opts: str) -> FioRun:
 
 
 ELSEWHERE_SYNCS = 10
+ELSEWHERE_MSYNCS = 5
 
 
 def sync_elsewhere() -> None:
-    """A process that writes O_DSYNC to and fsyncs a file that is not on the captured device (tmpfs):
-    none of it belongs in the trace."""
+    """A process that writes O_DSYNC to, fsyncs and msyncs a file that is not on the captured device
+    (tmpfs): none of it belongs in the trace. msync names no file, so --device leaves it out and
+    counts it (a CI run beside other work recorded two other processes' msyncs as this device's)."""
     code = (
-        "import os\n"
+        "import mmap, os\n"
         f"path = '/dev/shm/iofp-test-{uuid.uuid4().hex[:8]}'\n"
         "fd = os.open(path, os.O_CREAT | os.O_RDWR | os.O_DSYNC)\n"
         f"for _ in range({ELSEWHERE_SYNCS // 2}):\n"
         "    os.write(fd, b'x' * 512)\n"
         "    os.fsync(fd)\n"
+        "m = mmap.mmap(fd, 512)\n"
+        f"for _ in range({ELSEWHERE_MSYNCS}):\n"
+        "    m[0:1] = b'y'\n"
+        "    m.flush()\n"
         "os.unlink(path)\n"
     )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
@@ -347,6 +353,7 @@ def test_only_syncs_on_the_captured_device_are_recorded(workload: Workload) -> N
     assert not others, others[:5]  # which process, which call: a CI run beside other work saw two
     assert {s["pid"] for s in workload.sync.to_pylist()} == ours
     assert workload.meta.counts["sync_other_device"] >= ELSEWHERE_SYNCS
+    assert workload.meta.counts["sync_no_device"] >= ELSEWHERE_MSYNCS
 
 
 def test_o_dsync_writes_are_recorded_as_commits(workload: Workload) -> None:
@@ -434,7 +441,8 @@ def test_files_rotate_and_carry_complete_metadata(workload: Workload) -> None:
         assert key in meta.loss
     # what is counted but no loss stays out of `loss`, so that a script may sum it
     assert all(k.startswith("lost") for k in meta.loss), meta.loss
-    assert {"unmatched_completions", "completed_unissued", "sync_other_device"} <= meta.counts.keys()
+    counted = {"unmatched_completions", "completed_unissued", "sync_other_device", "sync_no_device"}
+    assert counted <= meta.counts.keys()
     assert_tracer_lost_nothing(meta.loss, workload.summary.io_events)
     assert (workload.trace_dir / MANIFEST).exists()
     for p in sorted((workload.trace_dir / "io").glob("part-*.parquet")):
