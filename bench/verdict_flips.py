@@ -203,6 +203,50 @@ def blamed(recs: list[dict], hogs: int) -> str:
             f"while the CPU pressure over the command was >= {BUSY_PRESSURE:.0%}")  # fmt: skip
 
 
+def _interval(run_dir: Path, name: str) -> tuple[float, float] | None:
+    """What a sweep stated about a device as (held, failed): it held `held`x (0: not even 1x) and
+    failed by its own limit at `failed`x (inf: no such failure stated: the host, the budget, runs that
+    disagreed). None when the sweep left no result."""
+    from iofp import headroom_result as hr
+
+    d = run_dir / f"h-{name}"
+    if not hr.is_result(d) or (h := hr.load(d)[1].headroom) is None:
+        return None
+    failed = h.failed_at if h.bound in ("rate", "slo", "first step") and h.failed_at else float("inf")
+    return h.factor or 0.0, failed
+
+
+def contradictions(tag: str, recs: list[dict]) -> list[str]:
+    """Headroom statements about one device that cannot both be true: one run held a load at which
+    another said the device failed by its own limit. "At least 4x" and "at least 6x" do not contradict
+    (the string flip count above counts them); "holds 3.5x, fails at 4x" and "holds 4x" do."""
+    out = []
+    for name in DEVICES:
+        said = []
+        for r in recs:
+            kind = "busy" if r["hogs"] else "quiet"
+            iv = _interval(OUT / tag / f"run-{r['run']:02d}-{kind}", name)
+            if iv is not None:
+                said.append((kind, r["run"], iv))
+        pairs = {"quiet": 0, "busy vs quiet": 0}
+        bad = []
+        for i, (ka, ra, a) in enumerate(said):
+            for kb, rb, b in said[i + 1 :]:
+                if "quiet" not in (ka, kb) or not (a[0] >= b[1] or b[0] >= a[1]):
+                    continue
+                pairs["quiet" if ka == kb else "busy vs quiet"] += 1
+                bad.append(f"run {ra} {_said(a)} / run {rb} {_said(b)}")
+        which = f" ({'; '.join(bad)})" if bad else ""
+        out.append(f"headroom {name}: contradicting statements: {pairs['quiet']} quiet pairs, "
+                   f"{pairs['busy vs quiet']} busy-vs-quiet pairs{which}")  # fmt: skip
+    return out
+
+
+def _said(iv: tuple[float, float]) -> str:
+    held = f"holds {iv[0]:g}x" if iv[0] else "misses 1x"
+    return held + (f", fails at {iv[1]:g}x" if iv[1] != float("inf") else "")
+
+
 def _factor(v: float | str | None) -> str:
     if isinstance(v, str):
         return v
@@ -227,6 +271,7 @@ def summarize(tag: str) -> str:
         lines.append(f"| {k} | {', '.join(q)} | {', '.join(b)} | {flips} |")
     lines.append("")
     lines += [blamed(recs, hogs) for hogs in sorted({r["hogs"] for r in recs})]
+    lines += contradictions(tag, recs)
     press = [(r["hogs"], e["cpu_pressure"]) for r in recs for e in r["log"]]
     for n in sorted({h for h, _ in press}):
         vals = sorted(p for h, p in press if h == n)
