@@ -924,8 +924,8 @@ def render_summary(s: CaptureSummary) -> list[str]:
     if s.unmatched:
         lines.append(f"{s.unmatched:,} completions of requests issued before the capture were left out.")
     if nameless := s.counts.get("sync_no_device", 0):
-        lines.append(f"{nameless:,} sync(2)/msync(2) calls were left out: they name no file, so their "
-                     "device is unknown (--pid or --comm keeps a process's).")
+        why = "no file names their device (--comm keeps them)"
+        lines.append(f"{nameless:,} sync/msync calls left out: {why}.")
     lines.append(f"Wrote {s.output}. Next: {shell_command('iofp', 'fingerprint', s.output)}")
     return lines
 
