@@ -58,6 +58,21 @@ class Timed:
         self._last = f"{name}.{len(self.times[name])}"
         return cur
 
+    def sql(self, query: str, **kw: Any) -> Any:
+        """A query read as a stream of Arrow batches (fingerprint/device_order.py): timed until its
+        first batch can be read (DuckDB's sort); reading its batches is Python, outside the queries."""
+        rel, timed = self._con.sql(query, **kw), self
+        name = self._names.get(query, "(other)")
+
+        class Stream:
+            def to_arrow_reader(self, rows: int) -> Any:
+                t0 = time.perf_counter()
+                reader = rel.to_arrow_reader(rows)
+                timed.times[f"{name} (to the first batch)"].append(time.perf_counter() - t0)
+                return reader
+
+        return Stream()
+
     def keep_profile(self) -> None:
         """DuckDB writes a query's profile once its result is consumed: file it under its name."""
         if self._explain and (self._explain / "last.json").exists():

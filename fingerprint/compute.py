@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from fingerprint import footprint, latency, noise
+from fingerprint import device_order, footprint, latency, noise
 from fingerprint.frame import Frame, Options
 from fingerprint.scope import BINS, BURST_WIDTHS_NS, summarise
 from iofp import __version__, duck, regimes
@@ -165,7 +165,7 @@ def _summaries(con: Any, f: Frame) -> dict[str, Any]:
     stats = _by_scope(duck.query(con, SQL, "scope_stats", {"steps": f.steps}))
     for r in duck.query(con, SQL, "scope_devices", {"steps": f.steps}):
         stats[r["scope"]]["devices"] = r["devices"]
-    device, process = _device_order(con, f)
+    device, process = device_order.measure(con, f)
     parts: dict[str, Any] = {
         "stats": stats,
         "arrival": _by_scope(duck.query(con, SQL, "arrival_order", {"limits": BINS["interarrival_us"]})),
@@ -192,20 +192,6 @@ def _summaries(con: Any, f: Frame) -> dict[str, Any]:
     syncs = duck.query(con, SQL, "process_syncs")
     parts["process_syncs"] = {(r["scope"], r["pid"]): r["calls"] for r in syncs}
     return parts
-
-
-def _device_order(con: Any, f: Frame) -> tuple[dict[str, dict[str, Any]], dict[tuple[str, int], Any]]:
-    """Each device's issue order, kept as a few integer columns: device_order reads it twice
-    (partials, then the seeks near the median), process_order once (each process's own order on
-    the device, computed in the same pass); freed right after. One pass per device (ranks 1..n, as
-    scoped_io numbers them): a device's rows sort fast by time. Keyed by scope, and by (scope, pid)."""
-    _do(con, "device_seeks_table")
-    for dev in range(1, len(f.devices) + 1):
-        _do(con, "device_seeks", {"dev": dev})
-    device = _by_scope(duck.query(con, SQL, "device_order", {"limits": BINS["seek_lbn"]}))
-    process = {(r["scope"], r["pid"]): r for r in duck.query(con, SQL, "process_order")}
-    _do(con, "drop_device_seeks")
-    return device, process
 
 
 def _burst(con: Any, f: Frame) -> dict[str, dict[str, dict[str, Any]]]:

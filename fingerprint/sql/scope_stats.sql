@@ -2,7 +2,7 @@
 -- table (window_table.sql: each step k lies in window k // $steps, whose regime class is regime_w's)
 -- through scope_map (the devices each scope's requests went to: scope_devices.sql). I/Os
 -- (`data_ios`) are data requests: reads, writes and discards, as iostat and fio count them; flushes
--- are counted on their own. Sizes, 4 KiB alignment and the sequential runs (device_order.sql) are of
+-- are counted on their own. Sizes, 4 KiB alignment and the sequential runs (fingerprint/device_order.py) are of
 -- the sized requests (size > 0). Null flags give null counts, not zeros.
 SELECT m.scope,
     sum(ios)::BIGINT AS requests,
