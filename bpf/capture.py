@@ -676,7 +676,6 @@ def _accounting(kc: Any) -> tuple[dict[str, int], dict[str, int]]:
         "sync_other_device": c["sync_other_device"],  # filtered out by --device
         "flush_seq_final": c["flush_seq_final"],  # blk-flush's second completions
         "early_overflow": c["early_overflow"],  # `inflight` undercounted near the start
-        "aio_unmatched": c["aio_unmatched"],  # iocbs reaped whose io_submit came before the start
         "sync_no_device": c["sync_no_device"],  # sync(2)/msync(2) left out by --device
     }
     return loss, counts

@@ -97,7 +97,6 @@ enum iofp_counter {
 	IOFP_CNT_EARLY_OVERFLOW,      /* completions from before the capture beyond the `early` table */
 	IOFP_CNT_LOST_AIO_MAP_FULL,   /* libaio iocbs not tracked: map full (their data calls are lost) */
 	IOFP_CNT_LOST_AIO_BATCH,      /* iocbs past the first IOFP_AIO_MAX of one io_submit, or reaped past one io_getevents' */
-	IOFP_CNT_AIO_UNMATCHED,       /* iocbs reaped whose io_submit was not seen (before the capture) */
 	IOFP_CNT_SYNC_NO_DEVICE,      /* sync(2)/msync(2) left out by --device: they name no file */
 	IOFP_NCOUNTERS,
 };

@@ -79,7 +79,6 @@ COUNTERS = (
     "early_overflow",
     "lost_aio_map_full",
     "lost_aio_batch",
-    "aio_unmatched",
     "sync_no_device",
 )
 
