@@ -345,11 +345,24 @@ def cflags(opts: KernelOptions, btf: BTF | None = None) -> list[str]:
 
         if all(aio_tracepoints()):  # a kernel built without CONFIG_AIO has no io_submit
             out += ["-DIOFP_AIO", f"-DIOFP_AIO_MAX={opts.aio_max}"]
+            out += _reap_arg_cflags(btf)
             out.append(f"-DIOFP_AIO_MAX_INFLIGHT={opts.aio_inflight}")
     if opts.unseen_every:
         out.append(f"-DIOFP_TEST_UNSEEN_EVERY={int(opts.unseen_every)}")
     out.append(f"-I{SRC.parent}")
     return out
+
+
+def _reap_arg_cflags(btf: BTF | None) -> list[str]:
+    """Where a syscall's 4th argument is kept in the saved user registers (x86-64: r10), so that
+    io_getevents' exit reads its io_event array there (bpf_task_pt_regs, v5.15+) without an entry
+    probe; [] elsewhere (the entry probe keeps it per thread)."""
+    if btf is None or not _kernel_at_least(5, 15):
+        return []
+    try:
+        return field_defines(btf, {"IOFP_OFF_PT_REGS_ARG4": ("pt_regs", "r10", 8)})
+    except (BTFError, RuntimeError):
+        return []
 
 
 def overlay_cflags(base: BTF | None = None) -> list[str]:
