@@ -247,6 +247,12 @@ def _said(iv: tuple[float, float]) -> str:
     return held + (f", fails at {iv[1]:g}x" if iv[1] != float("inf") else "")
 
 
+def _unjudged(said: str) -> bool:
+    """No verdict about the device: "inconclusive ...", or a sweep's bound "host" (its steps
+    inconclusive because the host was busy: iofp.headroom_result.UNJUDGED_BOUNDS)."""
+    return said.startswith(("inconclusive", "host"))
+
+
 def _factor(v: float | str | None) -> str:
     if isinstance(v, str):
         return v
@@ -265,8 +271,8 @@ def summarize(tag: str) -> str:
         b = [v.get(k, "-") for v in busy]
         ref = Counter(q).most_common(1)[0][0] if q else "-"
         qf = sum(x != ref for x in q)
-        inc = sum(x.startswith("inconclusive") for x in b)
-        bf = sum(x != ref and not x.startswith("inconclusive") for x in b)
+        inc = sum(map(_unjudged, b))
+        bf = sum(x != ref and not _unjudged(x) for x in b)
         flips = f"{qf}/{len(q)} | {bf}/{len(b)} / {inc}/{len(b)}"
         lines.append(f"| {k} | {', '.join(q)} | {', '.join(b)} | {flips} |")
     lines.append("")
