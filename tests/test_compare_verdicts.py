@@ -162,3 +162,38 @@ def test_sweeps_the_host_left_unjudged_are_ranked_by_todays_load_when_far_apart(
     same = [ram, row("ram2", (30_000, 40_000, 35_000))]
     verdicts.order_by_today(same)
     assert [r.name for r in same] == ["ram", "ram2"] and verdicts.ranking(same).startswith("inconclusive")
+
+
+def test_a_sweep_that_failed_by_its_own_limit_above_an_inconclusive_scale_is_ranked_by_it():
+    """The quiet disk loop of bench.verdict_flips (session 4): it held 3x, its runs disagreed at 3.5x
+    and all failed at 4x, where the RAM loop held (its runs disagreed at 8x). The first scale above the
+    factor says nothing, the 4x failure does: RAM above disk, in the quiet run whose commit p50s were
+    too close to rank by today's load as in the one where they were not."""
+    from helpers import headroom_record
+
+    from iofp import headroom_result as hr
+    from replay.compare.table import Row, _fails_at
+
+    def steps(by_scale: dict[float, list[str]]) -> list[hr.Step]:
+        return [hr.Step(x, "sweep", f"s{x}", v, saturation="device" if v == hr.FAIL else None)
+                for x, vs in by_scale.items() for v in vs]  # fmt: skip
+
+    p, f = hr.PASS, hr.FAIL
+    disk = headroom_record(steps({1: [p], 3: [p] * 3, 3.5: [p, p, f], 4: [f] * 3}))
+    disk.headroom = hr.Headroom(3.0, 3.5, "inconclusive", "held 3x")
+    ram = headroom_record(steps({1: [p], 4: [p] * 3, 8: [p, f], 16: [f] * 3}))
+    ram.headroom = hr.Headroom(4.0, 8.0, "inconclusive", "held 4x")
+    assert (_fails_at(disk), _fails_at(ram)) == (4.0, 16.0)
+
+    def row(name: str, res: hr.HeadroomResult, fails_at: float | None) -> Row:
+        h = {"factor": res.headroom.factor, "failed_at": res.headroom.failed_at, "bound": "inconclusive",
+             "fails_at": fails_at}  # fmt: skip
+        return Row(name, "r", "candidate", 1.0, 1.0, None, "replay capture", headroom=h)
+
+    assert verdicts.ranking([row("ram", ram, 16.0), row("disk", disk, 4.0)]) == "ram > disk"
+    # without a conclusive failure above the factor there is nothing to rank by
+    assert verdicts.ranking([row("ram", ram, None), row("disk", disk, None)]).startswith("inconclusive")
+    # a scale whose runs were the replayer's limit is not the device's failure
+    replayer = headroom_record([*steps({1: [p]}), hr.Step(2, "sweep", "s2", f, saturation="replayer")])
+    replayer.headroom = hr.Headroom(1.0, 2.0, "replayer", "held 1x")
+    assert _fails_at(replayer) is None

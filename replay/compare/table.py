@@ -41,6 +41,7 @@ from iofp.results_dir import shown
 from iofp.slo import Slo, format_ns
 from iofp.terminal import one_line
 from replay.compare.verdicts import contradictions, group, interference, judge, order_by_today, ranking
+from replay.headroom import scale_verdicts
 from replay.run import measure
 
 PCTS_FIO = {"p50": "50.000000", "p99": "99.000000", "p99.9": "99.900000"}
@@ -189,7 +190,8 @@ def _join(cmp: Comparison, headrooms: Headrooms, probes: list[pr.ProbeResult]) -
             fail = next((s for s in h.steps if s.scale == at and s.verdict == hr.FAIL), None)
             failed_step = fail and {"achieved_iops": fail.achieved_iops, "commits_per_s": fail.commits_per_s}
             row.headroom = asdict(h.headroom) | {"source": shown(root), "slo": h.slo, "status": h.status,
-                                                 "failed_step": failed_step}  # fmt: skip
+                                                 "failed_step": failed_step,
+                                                 "fails_at": _fails_at(h)}  # fmt: skip
     for p in probes:
         row = by_name.get(_name(p.labels, asdict(p.target)))
         if row is None:
@@ -199,6 +201,18 @@ def _join(cmp: Comparison, headrooms: Headrooms, probes: list[pr.ProbeResult]) -
             row.probe = probe_cells(p)
     if headrooms:
         cmp.rows.sort(key=rank)
+
+
+def _fails_at(h: hr.HeadroomResult) -> float | None:
+    """The lowest scale the device failed by its own limit (its conclusive runs all failed, none at the
+    replayer's limit), above the factor: a sweep whose first scale above the factor was inconclusive
+    (its runs disagreed) may still have failed conclusively higher up, and that bounds it too."""
+    factor = h.headroom.factor if h.headroom else None
+    for v in scale_verdicts(h):
+        own = v.verdict == hr.FAIL and not any(s.saturation == "replayer" for s in v.runs)
+        if own and (factor is None or v.scale > factor):
+            return v.scale
+    return None
 
 
 def rank(row: Row) -> tuple[bool, float]:

@@ -198,13 +198,16 @@ def interference(row: Row) -> str | None:
 
 
 def _interval(h: dict[str, Any] | None) -> tuple[float, float] | None:
-    """(held, failed): the load a sweep held and the one at which the device failed (inf: it did not
-    fail by its own limit above the factor)."""
+    """(held, failed): the load a sweep held and the lowest at which the device failed by its own limit
+    (inf: it did not above the factor): where the sweep stopped, or a scale above an inconclusive one
+    whose runs all failed (`fails_at`: a quiet sweep of the disk loop held 3x, its runs disagreed at
+    3.5x and all failed at 4x, where the RAM loop held)."""
     if not h:
         return None
     held = h.get("factor") or 0.0
-    failed = h.get("failed_at") if h.get("bound") in ("rate", "slo", "first step") else None
-    return held, failed if failed is not None else float("inf")
+    stopped = h.get("failed_at") if h.get("bound") in ("rate", "slo", "first step") else None
+    failed = min((x for x in (stopped, h.get("fails_at")) if x is not None), default=float("inf"))
+    return held, failed
 
 
 def ranking(rows: list[Row]) -> str:
