@@ -114,25 +114,33 @@ def test_a_ranking_is_stated_only_where_the_sweeps_support_it():
 
 def test_beside_a_busy_host_a_device_far_slower_than_its_peer_at_the_same_job_still_fails(tmp_path):
     """Both candidates replayed beside a busy host: the disk's commits 7x slower than the RAM loop's in
-    every run (a busy host moves one job's p50 up to 2.3x) is the disk's FAIL, said with the figures;
-    the RAM loop's own miss stays the host's. Two runs of one device 1.5x apart tell nothing."""
+    every run (a busy host moves one job's p50 up to 2.3x), missing a figure the RAM loop kept beside
+    the same host, is the disk's FAIL, said with the figures. Two runs of one device 1.5x apart tell
+    nothing; nor does a peer that missed the figure too (the host can make the job miss on its own)."""
 
     def runs(name: str, p50s: tuple[float, ...], p99: float) -> list[Path]:
         return [result(tmp_path / f"{name}{i}", name, iops=3781, commit_p99_ns=p99, commit_p50_ns=p,
                        host=BUSY) for i, p in enumerate(p50s)]  # fmt: skip
 
-    ram = runs("ram", (22_000, 30_000, 25_000), 6_000_000)
+    ram = runs("ram", (22_000, 30_000, 25_000), 3_000_000)  # kept commit.p99<=5ms beside the busy host
     disk = runs("disk", (161_000, 210_000, 180_000), 40_000_000)
     code, out, err = run_iofp("compare", *ram, *disk, "--slo", SLO, "--json", "-")
     rows = {r["name"]: r for r in json.loads(out)["rows"]}
-    assert code == 1 and rows["disk"]["slo"] == "FAIL" and rows["ram"]["slo"] == "inconclusive", err
+    assert code == 1 and rows["disk"]["slo"] == "FAIL" and rows["ram"]["slo"] == "pass", err
     assert rows["disk"]["why"].startswith("the device's, though the host was busy: "
                                           "ram did the same job with commit p50 22 µs-30 µs and disk with "
                                           "161 µs-210 µs in every run, 5.4x apart")  # fmt: skip
-    assert rows["disk"]["why"].endswith("disk was worse on commit p99 in every run")
+    assert rows["disk"]["why"].endswith("disk was worse on commit p99 in every run, which ram kept beside "
+                                        "the same host")  # fmt: skip
     # the same device against itself: no verdict either way
     again = runs("ram-again", (33_000, 40_000, 36_000), 7_000_000)
     code, out, _ = run_iofp("compare", *ram, *again, "--slo", SLO, "--json", "-")
+    said = {r["name"]: r["slo"] for r in json.loads(out)["rows"]}
+    assert said == {"ram": "pass", "ram-again": "inconclusive"}
+    # a peer that missed the figure too beside the same host: slower is not missing it (bench.verdict_flips,
+    # session 4: the disk loop passed quiet in 3 of 3 runs, and was called FAIL beside two CPU hogs so)
+    missed = runs("ram-missed", (22_000, 30_000, 25_000), 6_000_000)
+    code, out, _ = run_iofp("compare", *missed, *disk, "--slo", SLO, "--json", "-")
     assert {r["slo"] for r in json.loads(out)["rows"]} == {"inconclusive"}
     # a peer on a quieter host counts too: far apart is far apart; within 3x it is not
     quiet = [result(tmp_path / f"q{i}", "quiet-ram", iops=3781, commit_p99_ns=300_000, commit_p50_ns=p50,
