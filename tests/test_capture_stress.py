@@ -122,7 +122,8 @@ def test_full_rate_mixed_load_under_a_cpu_hog_matches_tracefs_request_for_reques
     expected = oracle.copy()
     expected[("W", 0, 0)] -= unissued
     assert +expected == got, (
-        f"missing {sum((expected - got).values())}, extra {sum((got - expected).values())}"
+        f"missing {sum((expected - got).values())}, extra {sum((got - expected).values())}; "
+        f"loss {summary.loss}; counts {summary.counts}"  # a loss the capture counted, or rows it dropped
     )
     assert summary.io_events == io.num_rows == reads + writes + flushes - unissued
     # Completions the program never saw got their time from the witness: every row has a latency
