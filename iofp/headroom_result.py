@@ -26,7 +26,7 @@ from typing import Any
 from iofp import objstore, records
 from iofp.contract import atomic_write_bytes
 from iofp.errors import BadInput
-from iofp.host_evidence import HostEvidence
+from iofp.host_evidence import HostEvidence, limit
 
 KIND = "iofp-headroom-result"
 VERSION = 2  # v2: a step's `host` evidence and `limit`, INCONCLUSIVE steps, bounds host and inconclusive,
@@ -73,6 +73,21 @@ class Step:
     wall_s: float = 0.0
     host: HostEvidence | None = None  # what the host and the target were doing while the step ran
     limit: str | None = None  # a miss: whose limit the evidence says it met, in words (host_evidence.limit)
+
+
+def whose_rate(s: Step) -> str:
+    """Whose limit a step's missed rate met, in the words the terminal and the report both use. A
+    device is "saturated" only when its evidence says so: a rate missed while the device was mostly
+    idle and the host had CPU to spare is a serial stream's wait on each I/O (one committer at the
+    device's fsync time) or a cap above the device (blk-throttle, a volume's IOPS limit); the
+    device's limit still, but not its saturation (issue 26: "the device's saturation" at 8-16x on a
+    RAM loop 8-12% busy)."""
+    if not s.saturation:
+        return ""
+    lim = limit(s.host)
+    if s.saturation == "device" and lim.who == "neither" and s.host is not None and s.host.device():
+        return f"the device's latency or a cap above it, not a saturated device ({lim.why}): "
+    return f"the {s.saturation}'s saturation: "
 
 
 @dataclass
@@ -190,5 +205,5 @@ def _number(v: object) -> bool:
 
 __all__ = [
     "ABOVE_CEILING", "BOUNDS", "FAIL", "INCONCLUSIVE", "KIND", "PASS", "RECORD", "STOPPED", "VERSION",
-    "Ceiling", "Headroom", "HeadroomResult", "Step", "is_result", "load", "write",
+    "Ceiling", "Headroom", "HeadroomResult", "Step", "is_result", "load", "whose_rate", "write",
 ]  # fmt: skip

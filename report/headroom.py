@@ -297,6 +297,5 @@ def step_verdict(s: hr.Step) -> str:
         return "pass"
     if s.verdict == hr.INCONCLUSIVE:  # as the terminal says it
         return f"inconclusive: {s.limit}; rerun on a quiet host"
-    who = f"the {s.saturation}'s saturation: " if s.saturation else ""  # as the terminal says it
-    why = [who + "; ".join(s.rate_failures)] * bool(s.rate_failures) + s.slo_failures
+    why = [hr.whose_rate(s) + "; ".join(s.rate_failures)] * bool(s.rate_failures) + s.slo_failures
     return "FAIL: " + "; ".join(why)

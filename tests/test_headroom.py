@@ -18,7 +18,7 @@ from lab import destroy_loop, make_loop
 from iofp import headroom_result as hr
 from iofp import replay_result as rr
 from iofp import slo
-from iofp.host_evidence import HostEvidence, limit
+from iofp.host_evidence import DeviceLoad, HostEvidence, limit
 from replay.headroom import ceiling as headroom_ceiling
 from replay.headroom import decide
 from replay.headroom import sweep as headroom
@@ -344,6 +344,27 @@ def test_a_replay_that_ran_short_is_never_the_devices_saturation():
     assert (step.verdict, step.saturation) == (hr.FAIL, "device")
     step = decide.judge(replayed(-0.04, [], quiet), 1.0, "sweep", "d", slo.parse("p99<=1s"), None)
     assert step.verdict == hr.PASS
+
+
+def test_a_rate_missed_by_a_mostly_idle_device_is_not_called_its_saturation():
+    """Issue 26's verdict runs: the RAM loop at 8-16x, busy 8-12% of the run on a quiet host, read
+    "the device's saturation". Its limit was a serial committer's wait on each fsync (or, elsewhere, a
+    cap above the device): still the device's, not its saturation. A device busy the whole run is."""
+    def quiet(util: float) -> HostEvidence:
+        disk = DeviceLoad("loop9", "target", util, 0.2, 0.1, 2, 128, 4000)
+        return HostEvidence(1.0, 10, 2, 0.02, 0.04, 0.0, 0.0, [0.3, 0.2], [0.0, 0.0], [disk])
+
+    slow = replayed(0.30, ["duration stretch +30.0% beyond ±2 ms"], quiet(0.10))
+    step = decide.judge(slow, 8.0, "sweep", "d", slo.parse("p99<=1s"), None)
+    assert (step.verdict, step.saturation) == (hr.FAIL, "device")  # the device's limit: it fails
+    said = "; ".join(decide.why(step))
+    assert "saturation:" not in said and said.startswith(
+        "the device's latency or a cap above it, not a saturated device (neither the device (busy 10% "
+        "of the run) nor the host's CPU (pressure 2%, 75% idle) was saturated): duration stretch +30.0%"
+    ), said
+    step = decide.judge(replayed(0.30, ["duration stretch +30.0%"], quiet(0.95)), 8.0, "sweep", "d",
+                        slo.parse("p99<=1s"), None)  # fmt: skip
+    assert decide.why(step)[0].startswith("the device's saturation: duration stretch"), decide.why(step)
 
 
 def test_a_scale_whose_runs_disagree_is_inconclusive_and_a_factor_needs_its_repeats():

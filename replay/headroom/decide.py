@@ -114,8 +114,7 @@ def why(step: hr.Step) -> list[str]:
     if step.verdict == hr.INCONCLUSIVE:
         missed = "; ".join([*step.rate_failures, *step.slo_failures])
         return [f"inconclusive: {step.limit}; {RERUN} (it missed: {missed})"]
-    who = f"the {step.saturation}'s saturation: " if step.saturation else ""
-    out = [who + "; ".join(step.rate_failures)] * bool(step.rate_failures) + step.slo_failures
+    out = [hr.whose_rate(step) + "; ".join(step.rate_failures)] * bool(step.rate_failures) + step.slo_failures
     if (
         step.verdict == hr.FAIL
         and not step.rate_failures
