@@ -41,7 +41,8 @@ JOB = REPO / "samples" / "workloads" / "order-router-15s.fio"
 
 def capture(where: Path, name: str, backing_dir: str, direct_io: bool, prefix: str) -> Path:
     kind = lab.DISK if direct_io else lab.RAM
-    with lab.loop_device(256, kind, where=Path(backing_dir), prefix=prefix.rstrip("-")) as dev:
+    # written whole: a sparse file's first writes are its filesystem's block allocations (bedb986)
+    with lab.loop_device(256, kind, fill=True, where=Path(backing_dir), prefix=prefix.rstrip("-")) as dev:
         opts = CaptureOptions(output=where / name, devices=[dev.removeprefix("/dev/")])
         with start_capture(opts):
             lab.fio(JOB, env={"DEV": dev}, timeout=None)

@@ -30,8 +30,10 @@ def lab_devices(
     stack: ExitStack, kinds: list[str], size_mib: int, throttle: int
 ) -> tuple[dict[str, str], Path | None]:
     """The lab devices named (ram; disk; throttled: a RAM loop under a blkio group capping its reads at
-    `throttle` IOPS), undone by `stack`; and the throttled device's group, if one was asked for."""
-    made = {k: stack.enter_context(lab.loop_device(size_mib, lab.DISK if k == "disk" else lab.RAM,
+    `throttle` IOPS), undone by `stack`; and the throttled device's group, if one was asked for. Each
+    over a file written whole: on a sparse one the first writes measure the backing filesystem's
+    block allocation as the device (bench.verdict_flips, bedb986)."""
+    made = {k: stack.enter_context(lab.loop_device(size_mib, lab.DISK if k == "disk" else lab.RAM, fill=True,
                                                    prefix="iofp-bench")) for k in kinds}  # fmt: skip
     if "throttled" not in made:
         return made, None
