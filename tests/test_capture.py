@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -419,7 +420,25 @@ def test_latencies_times_and_inflight_are_plausible(workload: Workload) -> None:
         inflight = [r["inflight"] for r in workload.rows(workload.runs[job].pid)]
         assert min(inflight) >= 1, job
         assert max(inflight) <= depth + slack, job
-    assert max(r["inflight"] for r in workload.rows(workload.runs["seqread"].pid)) >= 2
+    # the count at issue against the trace's own times: at least the requests issued before it and not
+    # yet complete, as their timestamps say, plus itself. Whether fio's queue ever holds two depends on
+    # the scheduler: beside a CPU hog the loop worker woke on fio's CPU and completed each of
+    # seqread's 1,024 reads before fio submitted the next (every row in flight alone, CI 2026-11-28).
+    # One less is allowed: a completion stamped just after an issue may have left the count before it.
+    # Measured (quiet; one and two CPU hogs; 6 runs): 1,099-2,815 rows had others in flight, and the
+    # count was never below them (the least, count - others, 0 or 1)
+    ahead = others_in_flight(rows)
+    short = [(r["op"], r["inflight"], n) for r, n in zip(rows, ahead, strict=True) if r["inflight"] < n]
+    assert not short, short[:5]
+
+
+def others_in_flight(rows: list[dict]) -> list[int]:
+    """Per row, the requests its timestamps say were in flight when it was issued: issued before it
+    and completed after (from the trace alone, no count of the kernel's)."""
+    issued = np.sort(np.array([r["ts_ns"] for r in rows], np.int64))
+    done = np.sort(np.array([r["ts_ns"] + r["lat_ns"] for r in rows], np.int64))
+    at = np.array([r["ts_ns"] for r in rows], np.int64)
+    return (np.searchsorted(issued, at, "left") - np.searchsorted(done, at, "right")).tolist()
 
 
 def test_files_rotate_and_carry_complete_metadata(workload: Workload) -> None:
