@@ -422,8 +422,8 @@ def test_latencies_times_and_inflight_are_plausible(workload: Workload) -> None:
         assert max(inflight) <= depth + slack, job
     # the count at issue against the trace's own times: at least the requests issued before it and not
     # yet complete, as their timestamps say, plus itself. Whether fio's queue ever holds two depends on
-    # the scheduler: beside a CPU hog the loop worker woke on fio's CPU and completed each of
-    # seqread's 1,024 reads before fio submitted the next (every row in flight alone, CI 2026-11-28).
+    # the scheduler: beside a CPU hog each of seqread's 1,024 reads completed before fio submitted the
+    # next (every row in flight alone, CI 2026-11-28; likely the loop worker woke on fio's CPU).
     # One less is allowed: a completion stamped just after an issue may have left the count before it.
     # Measured (quiet; one and two CPU hogs; 6 runs): 1,099-2,815 rows had others in flight, and the
     # count was never below them (the least, count - others, 0 or 1)
