@@ -200,12 +200,12 @@ def _map_array(map_fd: int, n: int, value_size: int) -> np.ndarray | None:
     """An array map created BPF_F_MMAPABLE, mapped read-only: its values as raw rows (n x value_size
     bytes, read in place, no copy), or None where it cannot be mapped (the flag is missing)."""
     elem = (value_size + 7) // 8 * 8  # the kernel rounds each element up to 8 bytes
+    if elem != value_size:  # rows would not be contiguous values: not mapped at all
+        return None
     page = mmap.PAGESIZE
     try:
         m = mmap.mmap(map_fd, (n * elem + page - 1) // page * page, mmap.MAP_SHARED, mmap.PROT_READ)
     except OSError:
-        return None
-    if elem != value_size:
         return None
     return np.frombuffer(m, np.uint8, n * elem)
 
@@ -445,8 +445,7 @@ class KernelCapture:
         self._flush_fn = self.bpf.load_func(b"iofp_flush", BPF.RAW_TRACEPOINT)
         # the in-flight table, mapped read-only where it was made mappable (cflags): read every second
         slots = self.bpf["slots"]
-        self._slots_view = _map_array(slots.map_fd, len(slots), ctypes.sizeof(slots.Leaf)) if \
-            _kernel_at_least(5, 5) else None  # fmt: skip
+        self._slots_view = _map_array(slots.map_fd, len(slots), ctypes.sizeof(slots.Leaf))
         self._cpus = online_cpus()
         self._attached: list[str] = []
         self._flush_ok = True
