@@ -196,9 +196,10 @@ def _read_array(map_fd: int, n: int, value_size: int) -> np.ndarray | None:
     return values[: attr.count].reshape(-1)
 
 
-def _map_array(map_fd: int, n: int, value_size: int) -> np.ndarray | None:
-    """An array map created BPF_F_MMAPABLE, mapped read-only: its values as raw rows (n x value_size
-    bytes, read in place, no copy), or None where it cannot be mapped (the flag is missing)."""
+def _map_array(map_fd: int, n: int, value_size: int) -> tuple[mmap.mmap, np.ndarray] | None:
+    """An array map created BPF_F_MMAPABLE, mapped read-only: the mapping (the caller unmaps it) and
+    its values as raw rows (n x value_size bytes, read in place, no copy), or None where it cannot be
+    mapped (the flag is missing)."""
     elem = (value_size + 7) // 8 * 8  # the kernel rounds each element up to 8 bytes
     if elem != value_size:  # rows would not be contiguous values: not mapped at all
         return None
@@ -207,7 +208,7 @@ def _map_array(map_fd: int, n: int, value_size: int) -> np.ndarray | None:
         m = mmap.mmap(map_fd, (n * elem + page - 1) // page * page, mmap.MAP_SHARED, mmap.PROT_READ)
     except OSError:
         return None
-    return np.frombuffer(m, np.uint8, n * elem)
+    return m, np.frombuffer(m, np.uint8, n * elem)
 
 
 def _kernel_at_least(major: int, minor: int) -> bool:
@@ -445,7 +446,9 @@ class KernelCapture:
         self._flush_fn = self.bpf.load_func(b"iofp_flush", BPF.RAW_TRACEPOINT)
         # the in-flight table, mapped read-only where it was made mappable (cflags): read every second
         slots = self.bpf["slots"]
-        self._slots_view = _map_array(slots.map_fd, len(slots), ctypes.sizeof(slots.Leaf))
+        # (the mapping holds the map, 5 MiB, until it is unmapped: close() does, whoever keeps this object)
+        mapped = _map_array(slots.map_fd, len(slots), ctypes.sizeof(slots.Leaf))
+        self._slots_map, self._slots_view = mapped if mapped is not None else (None, None)
         self._cpus = online_cpus()
         self._attached: list[str] = []
         self._flush_ok = True
@@ -496,6 +499,11 @@ class KernelCapture:
     def close(self) -> None:
         if self.witness is not None:
             self.witness.close()
+        # the view first: a mapping a numpy array still points into cannot be closed (BufferError)
+        self._slots_view = None
+        if self._slots_map is not None:
+            self._slots_map.close()
+            self._slots_map = None
         self.bpf.cleanup()
 
     def _start_witness(self) -> None:
