@@ -27,6 +27,7 @@ from iofp import path_owners
 from iofp.errors import BadInput
 
 PREFIX = "iofp-scratch-"
+MAKING = ".iofp-making-"  # a scratch directory before its lock is taken (_make)
 LEGACY = "iofp-duckdb-"  # DuckDB's spill directory before this module (/tmp/iofp-duckdb-PID)
 LOCK = "LOCK"
 
@@ -40,18 +41,35 @@ def directory() -> Path:
     global _dir, _lock
     if _dir is None or not _dir.is_dir():
         sweep()
-        _dir = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-"))
+        if _lock is not None:
+            os.close(_lock)
+            _lock = None
+        _dir, _lock = _make()
         if (above := path_owners.replaceable_by_others(str(_dir))) is not None:
             shutil.rmtree(_dir, ignore_errors=True)  # its own mode is no help: it can be swapped
             _dir = None
             raise BadInput(f"{tempfile.gettempdir()}: another user can replace iofp's scratch directory "
                            f"in {above[0]} ({above[1]}); set TMPDIR to a directory only root or you can "
                            f"change")  # fmt: skip
-        if _lock is not None:
-            os.close(_lock)
-        _lock = os.open(_dir / LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        fcntl.flock(_lock, fcntl.LOCK_EX)
     return _dir
+
+
+def _make() -> tuple[Path, int]:
+    """A new scratch directory and its open, locked LOCK file. It is made and locked under a name
+    sweep() leaves alone while its process lives, then renamed to its PREFIX name: a directory seen
+    under PREFIX is locked from the first instant. Made under PREFIX and locked after, another
+    process's sweep took the new LOCK between its creation and its flock and removed the directory in
+    use (eight `catalog add` at once: one failed on its vanished spill directory)."""
+    making = Path(tempfile.mkdtemp(prefix=f"{MAKING}{os.getpid()}-"))
+    try:
+        fd = os.open(making / LOCK, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        final = making.with_name(PREFIX + making.name.removeprefix(MAKING))
+        os.rename(making, final)  # the lock is the open file's: it stays with the renamed directory
+    except OSError:
+        shutil.rmtree(making, ignore_errors=True)
+        raise
+    return final, fd
 
 
 def remove() -> None:
@@ -74,9 +92,10 @@ def sweep(root: Path | None = None) -> list[Path]:
     directory (never a link), owned by this user, and its process is gone: nobody holds its lock."""
     base = Path(root or tempfile.gettempdir())
     removed = []
-    for d in (*base.glob(f"{PREFIX}*"), *base.glob(f"{LEGACY}*")):
+    for d in (*base.glob(f"{PREFIX}*"), *base.glob(f"{MAKING}*"), *base.glob(f"{LEGACY}*")):
         pid = _pid_of(d.name)
-        if pid is None or _alive(d, pid):
+        making = d.name.startswith(MAKING)  # its LOCK may be made but not yet taken: judged by its pid
+        if pid is None or (Path(f"/proc/{pid}").exists() if making else _alive(d, pid)):
             continue
         with contextlib.suppress(OSError):
             st = d.lstat()
@@ -88,7 +107,7 @@ def sweep(root: Path | None = None) -> list[Path]:
 
 
 def _pid_of(name: str) -> int | None:
-    rest = name.removeprefix(PREFIX).removeprefix(LEGACY)
+    rest = name.removeprefix(PREFIX).removeprefix(MAKING).removeprefix(LEGACY)
     head = rest.split("-", 1)[0]
     return int(head) if head.isdecimal() else None
 
