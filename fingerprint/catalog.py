@@ -123,32 +123,49 @@ class Catalog:
                 f"{self.path}: no such catalog; add a fingerprint first: iofp catalog add FP.json "
                 f"--service NAME --catalog {self.path}"
             )
+        made = False
         try:
             if not read_only:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
+                made = not self.path.exists() and self._create()
             self.con = self._connect(read_only)
         except OSError as e:
             raise BadInput(
                 f"cannot open the catalog {self.path}: {e.strerror}; pass --catalog PATH"
             ) from None
         except duckdb.Error as e:
+            if "No space left on device" in str(e):
+                raise OutputFailed(f"cannot write the catalog {self.path}: no space left on its disk; "
+                                   "nothing was added") from None  # fmt: skip
             raise BadInput(
                 f"cannot open the catalog {self.path}: {_first_line(e)}; restore it from a copy, "
                 "or pass --catalog NEW to start another"
             ) from None
-        if not read_only:
-            # Made by this process (removed again if its command fails) only when it finds no
-            # catalog while holding the file's lock: eight adds starting at once each saw no file,
-            # and the one that failed removed the catalog the others had added to.
-            self._made = not self._has_schema()
         self._run("catalog_check" if read_only else "catalog_schema")
+        # Removed again if this command fails (a full disk mid-add), but only while no other add has
+        # landed in it: the file's lock is held from here on, and one may have come in before it.
+        self._made = made and self._run("catalog_empty")[0]["empty"]
 
-    def _has_schema(self) -> bool:
+    def _create(self) -> bool:
+        """Make a new catalog whole beside its path, then put it there in one step; False when another
+        process put one there first. DuckDB writes a new file's header after creating it: eight adds
+        starting at once on no catalog, and one of them opened the half-made file as "not a valid
+        DuckDB database file"."""
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.new")
         try:
-            self.con.execute(load_sql(SQL, "catalog_check"))
-        except duckdb.CatalogException:
-            return False
-        return True
+            con = duck.connect(tmp)
+            try:
+                con.execute(load_sql(SQL, "catalog_schema"))
+            finally:
+                con.close()
+            try:
+                os.link(tmp, self.path)  # fails if a catalog is there: never replaces one
+            except FileExistsError:
+                return False
+            return True
+        finally:
+            for p in (tmp, tmp.with_name(tmp.name + ".wal")):
+                p.unlink(missing_ok=True)
 
     def _connect(self, read_only: bool) -> duckdb.DuckDBPyConnection:
         """Connect, waiting (with backoff) while another process holds the file's lock."""
