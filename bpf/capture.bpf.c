@@ -158,11 +158,30 @@ struct iofp_aio {
 	u32 dev;
 	u32 _pad;
 };
+/* Tracked iocbs live in a direct-mapped table indexed by a hash of (iocb, process), as requests do
+ * in `slots`: an array lookup is inlined and takes no lock, where the hash map's insert on io_submit
+ * and lookup + delete on the reap (often on another CPU) were most of what libaio tracking cost. An
+ * iocb whose slot is taken by another goes to the aio_iocbs hash map. A slot is claimed with a
+ * compare-and-swap of `iocb`; its process is written last and cleared first, so a reaper that sees
+ * both its iocb and its pid there sees an entry written whole (x86's stores are seen in order). */
+struct iofp_aio_slot {
+	u64 iocb; /* owner's iocb address; 0 = free */
+	u32 tgid; /* owner's process; 0 while being written or freed */
+	u32 _pad;
+	struct iofp_aio v;
+};
+#ifndef IOFP_AIO_SLOT_BITS
+#define IOFP_AIO_SLOT_BITS 12 /* 4096 slots of 48 bytes; fio at QD8 holds 8 */
+#endif
+BPF_ARRAY(aio_slots, struct iofp_aio_slot, 1 << IOFP_AIO_SLOT_BITS);
 BPF_HASH(aio_iocbs, struct iofp_aio_key, struct iofp_aio, IOFP_AIO_MAX_INFLIGHT);
-/* Entries in aio_iocbs: an io_getevents exit (any process's on the machine) with no iocb tracked
- * returns before a hash map is touched or a slot is read. It only grows if a process dies with iocbs
- * in flight; then exits look. */
+/* Entries in aio_slots and aio_iocbs: an io_getevents exit (any process's on the machine) with no
+ * iocb tracked returns before a table is touched or a slot is read. It only grows if a process dies
+ * with iocbs in flight; then exits look. */
 BPF_ARRAY(aio_pending, s64, 1);
+/* Entries in aio_iocbs alone: while 0 (no slot collision in flight), neither io_submit nor a reap
+ * looks there. */
+BPF_ARRAY(aio_hashed, s64, 1);
 #ifndef IOFP_OFF_PT_REGS_ARG4
 BPF_HASH(aio_reaps, u32, u64, 8192); /* thread in io_getevents -> the io_event array it fills */
 BPF_ARRAY(aio_reaping, s64, 1);
@@ -1095,6 +1114,45 @@ BPF_PERCPU_ARRAY(aio_scratch, struct iofp_aio_batch, 1);
 _Static_assert((IOFP_AIO_MAX & (IOFP_AIO_MAX - 1)) == 0 && IOFP_AIO_MAX <= IOFP_SYNC_BATCH,
 	       "IOFP_AIO_MAX: a power of two, at most IOFP_SYNC_BATCH (a reap fits the syscall batch)");
 
+static __always_inline u32 aio_slot_of(u64 iocb, u32 tgid)
+{
+	return (u32)((((iocb >> 3) ^ ((u64)tgid << 40)) * 0x9E3779B97F4A7C15ULL) >> (64 - IOFP_AIO_SLOT_BITS));
+}
+
+/* Track iocb `k` as `v`: in its slot when that is free, else in the hash map. One the caller already
+ * has tracked (reaped without our seeing) is replaced where it is: still one entry. */
+static __always_inline void aio_track(struct iofp_aio_key *k, struct iofp_aio *v)
+{
+	u32 zero = 0;
+	u32 i = aio_slot_of(k->iocb, k->tgid);
+	struct iofp_aio_slot *s = aio_slots.lookup(&i);
+	s64 *pending = aio_pending.lookup(&zero);
+	s64 *hashed = aio_hashed.lookup(&zero);
+	if (!s || !pending || !hashed)
+		return;
+	if (s->iocb == k->iocb && *(volatile u32 *)&s->tgid == k->tgid) {
+		__builtin_memcpy(&s->v, v, sizeof(*v));
+		return;
+	}
+	if (*(volatile s64 *)hashed > 0 && aio_iocbs.lookup(k)) {
+		if (aio_iocbs.update(k, v) != 0)
+			count(IOFP_CNT_LOST_AIO_MAP_FULL, 1);
+		return;
+	}
+	if (s->iocb == 0 && __sync_val_compare_and_swap(&s->iocb, 0, k->iocb) == 0) {
+		__builtin_memcpy(&s->v, v, sizeof(*v));
+		*(volatile u32 *)&s->tgid = k->tgid; /* last: the entry is whole once a reaper matches it */
+		__sync_fetch_and_add(pending, 1);
+		return;
+	}
+	if (aio_iocbs.insert(k, v) == 0) {
+		__sync_fetch_and_add(pending, 1);
+		__sync_fetch_and_add(hashed, 1);
+	} else if (aio_iocbs.update(k, v) != 0) { /* there already: replaced, still one */
+		count(IOFP_CNT_LOST_AIO_MAP_FULL, 1);
+	}
+}
+
 /* io_submit: each data iocb (up to IOFP_AIO_MAX of one call) on a captured device, from now. An
  * iocb of the caller's that is already tracked is one it reaped without our seeing (a capture that
  * started while it was in flight); it is replaced. (bcc cannot pass bpf_loop a callback, so the
@@ -1144,14 +1202,7 @@ TRACEPOINT_PROBE(syscalls, sys_enter_io_submit)
 		v.fd = (s32)cb.fildes;
 		v.data = data;
 		v.dev = last_dev;
-		if (aio_iocbs.insert(&k, &v) == 0) {
-			u32 zero = 0;
-			s64 *pending = aio_pending.lookup(&zero);
-			if (pending)
-				__sync_fetch_and_add(pending, 1);
-		} else if (aio_iocbs.update(&k, &v) != 0) { /* there already: replaced, still one */
-			count(IOFP_CNT_LOST_AIO_MAP_FULL, 1);
-		}
+		aio_track(&k, &v);
 	}
 	return 0;
 }
@@ -1181,7 +1232,7 @@ static __always_inline int aio_reap_enter(u64 events)
  * that stops at n: a reap of one event looks at one slot, not IOFP_AIO_MAX. The count is kept in the
  * map value, not a register, so that the verifier sees one state per iteration whatever matched. */
 static __always_inline void reap_into(struct iofp_batch_hdr *h, struct iofp_sync_rec *recs, u32 mask, u64 evs,
-				      u32 n, u64 now, u32 pid, u32 tid, const char *comm, s64 *pending)
+				      u32 n, u64 now, u32 pid, u32 tid, const char *comm, s64 *pending, s64 *hashed)
 {
 	for (u32 i = 0; i < IOFP_AIO_MAX && i < n; i++) {
 		struct iofp_io_event e = {};
@@ -1189,7 +1240,16 @@ static __always_inline void reap_into(struct iofp_batch_hdr *h, struct iofp_sync
 		struct iofp_aio_key k = {};
 		k.iocb = e.obj;
 		k.tgid = pid;
-		struct iofp_aio *v = aio_iocbs.lookup(&k);
+		u32 si = aio_slot_of(e.obj, pid);
+		struct iofp_aio_slot *s = aio_slots.lookup(&si);
+		struct iofp_aio_slot *slot = NULL; /* where it is tracked: its slot, or (NULL) the hash map */
+		struct iofp_aio *v = NULL;
+		if (s && e.obj && s->iocb == e.obj && *(volatile u32 *)&s->tgid == pid) {
+			slot = s;
+			v = &s->v;
+		} else if (*(volatile s64 *)hashed > 0) {
+			v = aio_iocbs.lookup(&k);
+		}
 		if (!v)
 			continue;
 		u32 c = *(volatile u32 *)&h->count;
@@ -1206,8 +1266,14 @@ static __always_inline void reap_into(struct iofp_batch_hdr *h, struct iofp_sync
 		rec->_pad = 0;
 		__builtin_memcpy(rec->comm, comm, IOFP_COMM_LEN);
 		*(volatile u32 *)&h->count = c + 1;
-		if (aio_iocbs.delete(&k) == 0)
+		if (slot) {
+			*(volatile u32 *)&slot->tgid = 0;
+			__sync_lock_test_and_set(&slot->iocb, 0); /* a full barrier: our reads of it are done */
 			__sync_fetch_and_add(pending, -1);
+		} else if (aio_iocbs.delete(&k) == 0) {
+			__sync_fetch_and_add(pending, -1);
+			__sync_fetch_and_add(hashed, -1);
+		}
 	}
 }
 
@@ -1258,14 +1324,15 @@ static __always_inline int aio_reap_exit(long ret)
 	u64 now = bpf_ktime_get_ns();
 	u32 *bz = busy.lookup(&zero);
 	struct iofp_sync_batch *sb = sync_batch.lookup(&zero);
-	if (!bz)
+	s64 *hashed = aio_hashed.lookup(&zero);
+	if (!bz || !hashed)
 		return 0;
 	if (sb && !*(volatile u32 *)bz) {
 		*(volatile u32 *)bz = 1;
 		if (sb->hdr.count + n > IOFP_SYNC_BATCH)
 			send_sync(sb);
 		u32 c = sb->hdr.count;
-		reap_into(&sb->hdr, sb->recs, IOFP_SYNC_BATCH - 1, evs, n, now, pid, tid, comm, pending);
+		reap_into(&sb->hdr, sb->recs, IOFP_SYNC_BATCH - 1, evs, n, now, pid, tid, comm, pending, hashed);
 		u32 after = sb->hdr.count;
 		if (after != c) {
 			if (c == 0)
@@ -1280,7 +1347,7 @@ static __always_inline int aio_reap_exit(long ret)
 	if (!b)
 		return 0;
 	b->hdr.count = 0;
-	reap_into(&b->hdr, b->recs, IOFP_AIO_MAX - 1, evs, n, now, pid, tid, comm, pending);
+	reap_into(&b->hdr, b->recs, IOFP_AIO_MAX - 1, evs, n, now, pid, tid, comm, pending, hashed);
 	u32 m = b->hdr.count;
 	if (!m || m > IOFP_AIO_MAX)
 		return 0;
