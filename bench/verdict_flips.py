@@ -173,7 +173,8 @@ def verdicts(rec: dict) -> dict[str, str]:
     out |= {f"headroom holds 1x {n}": str(v) for n, v in sorted(h["holds_1x"].items())}
     out |= {f"headroom factor {n}": _factor(v) for n, v in sorted(h["factor"].items())}
     out |= {f"headroom bound {n}": str(v) for n, v in sorted(h["bound"].items())}
-    out["headroom ranking"] = h["ranking"]
+    rank = h["ranking"]  # the order, not the reason given for it ("... (disk-loop's commit p50 ...)")
+    out["headroom ranking"] = "inconclusive" if rank.startswith("inconclusive") else rank.split(" (", 1)[0]
     return out
 
 
