@@ -330,7 +330,7 @@ def test_latency_percentiles_are_exact_nearest_rank(tmp_path):
 
 
 def test_footprint_counts_each_touched_block_once(tmp_path):
-    """The footprint ORs per-64-block masks: I/Os at chunk edges, spanning many chunks (a 4 MiB
+    """The footprint ORs per-8-block masks: I/Os at group edges, spanning many groups (a 4 MiB
     discard-sized write), nested, sharing a start or merely adjacent must count each 4 KiB block
     once, as a set of every block touched does; with --between too."""
     rng = np.random.default_rng(11)

@@ -1,5 +1,5 @@
 -- How many blocks had each number of starts, counted block by block, in the eight-block groups $groups
--- where start_counts.sql's packed bytes overflowed (a block with 256 starts or more).
+-- where footprint_groups.sql's packed bytes overflowed (a block with 256 starts or more).
 SELECT n AS starts, count(*) AS blocks
 FROM (
     SELECT "offset" // 4096 AS lo, count(*) AS n
