@@ -134,9 +134,8 @@ class Catalog:
                 f"cannot open the catalog {self.path}: {e.strerror}; pass --catalog PATH"
             ) from None
         except duckdb.Error as e:
-            if "No space left on device" in str(e):
-                raise OutputFailed(f"cannot write the catalog {self.path}: no space left on its disk; "
-                                   "nothing was added") from None  # fmt: skip
+            if _no_space(e):
+                raise self._full() from None
             raise BadInput(
                 f"cannot open the catalog {self.path}: {_first_line(e)}; restore it from a copy, "
                 "or pass --catalog NEW to start another"
@@ -145,6 +144,11 @@ class Catalog:
         # Removed again if this command fails (a full disk mid-add), but only while no other add has
         # landed in it: the file's lock is held from here on, and one may have come in before it.
         self._made = made and self._run("catalog_empty")[0]["empty"]
+
+    def _full(self) -> OutputFailed:
+        """A catalog write that ran out of space (making the catalog or adding to it)."""
+        return OutputFailed(f"cannot write the catalog {self.path}: no space left on its disk; "
+                            "nothing was added, and the catalog is as it was")  # fmt: skip
 
     def _create(self) -> bool:
         """Make a new catalog whole beside its path, then put it there in one step; False when another
@@ -194,9 +198,8 @@ class Catalog:
         except duckdb.Error as e:
             if isinstance(e, (duckdb.ParserException, duckdb.BinderException)):
                 raise  # the query's fault, not the file's
-            if "No space left on device" in str(e):  # the disk's, not the catalog's
-                raise OutputFailed(f"cannot write the catalog {self.path}: no space left on its disk; "
-                                   "nothing was added, and the catalog is as it was") from None
+            if _no_space(e):  # the disk's, not the catalog's
+                raise self._full() from None
             raise BadInput(
                 f"{self.path}: not a readable iofp catalog ({_first_line(e)}); "
                 "restore it from a copy, or pass --catalog NEW to start another"
@@ -333,3 +336,7 @@ def _holder(e: BaseException) -> str:
 def _read(e: Entry) -> fingerprint_doc.Fingerprint:
     """A stored document, checked as a file is (a catalog written by an older iofp may hold v1)."""
     return fingerprint_doc.from_dict(e.doc, f"catalog entry #{e.id}")
+
+
+def _no_space(e: duckdb.Error) -> bool:
+    return "No space left on device" in str(e)
