@@ -47,7 +47,8 @@ def directory() -> Path:
         _dir, _lock = _make()
         if (above := path_owners.replaceable_by_others(str(_dir))) is not None:
             shutil.rmtree(_dir, ignore_errors=True)  # its own mode is no help: it can be swapped
-            _dir = None
+            os.close(_lock)
+            _dir = _lock = None
             raise BadInput(f"{tempfile.gettempdir()}: another user can replace iofp's scratch directory "
                            f"in {above[0]} ({above[1]}); set TMPDIR to a directory only root or you can "
                            f"change")  # fmt: skip
@@ -114,8 +115,8 @@ def _pid_of(name: str) -> int | None:
 
 def _alive(d: Path, pid: int) -> bool:
     """Whether the process that made `d` may still use it: this process, one holding the directory's
-    lock, or, for a directory with no lock (DuckDB's spill before this module, or one made an instant
-    ago), any process with its pid."""
+    lock, or, for a directory with no lock (DuckDB's spill before this module, or one an iofp before
+    _make made an instant ago), any process with its pid."""
     if pid == os.getpid():
         return True
     try:
