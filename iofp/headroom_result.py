@@ -29,21 +29,26 @@ from iofp.errors import BadInput
 from iofp.host_evidence import HostEvidence, limit
 
 KIND = "iofp-headroom-result"
-VERSION = 2  # v2: a step's `host` evidence and `limit`, INCONCLUSIVE steps, bounds host and inconclusive,
-# `settings.repeat`; v1 is read (without evidence: its misses stay the device's, as it said)
-READS = (1, 2)
+VERSION = 3  # v2: a step's `host` evidence and `limit`, INCONCLUSIVE steps, bounds host and inconclusive,
+# `settings.repeat`; v3: steps at the device's limit (saturation "limit") and the bound "limit"; v1 is
+# read (without evidence: its misses stay the device's, as it said)
+READS = (1, 2, 3)
 RECORD = "headroom.json"
 STEPS_DIR = "steps"
 CEILING_DIR = "ceiling"
 OPS = ("read", "write", "commit")
 
-# Step verdicts; INCONCLUSIVE: it missed, but the host limited the run (Step.limit says how)
+# Step verdicts; INCONCLUSIVE: it missed, but the host limited the run, or it missed only the rate and
+# kept it within the drift of identical runs at the device's ceiling (Step.limit says which)
 PASS, FAIL, ABOVE_CEILING, STOPPED = "pass", "fail", "above the replayer's ceiling", "stopped"
 INCONCLUSIVE = "inconclusive"
 VERDICTS = (PASS, FAIL, ABOVE_CEILING, STOPPED, INCONCLUSIVE)
 # Why the search stopped (Headroom.bound): "host", the host limited the first scale above the factor
-# in every run; "inconclusive", that scale's runs disagreed (a pass and a failure)
-BOUNDS = ("slo", "rate", "replayer", "max-scale", "budget", "first step", "none", "host", "inconclusive")
+# in every run; "inconclusive", that scale's runs disagreed (a pass and a failure); "limit", the device
+# was at its limit there (it kept nearly all the rate, within what identical runs differ by): above the
+# factor, neither held nor failed
+BOUNDS = ("slo", "rate", "replayer", "max-scale", "budget", "first step", "none", "host", "inconclusive",
+          "limit")  # fmt: skip
 # bounds that leave the factor a lower bound: higher scales were not run, or could not be judged
 OPEN_BOUNDS = ("replayer", "max-scale", "budget", "host", "inconclusive")
 # bounds that say nothing about the device above the factor (not even that it failed there)
@@ -69,7 +74,8 @@ class Step:
     late_growth_us: float | None = None
     slo_failures: list[str] = field(default_factory=list)
     rate_failures: list[str] = field(default_factory=list)  # the demanded rate not kept: why
-    saturation: str | None = None  # "device" | "replayer" when the rate was not kept; "host" (inconclusive)
+    saturation: str | None = None  # "device" | "replayer" when the rate was not kept; "host" | "limit"
+    # (inconclusive: the host limited it; the device kept the rate within the drift of its ceiling)
     wall_s: float = 0.0
     host: HostEvidence | None = None  # what the host and the target were doing while the step ran
     limit: str | None = None  # a miss: whose limit the evidence says it met, in words (host_evidence.limit)

@@ -78,6 +78,9 @@ def verdict_line(res: hr.HeadroomResult) -> str:
     if h is None or h.bound == "none":
         return "no headroom measured: no step ran"
     f = scale_text(h.factor) if h.factor is not None else None
+    if h.bound == "limit":  # it kept nearly all the rate above the factor: neither held nor failed
+        held = f"headroom {f}" if f else "no headroom shown"
+        return f"{held}, at its limit at {scale_text(h.failed_at or 0)}: {h.finding}"
     if h.bound in hr.UNJUDGED_BOUNDS:  # the host limited it, or its runs disagreed: not the device's
         held = f"headroom at least {f}" if f else "no headroom shown"
         return f"{held}, inconclusive above: {h.finding}"

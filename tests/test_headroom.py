@@ -22,6 +22,7 @@ from iofp.host_evidence import DeviceLoad, HostEvidence, limit
 from replay.headroom import ceiling as headroom_ceiling
 from replay.headroom import decide
 from replay.headroom import sweep as headroom
+from report import headroom as report_headroom
 
 # ---- no I/O: the options and the rules ------------------------------------------------------
 
@@ -106,9 +107,12 @@ def test_a_throttled_device_holds_n_over_d(loop_device, reads_trace, tmp_path):
     assert abs(h.factor / expected - 1) <= 0.15, h
     # the device did not keep the rate (not the SLO, not the replayer); or, on a busy host, the runs
     # above the factor are inconclusive, and their evidence says the host was busy: never the opposite
-    assert h.bound in ("rate", "host"), h
+    assert h.bound in ("rate", "host", "limit"), h
     first_fail = [s for s in res.steps if s.scale == h.failed_at]
-    if h.bound == "rate":  # the conclusive runs there: the device's rate; a run beside them may be the host's
+    if h.bound == "limit":  # it kept nearly all the rate there (decide.DRIFT): neither held nor failed
+        assert all(s.saturation in ("limit", "host") for s in first_fail), first_fail
+        assert all(decide.kept(s) >= 1 - decide.DRIFT for s in first_fail if s.saturation == "limit")
+    elif h.bound == "rate":  # the conclusive runs there: the device's rate; beside them may be the host's
         convicted = [s for s in first_fail if s.verdict == hr.FAIL]
         assert convicted and all(s.saturation == "device" and s.rate_failures for s in convicted), first_fail
         assert all(limit(s.host).who == "host" for s in first_fail if s.verdict != hr.FAIL), first_fail
@@ -319,10 +323,13 @@ def test_a_miss_while_the_host_was_busy_names_the_host_never_the_device():
     )
 
 
-def replayed(stretch: float, reasons: list[str], host: HostEvidence) -> rr.ReplayResult:
-    """A 1x step's replay of 40 I/Os, its latencies well within the SLO, with this fidelity."""
+def replayed(
+    stretch: float, reasons: list[str], host: HostEvidence, achieved: float = 4000.0
+) -> rr.ReplayResult:
+    """A 1x step's replay of 40 I/Os (4,000 IOPS demanded), its latencies well within the SLO, with this
+    fidelity and `achieved` IOPS."""
     lat = rr.Latency(40, 40 * 4096, 40_000, 90_000, 100_000)
-    m = rr.Measured("replay capture", 0.01, {"write": lat, "all": lat}, {}, "none", 4000.0, 16.4, None)
+    m = rr.Measured("replay capture", 0.01, {"write": lat, "all": lat}, {}, "none", achieved, 16.4, None)
     fid = {"status": "measured", "verdict": "not faithful" if reasons else "faithful", "timing": "precise",
            "reasons": reasons, "stretch": stretch, "iops_mape": 0.0, "late_growth_us": 0.0}  # fmt: skip
     demanded = rr.Demand(40, 0, 40 * 4096, 0.01)
@@ -350,6 +357,7 @@ def test_a_rate_missed_by_a_mostly_idle_device_is_not_called_its_saturation():
     """Issue 26's verdict runs: the RAM loop at 8-16x, busy 8-12% of the run on a quiet host, read
     "the device's saturation". Its limit was a serial committer's wait on each fsync (or, elsewhere, a
     cap above the device): still the device's, not its saturation. A device busy the whole run is."""
+
     def quiet(util: float) -> HostEvidence:
         disk = DeviceLoad("loop9", "target", util, 0.2, 0.1, 2, 128, 4000)
         return HostEvidence(1.0, 10, 2, 0.02, 0.04, 0.0, 0.0, [0.3, 0.2], [0.0, 0.0], [disk])
@@ -365,6 +373,68 @@ def test_a_rate_missed_by_a_mostly_idle_device_is_not_called_its_saturation():
     step = decide.judge(replayed(0.30, ["duration stretch +30.0%"], quiet(0.95)), 8.0, "sweep", "d",
                         slo.parse("p99<=1s"), None)  # fmt: skip
     assert decide.why(step)[0].startswith("the device's saturation: duration stretch"), decide.why(step)
+
+
+QUIET = HostEvidence(1.0, 10, 2, 0.02, 0.04, 0.0, 0.0, [0.3, 0.2], [0.0, 0.0], [])
+
+
+def test_a_rate_kept_within_the_drift_of_a_ceiling_is_the_devices_limit_not_its_failure():
+    """Issue 26's verdict bench: quiet sweeps of the RAM loop kept 90.5-100.3% of the rate at 8x; one
+    passed 8x in 3 of 3 runs, the next failed it in 3 of 3 (IOPS WAPE 9-13% > 5%, 96.6-98.1% kept):
+    "holds 8x" and "fails at 8x" of one device. A rate kept within DRIFT is the device at its limit."""
+    near = replayed(0.0, ["IOPS WAPE 10.2% > 5%"], QUIET, achieved=3880.0)
+    step = decide.judge(near, 8.0, "sweep", "d", slo.parse("p99<=1s"), None)
+    assert (step.verdict, step.saturation) == (hr.INCONCLUSIVE, "limit")
+    assert step.limit == "at its limit: it kept 97.0% of the demanded rate (3,880 of 4,000 IOPS)"
+    said = decide.why(step)[0]
+    assert said == (
+        "inconclusive: at its limit: it kept 97.0% of the demanded rate (3,880 of 4,000 IOPS), within the "
+        "10% identical runs at a device's ceiling differ by (it missed: IOPS WAPE 10.2% > 5%)"
+    )
+    # below 1 - DRIFT the device failed; nearly all the rate kept but the SLO missed: failed too; a run
+    # that took 30% longer kept 1/1.3 of the rate, whatever its count says
+    for rres, objective in (
+        (replayed(0.0, ["IOPS WAPE 30.0% > 5%"], QUIET, achieved=3400.0), "p99<=1s"),
+        (near, "p99<=10us"),
+        (replayed(0.30, ["duration stretch +30.0% beyond ±2 ms"], QUIET), "p99<=1s"),
+    ):
+        step = decide.judge(rres, 8.0, "sweep", "d", slo.parse(objective), None)
+        assert (step.verdict, step.saturation) == (hr.FAIL, "device"), step
+
+
+def at_limit(x: float, share: float, phase: str = "sweep") -> hr.Step:
+    return hr.Step(x, phase, "d", hr.INCONCLUSIVE, demanded_iops=1e3 * x, achieved_iops=1e3 * x * share,
+                   rate_failures=["IOPS WAPE 10.2% > 5%"], saturation="limit", limit="at its")  # fmt: skip
+
+
+def test_a_sweep_at_the_devices_limit_says_so_and_never_that_it_failed_there():
+    """The factor is the scale below the limit; the limit is neither held nor failed, so one sweep that
+    passed the scale and another that was at its limit there do not contradict each other (the compare
+    ranking and the bench read the bound); a failure above it bounds it and is said."""
+    fail = hr.Step(8, "sweep", "d", hr.FAIL, demanded_iops=8000, achieved_iops=4400,
+                   rate_failures=["IOPS WAPE 60.0% > 5%"], saturation="device")  # fmt: skip
+    limits = [at_limit(4, 0.981), at_limit(4, 0.980, "confirm"), at_limit(4, 0.966, "confirm")]
+    steps = [ok(1), ok(2), ok(2, "confirm"), ok(2, "confirm"), *limits, fail]
+    h = conclude(steps, repeat=3)
+    assert (h.factor, h.failed_at, h.bound) == (2, 4, "limit")
+    assert h.finding == (
+        "cand holds p99<=2ms up to 2x today's spike (2,000 IOPS), 3 runs agreeing; at 4x it is at its limit: "
+        "it kept 96.6-98.1% of the demanded rate (3,864-3,924 of 4,000 IOPS) in 3 of 3 runs, within the 10% "
+        "identical runs at a device's ceiling differ by (it missed: IOPS WAPE 10.2% > 5%); it fails at 8x: "
+        "the device's saturation: IOPS WAPE 60.0% > 5%"
+    )
+    res = headroom_record(steps, headroom=h)
+    assert report_headroom.verdict_line(res).startswith("headroom 2x, at its limit at 4x: cand holds")
+    # a pass beside a run at its limit: the scale passed (as beside a run the host limited)
+    h = conclude([ok(1), ok(2), at_limit(2, 0.97, "confirm"), ok(2, "confirm")], repeat=3)
+    assert (h.factor, h.failed_at, h.bound) == (2, None, "budget") and "(2 of 3 runs passed)" in h.finding
+    # at its limit at today's load: no factor (headroom exits 1), and no failure said
+    h = conclude([at_limit(1, 0.93), at_limit(1, 0.95, "confirm"), at_limit(1, 0.94, "confirm")], repeat=3)
+    assert (h.factor, h.failed_at, h.bound) == (None, 1, "limit")
+    assert h.finding.startswith(
+        "cand is at its limit at 1x today's spike: it kept 93.0-95.0% of the demanded"
+    )
+    assert "fails" not in h.finding and "saturation" not in h.finding
 
 
 def test_a_scale_whose_runs_disagree_is_inconclusive_and_a_factor_needs_its_repeats():
