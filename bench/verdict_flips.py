@@ -206,15 +206,17 @@ def blamed(recs: list[dict], hogs: int) -> str:
 
 def _interval(run_dir: Path, name: str) -> tuple[float, float] | None:
     """What a sweep stated about a device as (held, failed): it held `held`x (0: not even 1x) and
-    failed by its own limit at `failed`x (inf: no such failure stated: the host, the budget, runs that
-    disagreed). None when the sweep left no result."""
+    failed by its own limit at `failed`x, where it stopped or at a scale above (inf: no such failure
+    stated: the host, the budget, runs that disagreed, its limit). None when the sweep left no result."""
     from iofp import headroom_result as hr
+    from replay.compare.table import _fails_at
 
     d = run_dir / f"h-{name}"
-    if not hr.is_result(d) or (h := hr.load(d)[1].headroom) is None:
+    if not hr.is_result(d) or (h := (res := hr.load(d)[1]).headroom) is None:
         return None
-    failed = h.failed_at if h.bound in ("rate", "slo", "first step") and h.failed_at else float("inf")
-    return h.factor or 0.0, failed
+    stopped = h.failed_at if h.bound in ("rate", "slo", "first step") and h.failed_at else None
+    above = _fails_at(res)  # a scale above the factor whose runs all failed: "it fails at 4x", said too
+    return h.factor or 0.0, min((x for x in (stopped, above) if x is not None), default=float("inf"))
 
 
 def contradictions(tag: str, recs: list[dict]) -> list[str]:
