@@ -58,8 +58,14 @@ def sweep(root: Path, res: hr.HeadroomResult) -> Sweep:
 def drawn(res: hr.HeadroomResult) -> list[hr.Step]:
     """The steps the device ran and was judged on, one per scale (the confirming run where a scale
     ran twice: its verdict stands), in scale order. Not run and stopped steps are not the device's."""
-    by_scale = {s.scale: s for s in res.steps if s.dir and s.verdict in (hr.PASS, hr.FAIL)}
+    by_scale = {s.scale: s for s in res.steps if s.dir and (s.verdict in (hr.PASS, hr.FAIL) or _at_limit(s))}
     return [by_scale[x] for x in sorted(by_scale)]
+
+
+def _at_limit(s: hr.Step) -> bool:
+    """A step at the device's limit: its figures are the device's (the host did not limit it), so it
+    is drawn, where the knee of the curve is."""
+    return s.verdict == hr.INCONCLUSIVE and s.saturation == "limit"
 
 
 def scale_text(x: float) -> str:
@@ -80,7 +86,8 @@ def verdict_line(res: hr.HeadroomResult) -> str:
     f = scale_text(h.factor) if h.factor is not None else None
     if h.bound == "limit":  # it kept nearly all the rate above the factor: neither held nor failed
         held = f"headroom {f}" if f else "no headroom shown"
-        return f"{held}, at its limit at {scale_text(h.failed_at or 0)}: {h.finding}"
+        kept = h.finding[max(h.finding.find("it kept "), 0) :]  # the finding says it whole below
+        return f"{held}, at its limit at {scale_text(h.failed_at or 0)}: {kept}"
     if h.bound in hr.UNJUDGED_BOUNDS:  # the host limited it, or its runs disagreed: not the device's
         held = f"headroom at least {f}" if f else "no headroom shown"
         return f"{held}, inconclusive above: {h.finding}"
@@ -249,7 +256,8 @@ def _mark(c: Chart, res: hr.HeadroomResult) -> None:
     if h is not None and h.factor is not None:
         c.vlines.append((h.factor, f"headroom {scale_text(h.factor)}", PASS_COLOR))
     if h is not None and h.failed_at is not None and any(s.scale == h.failed_at for s in drawn(res)):
-        c.vlines.append((h.failed_at, f"failed at {scale_text(h.failed_at)}", FAIL_COLOR))
+        said = "at its limit" if h.bound == "limit" else "failed at"
+        c.vlines.append((h.failed_at, f"{said} {scale_text(h.failed_at)}", FAIL_COLOR))
     above = [s.scale for s in res.steps if s.verdict == hr.ABOVE_CEILING]
     limit = res.ceiling.scale_limit()
     if above and limit is not None:
@@ -298,7 +306,9 @@ def step_verdict(s: hr.Step) -> str:
         return "stopped by a signal: partial figures, not the device's"
     if s.verdict == hr.PASS:
         return "pass"
-    if s.verdict == hr.INCONCLUSIVE:  # as the terminal says it
+    if _at_limit(s):  # as the terminal says it
+        return f"inconclusive: {s.limit}: another identical run could keep it all"
+    if s.verdict == hr.INCONCLUSIVE:
         return f"inconclusive: {s.limit}; rerun on a quiet host"
     why = [hr.whose_rate(s) + "; ".join(s.rate_failures)] * bool(s.rate_failures) + s.slo_failures
     return "FAIL: " + "; ".join(why)

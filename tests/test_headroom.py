@@ -427,7 +427,9 @@ def test_a_sweep_at_the_devices_limit_says_so_and_never_that_it_failed_there():
         "10.2% > 5%); it fails at 8x: the device's saturation: IOPS WAPE 60.0% > 5%"
     )
     res = headroom_record(steps, headroom=h)
-    assert report_headroom.verdict_line(res).startswith("headroom 2x, at its limit at 4x: cand holds")
+    assert report_headroom.verdict_line(res).startswith("headroom 2x, at its limit at 4x: it kept 96.6")
+    assert [s.scale for s in report_headroom.drawn(res)] == [1, 2, 4, 8]  # the device's figures at its limit
+    assert report_headroom.step_verdict(limits[0]).endswith(": another identical run could keep it all")
     # a pass beside a run at its limit: the scale passed (as beside a run the host limited)
     h = conclude([ok(1), ok(2), at_limit(2, 0.97, "confirm"), ok(2, "confirm")], repeat=3)
     assert (h.factor, h.failed_at, h.bound) == (2, None, "budget") and "(2 of 3 runs passed)" in h.finding
