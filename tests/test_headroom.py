@@ -442,6 +442,22 @@ def test_a_sweep_at_the_devices_limit_says_so_and_never_that_it_failed_there():
     assert "fails" not in h.finding and "saturation" not in h.finding
 
 
+def test_a_scale_fails_only_when_none_of_its_runs_could_have_kept_the_rate():
+    """s7's quiet sweeps of the disk loop: one failed 4x in 2 runs at 80.8-81.7% kept beside a third at
+    93.3% (at its limit), another held 4x. One run at its limit beside failures: the scale is at the
+    limit, and no failure is stated there."""
+    fails = [hr.Step(4, p, "d", hr.FAIL, demanded_iops=4e3, achieved_iops=a, rate_failures=["IOPS WAPE 20%"],
+                     saturation="device") for p, a in (("sweep", 3232.0), ("confirm", 3268.0))]  # fmt: skip
+    runs = [fails[0], at_limit(4, 0.933, "confirm"), fails[1]]
+    v = decide.scale_verdict(runs, 4)
+    assert v is not None and v.verdict == hr.INCONCLUSIVE, v
+    kept = "it kept 93.3% of the demanded rate (3,732 of 4,000 IOPS) in 1 of 3 runs (80.8-81.7% in 2), within"
+    assert v.why.startswith(kept), v.why
+    h = conclude([ok(1), ok(2), ok(2, "confirm"), ok(2, "confirm"), *runs], repeat=3)
+    assert (h.factor, h.failed_at, h.bound) == (2, 4, "limit") and "fails" not in h.finding, h
+    assert decide.scale_verdict(fails, 4).verdict == hr.FAIL  # every run below LIMIT_SHARE: it failed
+
+
 def test_a_scale_whose_runs_disagree_is_inconclusive_and_a_factor_needs_its_repeats():
     fail = hr.Step(2, "confirm", "d", hr.FAIL, rate_failures=["IOPS WAPE 7.0% > 5%"], saturation="device")
     h = conclude([ok(1), ok(1, "confirm"), ok(1, "confirm"), ok(2), fail], repeat=3)
