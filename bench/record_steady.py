@@ -28,8 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from iofp.contract import open_trace
-from record import histogram, read_summary
-from record.summary import SUMMARY
+from record import SUMMARY, histogram, read_summary
 from tests import lab
 
 REPO = Path(__file__).resolve().parent.parent

@@ -15,9 +15,10 @@ from record.incident import incidents
 from record.iostat import Iostat, iostat, render_iostat
 from record.options import RecordOptions
 from record.recorder import RecordSummary, record, render_summary
-from record.summary import read_summary
+from record.summary import SUMMARY, read_summary
 
 __all__ = [
+    "SUMMARY",
     "Iostat",
     "RecordOptions",
     "RecordSummary",
