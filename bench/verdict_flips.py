@@ -120,7 +120,7 @@ def decide_headroom(run_dir: Path, order: list[str], log: list[dict]) -> dict:
             continue
         h = hr.load(d)[1].headroom
         out["factor"][name] = h.factor if h else None
-        if h is not None and h.bound in ("host", "inconclusive", "limit"):  # a lower bound, the rest unjudged
+        if h is not None and h.bound in hr.NO_FAILURE_BOUNDS:  # a lower bound, nothing failed above it
             out["factor"][name] = f"inconclusive ({h.bound}) above {h.factor or 0:g}x"
         out["holds_1x"][name] = _holds_1x(h)
         out["bound"][name] = _whose(hr.load(d)[1])
@@ -135,7 +135,9 @@ def decide_headroom(run_dir: Path, order: list[str], log: list[dict]) -> dict:
 def _holds_1x(h) -> str:
     if h is None:
         return "-"
-    if h.factor is None and h.bound in ("host", "inconclusive", "limit"):  # not shown either way
+    from iofp import headroom_result as hr
+
+    if h.factor is None and h.bound in hr.NO_FAILURE_BOUNDS:  # not shown either way
         return f"inconclusive ({h.bound})"
     return "yes" if h.factor is not None else "no"
 

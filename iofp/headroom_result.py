@@ -53,6 +53,8 @@ BOUNDS = ("slo", "rate", "replayer", "max-scale", "budget", "first step", "none"
 OPEN_BOUNDS = ("replayer", "max-scale", "budget", "host", "inconclusive")
 # bounds that say nothing about the device above the factor (not even that it failed there)
 UNJUDGED_BOUNDS = ("host", "inconclusive")
+# bounds that state no failure of the device above the factor: the unjudged ones, and its limit there
+NO_FAILURE_BOUNDS = (*UNJUDGED_BOUNDS, "limit")
 
 
 @dataclass

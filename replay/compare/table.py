@@ -394,7 +394,7 @@ def figures(rows: list[Row], slo: Slo) -> list[tuple[str, list[str]]]:
 def _headroom(h: dict[str, Any] | None) -> str:
     if not h:
         return "-"
-    if h.get("factor") is None and h.get("bound") in (*hr.UNJUDGED_BOUNDS, "limit"):
+    if h.get("factor") is None and h.get("bound") in hr.NO_FAILURE_BOUNDS:
         return "?"  # inconclusive at the first scale: nothing shown either way
     if h.get("factor") is None:
         return f"<{h['failed_at']:g}x" if h.get("failed_at") else "-"
