@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import signal
 import subprocess
 import sys
@@ -167,8 +168,11 @@ def main() -> None:
         }  # fmt: skip
     finally:
         if (rec_dir / SUMMARY).is_dir():  # tiny: kept so that the window figures can be recomputed
-            subprocess.run(["rm", "-rf", str(OUT / SUMMARY)], check=False)
-            subprocess.run(["cp", "-r", str(rec_dir / SUMMARY), str(OUT / SUMMARY)], check=False)
+            shutil.rmtree(OUT / SUMMARY, ignore_errors=True)
+            try:  # as the figures beside it: never lose the run's result to the copy
+                shutil.copytree(rec_dir / SUMMARY, OUT / SUMMARY)
+            except OSError as e:
+                print(f"record_steady: the summary was not kept: {e}", file=sys.stderr)
         for b in busy:
             b.kill()
             b.wait()
