@@ -70,16 +70,22 @@ def file_rows(out: Path) -> int:
 def test_a_starved_writer_spools_and_every_request_lands_once(tmp_path: Path, loop_device: str) -> None:
     out = tmp_path / "t"
     with cpu_hogs():
-        cap = start_capture(loop_device, out, "--duration", "6s")
+        cap = start_capture(loop_device, out)
         before = reads_done(loop_device)
         fio = full_rate_reads(loop_device, 3)
         most = watch_spool(out, fio)
         fio.wait()
         done = reads_done(loop_device) - before
+        # ended once fio has, not after a fixed time: a CI run's fio, slow to start beside the hogs,
+        # outlasted a 6 s --duration, and the reads after it were (rightly) not in the trace
+        cap.send_signal(signal.SIGINT)
         stdout, stderr = cap.communicate(timeout=120)
     assert cap.returncode == 0, stderr
     summary = json.loads(stdout)
-    assert most >= 2, f"the writer was starved, yet at most {most} intervals were spooled ({done} reads)"
+    # at least one interval waited on disk: how many at once depends on how much CPU the hogs left
+    # the idle-priority writer (2-5 here; 1 once, on a run where fio itself got 40% fewer reads done)
+    assert most >= 1, f"the writer was starved, yet no interval was spooled ({done} reads)"
+    assert_tracer_lost_nothing(summary["loss"], summary["io_events"])
     # every request fio completed, once; the spool encoded and removed when the capture ended
     assert summary["io_events"] == file_rows(out) == done > 0
     assert not (out / SPOOL).exists()
