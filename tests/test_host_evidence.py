@@ -4,6 +4,7 @@ exactly, and CPU hogs seen as pressure and busy CPUs."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -80,7 +81,12 @@ def test_the_sampler_counts_a_fio_jobs_ios_on_the_device_and_sees_cpu_hogs(tmp_p
         with he.Sampler(name) as s:
             fio(*job)
         quiet = s.evidence
-        hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2 * quiet.cpus)]
+        # two loops pinned to each CPU: unpinned, the kernel's autogroup balances the test's session
+        # against another session's hog (CI's `nice -n 5 yes`) as equals, and it put all four of the
+        # test's loops on one CPU beside that hog on the other: pressure 51-55%, not >80%
+        pinned = "import os, sys; os.sched_setaffinity(0, {int(sys.argv[1])})\nwhile True: pass"
+        cpus = sorted(os.sched_getaffinity(0))
+        hogs = [subprocess.Popen([sys.executable, "-c", pinned, str(c)]) for c in cpus for _ in (1, 2)]
         try:
             with he.Sampler(name, interval_s=0.05) as s:
                 subprocess.run(["sleep", "1.5"], check=True)
