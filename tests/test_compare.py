@@ -102,8 +102,15 @@ def test_an_slo_miss_exits_1_and_says_which_term(results):
     dirs = [results["ram-loop"], results["disk-loop"]]
     cmp = compare.compare(dirs, slo.parse(["p99<=10s,commit.p99<=10s"]))
     for row in cmp.rows:  # a generous SLO: only the rate, or the host, can fail it
-        missed = "inconclusive" if limit(row.host).who == "host" else "FAIL"
-        assert row.slo == ("pass" if not verdicts.rate_failures(row) else missed), row
+        if not verdicts.rate_failures(row) or limit(row.host).who != "host":
+            assert row.slo == ("pass" if not verdicts.rate_failures(row) else "FAIL"), row
+            continue
+        # the host limited it: inconclusive, or the device's where a peer kept the rate beside the
+        # same host (verdicts.beyond_host): beside a CPU hog the disk loop missed 1,800 IOPS, the RAM
+        # loop kept them
+        kept = [p.name for p in cmp.rows if p is not row and not verdicts.rate_failures(p)]
+        beyond = row.why.startswith("the device's, though the host was busy") and "the rate kept" in row.why
+        assert row.slo == "inconclusive" or (row.slo == "FAIL" and kept and beyond), (row.slo, row.why)
     code, out, _ = run_iofp("compare", *dirs, "--slo", "p99<=10s", "--slo", "commit.p50<=1ns")
     assert code == 1
     p50 = compare.compare([dirs[1]], slo.parse([])).rows[0].latency("commit", "p50")
