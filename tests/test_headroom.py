@@ -183,7 +183,9 @@ def test_a_device_capped_below_todays_writes_misses_at_1x_and_ranks_last(tmp_pat
     The RAM loop's factor is the 2-core machine's, not the device's (BENCHMARKS.md, headroom). A RAM
     loop against the direct-io disk loop (2x quiet) was the test before; in one CI run the RAM loop
     missed commit.p99<=2ms at 1x twice, its commits 10x slower than here. A cap is a limit no load
-    moves; what holds beside it under load is asserted."""
+    moves; what holds beside it under load is asserted. The sweeps stop at 2x: nothing here reads the
+    RAM loop's factor past 1x; beside `nice -n 5 yes` its sweep to 8x ran 13 steps of ~12 s, the 9
+    above 2x each inconclusive because of the host: ~2.5 min of the test's 4.4."""
     trace = slowed_trace(COMMIT_HEAVY, (5, 6.5), SLOWED, tmp_path / "trace")
     factors, heads, codes = {}, {}, {}
     for name, cap in (("ram", None), ("capped", CAPPED_WRITE_IOPS)):
@@ -191,7 +193,7 @@ def test_a_device_capped_below_todays_writes_misses_at_1x_and_ranks_last(tmp_pat
         try:
             with blkio_throttle(dev, write_iops=cap) if cap else nullcontext() as group:
                 for args in (
-                    ["headroom", trace, "--target", dev, "--scales", "1,2,4,8", "--max-scale", "8",
+                    ["headroom", trace, "--target", dev, "--scales", "1,2", "--max-scale", "2",
                      "--slo", "commit.p99<=20ms", "--precision", "25%", "--budget", "6",
                      "-o", tmp_path / name],
                     ["probe", dev, "--cells", "commit", "--runtime", "1s", "-o", tmp_path / f"probe-{name}"],
