@@ -318,6 +318,7 @@ class _Writer(threading.Thread):
         self.tid = 0
         self.waiting: collections.deque[float] = collections.deque()  # when each queued item came
         self.in_memory = 0  # queued intervals held in memory (not spooled)
+        self.hurried = False  # at normal priority until the queue is empty (hurry)
         # at most this many in memory: past it the capture loop waits (and the kernel's ring buffer
         # fills, then drops, counted) rather than memory grow without bound
         self._memory_slots = threading.Semaphore(MEMORY_INTERVALS)
@@ -336,6 +337,7 @@ class _Writer(threading.Thread):
 
     def hurry(self) -> None:
         """Normal priority until the queue is empty (called from the capture loop)."""
+        self.hurried = True
         if self.tid:
             with contextlib.suppress(OSError):
                 os.sched_setscheduler(self.tid, os.SCHED_OTHER, os.sched_param(0))
@@ -345,6 +347,7 @@ class _Writer(threading.Thread):
         return time.monotonic() - self.waiting[0] if self.waiting else 0.0
 
     def _idle(self) -> None:
+        self.hurried = False
         if not self.off_peak:
             return
         with contextlib.suppress(OSError):
@@ -413,6 +416,76 @@ class _Writer(threading.Thread):
                 name = self.names.get(int(d))
             if name and name not in meta.devices:
                 meta.devices[name] = device_facts(name)
+
+
+# The writer's GIL, watched from outside the process (see _GilGuard): the loop beats every <= 100 ms
+GIL_GUARD_S = 0.25
+_GUARD = """
+import os, select, signal, struct, sys
+signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C is the capture's to handle
+r, every, tid, boosted = int(sys.argv[1]), float(sys.argv[2]), 0, 0
+while True:
+    ready, _, _ = select.select([r], [], [], every)
+    if ready:
+        beats = os.read(r, 4000)  # whole beats of 5 bytes
+        if not beats:
+            break  # the capture ended (or died)
+        tid, hurried = struct.unpack("<IB", beats[-5:])
+        if boosted and not hurried:
+            try:
+                os.sched_setscheduler(boosted, os.SCHED_IDLE, os.sched_param(0))
+            except OSError:
+                pass
+        boosted = 0
+    elif tid and not boosted:
+        try:
+            if os.sched_getscheduler(tid) == os.SCHED_IDLE:
+                os.sched_setscheduler(tid, os.SCHED_OTHER, os.sched_param(0))
+                boosted = tid
+        except OSError:
+            pass
+"""
+
+
+class _GilGuard:
+    """Lends the idle-priority writer normal priority while the capture loop is stalled.
+
+    The writer encodes at SCHED_IDLE, and holds the GIL while it runs Python. Preempted while holding
+    it beside busy CPUs, it was not scheduled again for up to 1.5 s, and the loop, waiting for the
+    GIL, did not drain the kernel's ring buffer (32 MiB, ~1.5 s of a loop device's full rate): the
+    ring overflowed (1 of 6 runs of test_spool's starved test lost ~74,000 records; in 5 more runs
+    the loop's longest waits were 0.45-1.51 s, and in each the loop was off the CPU and the writer,
+    runnable, waited on the run queue for nearly all of it). No thread of this process
+    can notice, since noticing needs the GIL, so a small child process does: the loop writes a beat
+    (the writer's tid, whether it is hurried) every iteration; past GIL_GUARD_S without one, the child
+    sets the writer to SCHED_OTHER, and back to SCHED_IDLE at the next beat unless the loop hurried it.
+    It ends when the pipe closes (the capture's end or death)."""
+
+    def __init__(self) -> None:
+        import subprocess
+
+        r, self._w = os.pipe()
+        argv = [sys.executable, "-c", _GUARD, str(r), str(GIL_GUARD_S)]
+        self._proc = subprocess.Popen(argv, pass_fds=(r,), stdin=subprocess.DEVNULL)
+        os.close(r)
+        os.set_blocking(self._w, False)
+
+    def beat(self, out: _Writer) -> None:
+        if self._w >= 0 and out.tid:
+            with contextlib.suppress(OSError):
+                os.write(self._w, out.tid.to_bytes(4, "little") + bytes([out.hurried]))
+
+    def close(self) -> None:
+        import subprocess
+
+        if self._w >= 0:
+            os.close(self._w)  # the child reads the end of the pipe and exits
+            self._w = -1
+            try:
+                self._proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
 
 
 def capture(
@@ -497,6 +570,7 @@ def _record(
     request.check(_not_started(opts))
     writer = TraceWriter(opts.output, meta, force=opts.force, on_file=opts.on_file)
     out: _Writer | None = None
+    guard: _GilGuard | None = None
     spool = _spool(opts)
     # what the host was doing meanwhile (iofp/host_evidence.py): a latency measured while tasks waited
     # for a CPU is the host's as much as the device's, and a diff of two captures needs to know
@@ -513,10 +587,11 @@ def _record(
         if spool is not None:
             spool.start(t0, bits, names, meta)
         out = _Writer(writer, t0, bits, names, kc.release, spool)
+        guard = _GilGuard()
         out.start()
         if ready is not None:
             ready.set()
-        end_reason = _loop(kc, out, opts, request.event, t0, progress)
+        end_reason = _loop(kc, out, opts, request.event, t0, progress, beat=lambda: guard.beat(out))
         duration_ns = kc.stop() - t0
         meta.duration_ns = duration_ns
         meta.extra["host"] = host.stop().to_dict()
@@ -537,6 +612,8 @@ def _record(
     finally:
         if host.evidence is None:
             host.stop()
+        if guard is not None:
+            guard.close()
         if out is not None and out.is_alive():
             out.q.put(None)
             out.join()
@@ -726,13 +803,17 @@ def _loop(
     t0: int,
     progress: ProgressFn | None,
     deliver: Callable[[], None] | None = None,
+    beat: Callable[[], None] | None = None,
 ) -> str:
-    """Poll until the end; each interval goes to `deliver` (default: the writer `out`)."""
+    """Poll until the end; each interval goes to `deliver` (default: the writer `out`); `beat` is
+    called before each wait (_GilGuard)."""
     deliver = deliver or (lambda: _hand_over(kc, out))
     next_rotate = _next_rotation(opts, time.monotonic())
     last_report = time.monotonic()
     more = False  # the last consume stopped at --buffer: hand over and take the rest at once
     while True:
+        if beat is not None:
+            beat()
         if not more:
             stop.wait(max(0.0, min(FLUSH_TICK_S, next_rotate - time.monotonic())))
             kc.flush()
