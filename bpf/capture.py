@@ -19,6 +19,7 @@ import gc
 import math
 import os
 import queue
+import struct
 import sys
 import threading
 import time
@@ -418,54 +419,23 @@ class _Writer(threading.Thread):
                 meta.devices[name] = device_facts(name)
 
 
-# The writer's GIL, watched from outside the process (see _GilGuard): the loop beats every <= 100 ms
+# The writer's GIL, watched from outside the process (bpf/gil_guard.py): the loop beats every <= 100 ms
 GIL_GUARD_S = 0.25
-_GUARD = """
-import os, select, signal, struct, sys
-signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C is the capture's to handle
-r, every, tid, boosted = int(sys.argv[1]), float(sys.argv[2]), 0, 0
-while True:
-    ready, _, _ = select.select([r], [], [], every)
-    if ready:
-        beats = os.read(r, 4000)  # whole beats of 5 bytes
-        if not beats:
-            break  # the capture ended (or died)
-        tid, hurried = struct.unpack("<IB", beats[-5:])
-        if boosted and not hurried:
-            try:
-                os.sched_setscheduler(boosted, os.SCHED_IDLE, os.sched_param(0))
-            except OSError:
-                pass
-        boosted = 0
-    elif tid and not boosted:
-        try:
-            if os.sched_getscheduler(tid) == os.SCHED_IDLE:
-                os.sched_setscheduler(tid, os.SCHED_OTHER, os.sched_param(0))
-                boosted = tid
-        except OSError:
-            pass
-"""
 
 
 class _GilGuard:
-    """Lends the idle-priority writer normal priority while the capture loop is stalled.
-
-    The writer encodes at SCHED_IDLE, and holds the GIL while it runs Python. Preempted while holding
-    it beside busy CPUs, it was not scheduled again for up to 1.5 s, and the loop, waiting for the
-    GIL, did not drain the kernel's ring buffer (32 MiB, ~1.5 s of a loop device's full rate): the
-    ring overflowed (1 of 6 runs of test_spool's starved test lost ~74,000 records; in 5 more runs
-    the loop's longest waits were 0.45-1.51 s, and in each the loop was off the CPU and the writer,
-    runnable, waited on the run queue for nearly all of it). No thread of this process
-    can notice, since noticing needs the GIL, so a small child process does: the loop writes a beat
-    (the writer's tid, whether it is hurried) every iteration; past GIL_GUARD_S without one, the child
-    sets the writer to SCHED_OTHER, and back to SCHED_IDLE at the next beat unless the loop hurried it.
-    It ends when the pipe closes (the capture's end or death)."""
+    """Lends the idle-priority writer normal priority while the capture loop is stalled: a child
+    process (bpf/gil_guard.py says why and how) that the loop's beats keep quiet."""
 
     def __init__(self) -> None:
         import subprocess
 
         r, self._w = os.pipe()
-        argv = [sys.executable, "-c", _GUARD, str(r), str(GIL_GUARD_S)]
+        script = Path(__file__).with_name("gil_guard.py")
+        beat = struct.Struct("<IB")  # as gil_guard.BEAT: the writer's tid, whether it is hurried
+        self._pack = beat.pack
+        # -I -S: nothing of the environment's or site's packages, a start in tens of milliseconds
+        argv = [sys.executable, "-I", "-S", str(script), str(r), str(GIL_GUARD_S)]
         self._proc = subprocess.Popen(argv, pass_fds=(r,), stdin=subprocess.DEVNULL)
         os.close(r)
         os.set_blocking(self._w, False)
@@ -473,7 +443,7 @@ class _GilGuard:
     def beat(self, out: _Writer) -> None:
         if self._w >= 0 and out.tid:
             with contextlib.suppress(OSError):
-                os.write(self._w, out.tid.to_bytes(4, "little") + bytes([out.hurried]))
+                os.write(self._w, self._pack(out.tid, out.hurried))
 
     def close(self) -> None:
         import subprocess
