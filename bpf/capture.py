@@ -19,7 +19,7 @@ import gc
 import math
 import os
 import queue
-import struct
+import subprocess
 import sys
 import threading
 import time
@@ -34,6 +34,7 @@ import pyarrow as pa
 from bpf.btf import kernel_btf
 from bpf.devices import device_names, disk_names, resolve_devices, stacked_devices
 from bpf.doctor import check_syscall_tracepoints
+from bpf.gil_guard import BEAT
 from bpf.loader import KernelOptions
 from bpf.record import InflightFixes, ReqBits
 from bpf.spool import CAPTURE, DAMAGED, Interval, Spool, check_segment, segments
@@ -428,12 +429,8 @@ class _GilGuard:
     process (bpf/gil_guard.py says why and how) that the loop's beats keep quiet."""
 
     def __init__(self) -> None:
-        import subprocess
-
         r, self._w = os.pipe()
         script = Path(__file__).with_name("gil_guard.py")
-        beat = struct.Struct("<IB")  # as gil_guard.BEAT: the writer's tid, whether it is hurried
-        self._pack = beat.pack
         # -I -S: nothing of the environment's or site's packages, a start in tens of milliseconds
         argv = [sys.executable, "-I", "-S", str(script), str(r), str(GIL_GUARD_S)]
         self._proc = subprocess.Popen(argv, pass_fds=(r,), stdin=subprocess.DEVNULL)
@@ -443,11 +440,9 @@ class _GilGuard:
     def beat(self, out: _Writer) -> None:
         if self._w >= 0 and out.tid:
             with contextlib.suppress(OSError):
-                os.write(self._w, self._pack(out.tid, out.hurried))
+                os.write(self._w, BEAT.pack(out.tid, out.hurried))
 
     def close(self) -> None:
-        import subprocess
-
         if self._w >= 0:
             os.close(self._w)  # the child reads the end of the pipe and exits
             self._w = -1

@@ -19,7 +19,7 @@ import signal
 import struct
 import sys
 
-BEAT = struct.Struct("<IB")
+BEAT = struct.Struct("<IB")  # the writer's thread id, whether the loop hurried it (capture.py writes it)
 
 
 def guard(fd: int, every_s: float) -> None:

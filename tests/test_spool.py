@@ -76,8 +76,8 @@ def test_a_starved_writer_spools_and_every_request_lands_once(tmp_path: Path, lo
         most = watch_spool(out, fio)
         fio.wait()
         done = reads_done(loop_device) - before
-        # ended once fio has, not after a fixed time: a CI run's fio, slow to start beside the hogs,
-        # outlasted a 6 s --duration, and the reads after it were (rightly) not in the trace
+        # ended once fio has, not after a fixed time (was 6 s), which a fio slow to start beside the
+        # hogs could outlast: its later reads would (rightly) not be in the trace
         cap.send_signal(signal.SIGINT)
         stdout, stderr = cap.communicate(timeout=120)
     assert cap.returncode == 0, stderr
