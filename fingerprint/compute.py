@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from fingerprint import device_order, footprint, latency, noise
+from fingerprint import arrival, footprint, latency, noise
 from fingerprint.frame import Frame, Options
 from fingerprint.scope import BINS, BURST_WIDTHS_NS, summarise
 from iofp import __version__, duck, regimes
@@ -165,10 +165,10 @@ def _summaries(con: Any, f: Frame) -> dict[str, Any]:
     stats = _by_scope(duck.query(con, SQL, "scope_stats", {"steps": f.steps}))
     for r in duck.query(con, SQL, "scope_devices", {"steps": f.steps}):
         stats[r["scope"]]["devices"] = r["devices"]
-    device, process = device_order.measure(con, f)
+    arrivals, device, process = arrival.measure(con, f)
     parts: dict[str, Any] = {
         "stats": stats,
-        "arrival": _by_scope(duck.query(con, SQL, "arrival_order", {"limits": BINS["interarrival_us"]})),
+        "arrival": arrivals,
         "device": device,
         "gaps": _by_scope(duck.query(con, SQL, "flush_gaps")),
         "hists": {},

@@ -100,16 +100,17 @@ class Order:
         pids: dict[int, int] = {}  # each process's previous sized request's end on the device
         for b in reader:
             if b.num_rows:
-                end = self.add(b, end, pids)
+                cols = [b.column(c).to_numpy() for c in ("ts_ns", "offset", "size", "opc")]
+                end = self.add(*cols, b.column("pid"), end, pids)
 
-    def add(self, b: pa.RecordBatch, last: int | None, pids: dict[int, int]) -> int:
-        """Count one batch; the end of its last request."""
-        n = b.num_rows
-        ts, off = b.column("ts_ns").to_numpy(), b.column("offset").to_numpy()
-        end = off + b.column("size").to_numpy().astype(np.int64)
+    def add(self, ts: np.ndarray, off: np.ndarray, size: np.ndarray, opc: np.ndarray, pid: pa.Array,
+            last: int | None, pids: dict[int, int]) -> int:  # fmt: skip
+        """Count one batch of a device's sized requests in issue order; the end of its last request."""
+        n = len(ts)
+        end = off + size.astype(np.int64)
         code = self.codes(ts)
         key = code.astype(np.intp) * OPS
-        key += b.column("opc").to_numpy()
+        key += opc
         self.sized += np.bincount(key, minlength=CODES * OPS)
         if last is None:  # the device's first request: no previous one to start from
             o, k, c, prev = off[1:], key[1:], code[1:], end[:-1]
@@ -132,7 +133,7 @@ class Order:
         bins += bucket(v)
         self.buckets += np.bincount(bins, minlength=CODES * BUCKETS).reshape(CODES, BUCKETS)
         self.seeks.append((c, v))
-        self.processes(b.column("pid"), code, off, end, pids)
+        self.processes(pid, code, off, end, pids)
         return int(end[-1])
 
     def codes(self, ts: np.ndarray) -> np.ndarray:

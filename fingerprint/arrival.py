@@ -1,0 +1,246 @@
+"""The orders of the I/O, per scope, from one pass over the rows in the order the trace's files hold
+them: the arrival order of every request (the gap since the previous arrival: vscsiStats
+interarrival, its mean and CV; whether a sized request starts where the previous record ended), and
+each device's and each process's issue order (fingerprint/device_order.py).
+
+A capture writes its rows in time order, so DuckDB streams them as they lie (io_stream.sql) and no
+sort is needed: each batch is checked to come in time order, and rows of equal time are put in the
+order (device, offset, size) here, those at a batch's last time held back until the next batch shows
+whether it holds more of them. The figures are then those of arrival_order.sql and device_stream.sql,
+which sort every row (the whole order, then each device's): a third of the fingerprint's time at 50 M
+rows. Rows out of time order (files written out of order, an import of completion-ordered records)
+stop the pass, and those sorting queries compute the same figures instead.
+
+The arrival figures are counted per (window, --between flag) in exact integers: the count of gaps,
+their sum, and their sum of squares in 16-bit halves of each gap (a gap of 2^31 ns or more, a rare
+one, is squared in Python's integers), and rolled up into scopes (Frame.scope_map) as
+arrival_order.sql does: the standard deviation by the parallel-variance formula over the windows in
+order (w, btw).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from fingerprint import device_order
+from fingerprint.frame import Frame
+from fingerprint.scope import BINS
+from iofp import duck
+from iofp.sqlfiles import load_sql
+
+SQL = "fingerprint.sql"
+LIMITS = [int(v) for v in BINS["interarrival_us"]]  # µs
+LIMITS_NS = np.asarray(LIMITS, np.int64) * 1000  # a gap is in bin i when gap / 1000.0 <= LIMITS[i]
+OVER = 2**63 - 1  # the histogram's key for the gaps above the last limit
+BIG = 1 << 31  # gaps from here on are squared in Python's integers
+HOLD = 1 << 18  # rows held back for rows of an earlier time in the next batch (a file's overlap)
+
+
+class Unsorted(Exception):
+    """The rows do not come in time order."""
+
+
+class Arrival:
+    """The arrival order's exact partials per (window, --between flag), added to batch by batch."""
+
+    def __init__(self, f: Frame) -> None:
+        self.f = f
+        shape = (len(f.classes), 2)
+        self.rows = np.zeros(shape, np.int64)  # rows, gaps or not: which (w, btw) parts exist
+        self.n = np.zeros(shape, np.int64)
+        self.total = np.zeros(shape, np.int64)
+        self.sq = np.zeros((3, *shape), np.int64)  # sums of hi^2, hi*lo, lo^2 (gap = hi * 2^16 + lo)
+        self.big: dict[tuple[int, int], int] = {}  # the squares of gaps >= BIG
+        self.seq = np.zeros(shape, np.int64)
+        self.hist = np.zeros((*shape, len(LIMITS) + 2), np.int64)  # the last column: no gap
+        self.last: tuple[int, int] | None = None  # the previous record's time and end
+
+    def runs(self, ts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The rows' runs of one (window, --between flag): their first rows, windows and flags."""
+        f, n = self.f, len(ts)
+        w0, w1 = (int(ts[0]) - f.t0) // f.window_ns, (int(ts[-1]) - f.t0) // f.window_ns
+        cuts = [np.zeros(1, np.int64), np.searchsorted(ts, f.t0 + np.arange(w0 + 1, w1 + 1) * f.window_ns)]
+        if f.lo is not None and f.hi is not None:
+            cuts.append(np.array([np.searchsorted(ts, f.lo), np.searchsorted(ts, f.hi, side="right")]))
+        starts = np.unique(np.concatenate(cuts))
+        starts = starts[starts < n]
+        first = ts[starts]
+        btw = np.zeros(len(starts), np.intp)
+        if f.lo is not None and f.hi is not None:
+            btw[(first >= f.lo) & (first <= f.hi)] = 1
+        return starts, (first - f.t0) // f.window_ns, btw
+
+    def add(self, ts: np.ndarray, off: np.ndarray, size: np.ndarray) -> None:
+        """Count one batch of every selected row in arrival order."""
+        n = len(ts)
+        end = off + size.astype(np.int64)
+        prev_ts, prev_end = np.empty(n, np.int64), np.empty(n, np.int64)
+        prev_ts[1:], prev_end[1:] = ts[:-1], end[:-1]
+        has = np.ones(n, bool)
+        if self.last is None:  # the first record: no gap, no previous end
+            prev_ts[0], prev_end[0], has[0] = ts[0], -1, False
+        else:
+            prev_ts[0], prev_end[0] = self.last
+        self.last = int(ts[-1]), int(end[-1])
+        gap = ts - prev_ts
+        seq = has & (size > 0) & (off == prev_end)
+        starts, w, btw = self.runs(ts)
+        at = (w, btw)
+        np.add.at(self.rows, at, np.diff(starts, append=n))
+        np.add.at(self.n, at, np.add.reduceat(has.astype(np.int64), starts))
+        np.add.at(self.total, at, np.add.reduceat(gap, starts))
+        np.add.at(self.seq, at, np.add.reduceat(seq.astype(np.int64), starts))
+        big = gap >= BIG
+        small = np.where(big, 0, gap) if big.any() else gap
+        hi, lo = small >> 16, small & 0xFFFF
+        for i, v in enumerate((hi * hi, hi * lo, lo * lo)):
+            np.add.at(self.sq[i], at, np.add.reduceat(v, starts))
+        if big.any():
+            run = np.searchsorted(starts, np.flatnonzero(big), side="right") - 1
+            for r, g in zip(run.tolist(), gap[big].tolist(), strict=True):
+                key = (int(w[r]), int(btw[r]))
+                self.big[key] = self.big.get(key, 0) + g * g
+        nb = len(LIMITS) + 2
+        b = np.searchsorted(LIMITS_NS, gap)
+        b[~has] = nb - 1
+        b += np.repeat(np.arange(len(starts)) * nb, np.diff(starts, append=n))
+        h = np.bincount(b, minlength=len(starts) * nb).reshape(-1, nb)
+        np.add.at(self.hist, at, h)
+
+    def scopes(self, scope_map: pa.Table) -> dict[str, dict[str, Any]]:
+        """The figures of arrival_order.sql by scope, rolled up as scope_map says."""
+        parts: dict[str, list[tuple[int, int]]] = {}
+        for r in scope_map.to_pylist():
+            parts.setdefault(r["scope"], []).append((int(r["rg"]), int(r["btw"])))
+        out = {}
+        for scope, rgb in parts.items():
+            sel = np.zeros(self.rows.shape, bool)
+            for rg, btw in rgb:
+                sel[:, btw] |= self.f.classes == rg
+            sel &= self.rows > 0
+            if sel.any():
+                out[scope] = self.scope(sel)
+        return out
+
+    def scope(self, sel: np.ndarray) -> dict[str, Any]:
+        gaps = int(self.n[sel].sum())
+        total = int(self.total[sel].sum())
+        hist = self.hist[sel].sum(axis=0)[:-1]
+        keys = [*LIMITS, OVER]
+        out: dict[str, Any] = {
+            "gaps": gaps,
+            "iat_mean_ns": total / gaps if gaps else None,
+            "iat_std_ns": None,
+            "iat_hist": {keys[i]: int(hist[i]) for i in np.flatnonzero(hist)} if gaps else None,
+            "seq_any_ios": int(self.seq[sel].sum()),
+        }
+        if gaps:
+            mean, m2 = out["iat_mean_ns"], 0.0
+            for w, btw in zip(*np.nonzero(sel & (self.n > 0)), strict=True):  # in order (w, btw)
+                n, t = int(self.n[w, btw]), int(self.total[w, btw])
+                hh, hl, ll = (int(v) for v in self.sq[:, w, btw])
+                sumsq = (hh << 32) + (hl << 17) + ll + self.big.get((int(w), int(btw)), 0)
+                # a window's M2 from its exact sums, as arrival_order.sql: sumsq - total^2 / n
+                q, r = divmod(t * t, n)
+                m2 += float(sumsq - q) - float(r) / n + n * (t / n - mean) ** 2
+            out["iat_std_ns"] = float(np.sqrt(max(m2, 0.0) / gaps))
+        return out
+
+
+def ordered(cols: list[np.ndarray]) -> list[np.ndarray]:
+    """Rows in time order with those of equal time put in the order (device, offset, size)."""
+    ts = cols[0]
+    if (ts[1:] < ts[:-1]).any():  # a file's rows begin before the previous file's end: merge them
+        o = np.argsort(ts, kind="stable")  # a merge of the sorted runs
+        cols = [c[o] for c in cols]
+        ts = cols[0]
+    eq = ts[1:] == ts[:-1]
+    if not eq.any():
+        return cols
+    tie = np.zeros(len(ts), bool)
+    tie[:-1] |= eq
+    tie[1:] |= eq
+    rows = np.flatnonzero(tie)
+    o = np.lexsort((cols[3][rows], cols[2][rows], cols[1][rows], ts[rows]))
+    moved = rows[o] != rows
+    if not moved.any():
+        return cols
+    to, fro = rows[moved], rows[o][moved]  # only the tied rows move, within their runs
+    out = []
+    for c in cols:
+        c = c if c.flags.writeable else c.copy()
+        c[to] = c[fro]
+        out.append(c)
+    return out
+
+
+def batches(reader: Any) -> Iterator[list[np.ndarray]]:
+    """The stream's rows in the order (time, device, offset, size), a batch at a time, as columns
+    (ts, dev, offset, size, op code, pid, pid known). The last HOLD rows read are held back and merged
+    with the next batch; Unsorted when a row comes at or before the time of a row already given out."""
+    held: list[np.ndarray] | None = None
+    floor: int | None = None  # the last time given out
+    for b in reader:
+        if not b.num_rows:
+            continue
+        pid = b.column("pid")
+        cols = [b.column(c).to_numpy() for c in ("ts_ns", "dev", "offset", "size", "opc")]
+        cols += [pid.fill_null(0).to_numpy(), pid.is_valid().to_numpy(zero_copy_only=False)]
+        if floor is not None and int(cols[0].min()) <= floor:
+            raise Unsorted
+        if held is not None:
+            cols = [np.concatenate([h, c]) for h, c in zip(held, cols, strict=True)]
+        cols = ordered(cols)
+        ts, n = cols[0], len(cols[0])
+        cut = int(np.searchsorted(ts, ts[n - HOLD])) if n > HOLD else 0  # equal times stay together
+        held = [c[cut:] for c in cols]
+        if cut:
+            floor = int(ts[cut - 1])
+            yield [c[:cut] for c in cols]
+    if held is not None:
+        yield held
+
+
+def rows_of(cols: list[np.ndarray], sel: np.ndarray) -> list[np.ndarray]:
+    """The rows `sel` of each column (the columns themselves when that is every row)."""
+    return cols if len(sel) == len(cols[0]) else [c[sel] for c in cols]
+
+
+def one_pass(con: Any, f: Frame) -> tuple[Arrival, device_order.Order]:
+    """The arrival order's and the devices' counts from the rows as the files hold them."""
+    arrival, order = Arrival(f), device_order.Order(f)
+    params = {"devices": f.devices, "device": f.options.device}
+    reader = con.sql(load_sql(SQL, "io_stream"), params=params).to_arrow_reader(device_order.BATCH)
+    ends: dict[int, int | None] = {}  # each device's previous sized request's end
+    pids: dict[int, dict[int, int]] = {}  # each process's on each device
+    try:
+        for ts, dev, off, size, opc, pid, known in batches(reader):
+            arrival.add(ts, off, size)
+            every = bool(known.all())
+            for d in range(1, len(f.devices) + 1):
+                sel = np.flatnonzero((dev == d) & (size > 0))
+                if sel.size:
+                    t, o, s, c, p, k = rows_of([ts, off, size, opc, pid, known], sel)
+                    pa_pid = pa.array(p, mask=None if every else ~k)
+                    ends[d] = order.add(t, o, s, c, pa_pid, ends.get(d), pids.setdefault(d, {}))
+    finally:
+        reader.close()
+    return arrival, order
+
+
+def measure(con: Any, f: Frame) -> tuple[dict[str, Any], dict[str, Any], dict[tuple[str, int], Any]]:
+    """The arrival order by scope, each device's issue order by scope, and each process's own order by
+    (scope, pid): from one pass when the rows come in time order, else from the queries that sort."""
+    try:
+        arrival, order = one_pass(con, f)
+    except Unsorted:
+        rows = duck.query(con, SQL, "arrival_order", {"limits": BINS["interarrival_us"]})
+        device, process = device_order.measure(con, f)
+        return {r.pop("scope"): r for r in rows}, device, process
+    scope_map = f.scope_map()
+    device, process = order.scopes(scope_map)
+    return arrival.scopes(scope_map), device, process
