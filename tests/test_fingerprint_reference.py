@@ -28,7 +28,7 @@ import pytest
 from conftest import REPO
 from helpers import shared_trace
 
-from fingerprint import device_order
+from fingerprint import arrival, device_order
 from fingerprint.api import fingerprint_trace
 from fingerprint.frame import Options
 from iofp import fingerprint_doc as doc
@@ -193,10 +193,12 @@ def test_fingerprints_equal_the_references(case, request, tmp_path_factory):
 
 @pytest.mark.parametrize("case", ["synthetic --between 0.4 0.9", "synthetic --device sdb --window 50ms"])
 def test_the_orders_do_not_depend_on_the_batches_read(case, request, tmp_path_factory, monkeypatch):
-    """fingerprint/device_order.py reads each device's order in Arrow batches, carrying the device's
-    and each process's last request into the next batch: in batches of 997 rows (a prime: runs,
-    ties and processes cut at every place) the figures are still the references'."""
+    """fingerprint/arrival.py reads the rows in Arrow batches, holding the last rows back for the next
+    batch, and device_order.py carries each device's and process's last request into the next: in
+    batches of 997 rows (a prime: runs, ties and processes cut at every place), 500 held back, the
+    figures are still the references'."""
     monkeypatch.setattr(device_order, "BATCH", 997)
+    monkeypatch.setattr(arrival, "HOLD", 500)
     name, opt = CASES[case]
     got = figures(fingerprint_trace(trace_of(name, request, tmp_path_factory), opt))
     assert differences(reference_cases()[case], got) == []
