@@ -20,6 +20,8 @@ order (w, btw).
 
 from __future__ import annotations
 
+import queue
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -210,25 +212,61 @@ def rows_of(cols: list[np.ndarray], sel: np.ndarray) -> list[np.ndarray]:
     return cols if len(sel) == len(cols[0]) else [c[sel] for c in cols]
 
 
+class Devices:
+    """Each device's order (device_order.Order) counted in a thread of its own, a batch behind the
+    arrival order: numpy lets go of the GIL in its array operations, so the two run side by side on
+    two cores. What the thread raises is raised again by close()."""
+
+    def __init__(self, f: Frame) -> None:
+        self.f, self.order = f, device_order.Order(f)
+        self.ends: dict[int, int | None] = {}  # each device's previous sized request's end
+        self.pids: dict[int, dict[int, int]] = {}  # each process's on each device
+        self.todo: queue.Queue[list[np.ndarray] | None] = queue.Queue(maxsize=2)
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self.run, name="device-order", daemon=True)
+        self.thread.start()
+
+    def run(self) -> None:
+        while (cols := self.todo.get()) is not None:
+            if self.error is None:
+                try:
+                    self.add(*cols)
+                except BaseException as e:  # raised again in the caller's thread by close()
+                    self.error = e
+
+    def add(self, ts: np.ndarray, dev: np.ndarray, off: np.ndarray, size: np.ndarray, opc: np.ndarray,
+            pid: np.ndarray, known: np.ndarray) -> None:  # fmt: skip
+        every = bool(known.all())
+        for d in range(1, len(self.f.devices) + 1):
+            sel = np.flatnonzero((dev == d) & (size > 0))
+            if sel.size:
+                t, o, s, c, p, k = rows_of([ts, off, size, opc, pid, known], sel)
+                pa_pid = pa.array(p, mask=None if every else ~k)
+                self.ends[d] = self.order.add(
+                    t, o, s, c, pa_pid, self.ends.get(d), self.pids.setdefault(d, {})
+                )
+
+    def close(self) -> device_order.Order:
+        self.todo.put(None)
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
+        return self.order
+
+
 def one_pass(con: Any, f: Frame) -> tuple[Arrival, device_order.Order]:
     """The arrival order's and the devices' counts from the rows as the files hold them."""
-    arrival, order = Arrival(f), device_order.Order(f)
+    arrival, devices = Arrival(f), Devices(f)
     params = {"devices": f.devices, "device": f.options.device}
     reader = con.sql(load_sql(SQL, "io_stream"), params=params).to_arrow_reader(device_order.BATCH)
-    ends: dict[int, int | None] = {}  # each device's previous sized request's end
-    pids: dict[int, dict[int, int]] = {}  # each process's on each device
     try:
-        for ts, dev, off, size, opc, pid, known in batches(reader):
+        for cols in batches(reader):
+            devices.todo.put(cols)
+            ts, _, off, size, *_ = cols
             arrival.add(ts, off, size)
-            every = bool(known.all())
-            for d in range(1, len(f.devices) + 1):
-                sel = np.flatnonzero((dev == d) & (size > 0))
-                if sel.size:
-                    t, o, s, c, p, k = rows_of([ts, off, size, opc, pid, known], sel)
-                    pa_pid = pa.array(p, mask=None if every else ~k)
-                    ends[d] = order.add(t, o, s, c, pa_pid, ends.get(d), pids.setdefault(d, {}))
     finally:
         reader.close()
+        order = devices.close()
     return arrival, order
 
 
