@@ -8,9 +8,11 @@ divides integers (toward zero). Per submitting process: whether it starts where 
 previous sized request on the device ended (a WAL writer appending alone is sequential whatever other
 processes interleave with it). Rows without a pid (an import) give no per-process figure.
 
-DuckDB sorts one device's sized requests by time (device_stream.sql) and streams them in Arrow
-batches; the figures that depend on the order are computed here in numpy, the last request of a
-batch (and of each process) carried into the next. Window functions over the sorted rows wrote
+The requests come in issue order a batch at a time, from fingerprint/arrival.py's one pass over the
+rows as the trace's files hold them, or, when those are out of time order, from DuckDB's sort of one
+device's sized requests (device_stream.sql) streamed in Arrow batches; the figures that depend on
+the order are computed here in numpy, the last request of a batch (and of each process) carried
+into the next. Window functions over the sorted rows wrote
 every request into a table read three times (a lag `OVER ()` on one thread, a second sort for the
 lag partitioned by pid): at 50 M rows ~19 s of ~90. Everything is counted per (regime class,
 --between flag, op) and rolled up into scopes (Frame.scope_map) on a few rows; the exact

@@ -1,3 +1,5 @@
+-- Used when the trace's rows are out of time order (fingerprint/arrival.py reads them in one pass
+-- otherwise, to the same figures).
 -- Features of the arrival order (every device, every request), per scope: the gap since the previous
 -- arrival (vscsiStats interarrival, µs; its mean and CV) and whether a sized request starts where the
 -- previous record ended (the traces README's sequentiality). Equal timestamps are ordered by device,

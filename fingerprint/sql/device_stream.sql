@@ -1,3 +1,5 @@
+-- Used when the trace's rows are out of time order (fingerprint/arrival.py reads them in one pass
+-- otherwise, to the same figures).
 -- One device's sized requests in issue order ($dev: its rank among the trace's device names), read
 -- in Arrow batches by fingerprint/device_order.py, which computes what depends on the order (the
 -- previous request's end on the device and within the same process) in numpy. Only the sort keys,
