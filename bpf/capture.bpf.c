@@ -909,6 +909,109 @@ static __always_inline bool dev_captured(u32 dev)
 #endif
 }
 
+#ifdef IOFP_OFF_FILES_FD_ARRAY
+/* The open file behind `fd` as a BTF pointer, so that the file's flags and the walk to its device are
+ * plain loads the verifier checks against the kernel's BTF, where fd_file's untyped result needs a
+ * probe read (a helper call, ~40 ns on this VM) for each: write(2)'s entry, on every write on the
+ * machine, reads the file and its flags; io_submit's the file and three or five fields to its device.
+ * The kernel types a pointer loaded from files_struct's own fd_array (the table of a process that
+ * never had more than 64 fds open: fdt->fd points there), not one from fdt->fd, a pointer to
+ * pointers; and the verifier takes no variable offset on a BTF pointer, so each fd below 64 is a case
+ * of its own, each load in asm so that clang cannot merge the cases into one load at files + 8 * fd.
+ * *typed false: not in the embedded table (fd >= 64, or a table grown past it): use fd_file(). */
+#define IOFP_FD_CASE(k)                                                                                   \
+	case k:                                                                                           \
+		asm volatile("%0 = *(u64 *)(%1 + %2)" : "=r"(f) : "r"(files), "i"(IOFP_OFF_FILES_FD_ARRAY + 8 * (k))); \
+		break;
+#define IOFP_FD_CASES8(k)                                                                                 \
+	IOFP_FD_CASE(k) IOFP_FD_CASE(k + 1) IOFP_FD_CASE(k + 2) IOFP_FD_CASE(k + 3) IOFP_FD_CASE(k + 4)  \
+	IOFP_FD_CASE(k + 5) IOFP_FD_CASE(k + 6) IOFP_FD_CASE(k + 7)
+_Static_assert(IOFP_FD_ARRAY_N == 64, "files_struct.fd_array: the cases below are fds 0-63");
+static __always_inline char *fd_file_typed(s32 fd, bool *typed)
+{
+	char *task = (char *)bpf_get_current_task_btf();
+	char *f = 0;
+
+	*typed = false;
+	if (fd < 0 || fd >= IOFP_FD_ARRAY_N)
+		return 0;
+	char *files = *(char **)(task + IOFP_OFF_TASK_FILES);
+	if (!files)
+		return 0;
+	char *fdt = *(char **)(files + IOFP_OFF_FILES_FDT);
+	if (!fdt)
+		return 0;
+	if (*(u64 *)(fdt + IOFP_OFF_FDT_FD) != (u64)(files + IOFP_OFF_FILES_FD_ARRAY))
+		return 0;
+	*typed = true;
+	switch (fd) {
+		IOFP_FD_CASES8(0)
+		IOFP_FD_CASES8(8)
+		IOFP_FD_CASES8(16)
+		IOFP_FD_CASES8(24)
+		IOFP_FD_CASES8(32)
+		IOFP_FD_CASES8(40)
+		IOFP_FD_CASES8(48)
+		IOFP_FD_CASES8(56)
+	}
+	return f;
+}
+
+/* file_dev() through a BTF pointer: the same walk, plain loads (an overlayfs file's upper layer is
+ * still followed with probe reads: ovl_inode lies before the inode, where the verifier reads nothing). */
+static __always_inline u32 file_dev_typed(char *file)
+{
+	char *inode = *(char **)(file + IOFP_OFF_FILE_INODE);
+	if (!inode)
+		return 0;
+	if ((*(u16 *)(inode + IOFP_OFF_INODE_MODE) & 0170000) == 0060000) /* S_IFBLK */
+		return *(u32 *)(inode + IOFP_OFF_INODE_RDEV);
+	char *sb = *(char **)(inode + IOFP_OFF_INODE_SB);
+	if (!sb)
+		return 0;
+	char *bdev = *(char **)(sb + IOFP_OFF_SB_BDEV);
+	if (bdev)
+		return *(u32 *)(bdev + IOFP_OFF_BDEV_DEV);
+#ifdef IOFP_OFF_OVL_UPPER
+	u64 upper_sb = overlay_upper_sb((u64)inode, (u64)sb);
+	u64 ubdev = 0;
+	u32 dev = 0;
+	if (!upper_sb)
+		return 0;
+	bpf_probe_read_kernel(&ubdev, sizeof(ubdev), (void *)(upper_sb + IOFP_OFF_SB_BDEV));
+	if (!ubdev)
+		return 0;
+	bpf_probe_read_kernel(&dev, sizeof(dev), (void *)(ubdev + IOFP_OFF_BDEV_DEV));
+	return dev;
+#else
+	return 0;
+#endif
+}
+#endif
+
+/* The device (kernel dev_t) of the file behind `fd`, 0 if none or on no block device; *open: whether
+ * `fd` is an open file. Through probe reads only: */
+static __always_inline u32 fd_dev_probed(s32 fd, bool *open)
+{
+	u64 file = fd_file(fd);
+	*open = file != 0;
+	return file ? file_dev(file) : 0;
+}
+
+/* The same, through a BTF pointer where the fd is in the embedded table */
+static __always_inline u32 fd_dev(s32 fd, bool *open)
+{
+#ifdef IOFP_OFF_FILES_FD_ARRAY
+	bool typed;
+	char *tf = fd_file_typed(fd, &typed);
+	if (typed) {
+		*open = tf != 0;
+		return tf ? file_dev_typed(tf) : 0;
+	}
+#endif
+	return fd_dev_probed(fd, open);
+}
+
 static __always_inline int sync_start(u32 call, u32 data, s32 fd, u32 dev, u64 offset)
 {
 	u64 id = bpf_get_current_pid_tgid();
@@ -944,8 +1047,8 @@ static __always_inline int sync_enter(u32 call, s32 fd)
 		return 0;
 	}
 #endif
-	u64 file = fd >= 0 ? fd_file(fd) : 0;
-	u32 dev = file ? file_dev(file) : 0;
+	bool open = false;
+	u32 dev = fd >= 0 ? fd_dev(fd, &open) : 0;
 	if (fd >= 0 && !dev_captured(dev)) {
 		count(IOFP_CNT_SYNC_OTHER_DEVICE, 1);
 		return 0;
@@ -966,16 +1069,33 @@ static __always_inline int sync_enter(u32 call, s32 fd)
 #define IOFP_RWF_SYNC 0x4
 static __always_inline int data_enter(s32 fd, u32 data, u64 offset, u64 rwf, bool write)
 {
-	u64 file = fd_file(fd);
-	if (!file)
-		return 0;
 	u32 fflags = 0;
-	bpf_probe_read_kernel(&fflags, sizeof(fflags), (void *)(file + IOFP_OFF_FILE_FLAGS));
-	bool dsync = write && ((fflags & IOFP_O_DSYNC) || (rwf & (IOFP_RWF_DSYNC | IOFP_RWF_SYNC)));
+	u32 dev = 0;
+	u32 wanted = IOFP_O_DIRECT | (write ? IOFP_O_DSYNC : 0);
+	bool rwf_sync = write && (rwf & (IOFP_RWF_DSYNC | IOFP_RWF_SYNC)); /* a commit whatever the file's flags */
+#ifdef IOFP_OFF_FILES_FD_ARRAY
+	bool typed;
+	char *tf = fd_file_typed(fd, &typed);
+	if (typed) {
+		if (!tf)
+			return 0;
+		fflags = *(u32 *)(tf + IOFP_OFF_FILE_FLAGS);
+		if (!rwf_sync && !(fflags & wanted))
+			return 0;
+		dev = file_dev_typed(tf);
+	} else
+#endif
+	{
+		u64 file = fd_file(fd);
+		if (!file)
+			return 0;
+		bpf_probe_read_kernel(&fflags, sizeof(fflags), (void *)(file + IOFP_OFF_FILE_FLAGS));
+		if (!rwf_sync && !(fflags & wanted))
+			return 0;
+		dev = file_dev(file);
+	}
+	bool dsync = rwf_sync || (write && (fflags & IOFP_O_DSYNC));
 	bool direct = fflags & IOFP_O_DIRECT;
-	if (!dsync && !direct)
-		return 0;
-	u32 dev = file_dev(file);
 	if (!dev_captured(dev)) {
 		if (dsync)
 			count(IOFP_CNT_SYNC_OTHER_DEVICE, 1);
@@ -1187,9 +1307,15 @@ TRACEPOINT_PROBE(syscalls, sys_enter_io_submit)
 			continue;
 		if ((s32)cb.fildes != last_fd) {
 			last_fd = (s32)cb.fildes;
-			u64 file = fd_file(last_fd);
-			last_dev = file ? file_dev(file) : 0;
-			last_ok = file && dev_captured(last_dev);
+			bool open = false;
+			/* The first iocb's file through fd_dev's typed loads; a later iocb's on another file
+			 * through probe reads: fd_file_typed's 64 cases in each unrolled iteration were more
+			 * paths than the verifier explores (a call's iocbs are mostly on one file) */
+			if (i == 0)
+				last_dev = fd_dev(last_fd, &open);
+			else
+				last_dev = fd_dev_probed(last_fd, &open);
+			last_ok = open && dev_captured(last_dev);
 		}
 		if (!last_ok)
 			continue;

@@ -341,6 +341,7 @@ def cflags(opts: KernelOptions, btf: BTF | None = None) -> list[str]:
         out += ["-DIOFP_FILTER_COMM", f"-DIOFP_COMM_W0={w0}ULL", f"-DIOFP_COMM_W1={w1}ULL"]
     if opts.syscalls:
         out += ["-DIOFP_SYSCALLS", f"-DIOFP_CALL_DSYNC_WRITE={SYNC_CALLS.index('dsync_write')}"]
+        out += _fd_array_cflags(btf)
         out += [f"-DIOFP_DATA_{c.upper()}={DATA_CALL_BASE + i}" for i, c in enumerate(DATA_CALLS)]
         from bpf.doctor import aio_tracepoints  # here: bpf.doctor imports this module
 
@@ -352,6 +353,19 @@ def cflags(opts: KernelOptions, btf: BTF | None = None) -> list[str]:
         out.append(f"-DIOFP_TEST_UNSEEN_EVERY={int(opts.unseen_every)}")
     out.append(f"-I{SRC.parent}")
     return out
+
+
+def _fd_array_cflags(btf: BTF) -> list[str]:
+    """Where files_struct's embedded table of the first 64 fds is, so that the syscall probes load an
+    fd's file as a BTF pointer (plain loads, no probe reads) while a process's table is that one;
+    [] (every lookup through fdt->fd, probe reads) if the kernel's is not 64 pointers there."""
+    try:
+        off, size = btf.member("files_struct", "fd_array")
+    except BTFError:
+        return []
+    if size != 64 * 8:
+        return []
+    return [f"-DIOFP_OFF_FILES_FD_ARRAY={off}", f"-DIOFP_FD_ARRAY_N={size // 8}"]
 
 
 def _reap_arg_cflags(btf: BTF | None) -> list[str]:

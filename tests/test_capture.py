@@ -639,6 +639,60 @@ def test_syncs_in_a_container_overlay_on_the_disk_are_recorded(loop_device: str,
     assert trace.meta.counts["sync_other_device"] >= ELSEWHERE_SYNCS
 
 
+# The syscall probes find an fd's file in one of two ways (bpf/capture.bpf.c, fd_file_typed): typed
+# loads through files_struct's embedded table while a process never had more than 64 fds open, else
+# probe reads through fdt->fd; and an fd number is reused after a close, for a file with other flags.
+FD_PATHS_CODE = """
+import mmap, os, sys
+dev = sys.argv[1]
+buf = mmap.mmap(-1, 4096)  # page-aligned, as O_DIRECT asks
+
+def reads(fd, base, n):
+    for i in range(n):
+        assert os.preadv(fd, [buf], base + i * 4096) == 4096
+
+fd = os.open(dev, os.O_RDONLY | os.O_DIRECT)
+reads(fd, 0, 3)  # the embedded table: data calls
+os.close(fd)
+again = os.open(dev, os.O_RDONLY)  # the same fd number, buffered: not a data call
+assert again == fd
+reads(again, 1 << 20, 4)
+os.close(again)
+spare = [os.open("/dev/null", os.O_RDONLY) for _ in range(80)]  # the table grows past the embedded one
+os.close(spare[0])
+low = os.open(dev, os.O_RDONLY | os.O_DIRECT)  # a low fd in the grown table
+high = os.open(dev, os.O_RDONLY | os.O_DIRECT)  # an fd past 64
+assert low < 64 <= high, (low, high)
+reads(low, 2 << 20, 5)
+reads(high, 3 << 20, 6)
+log = os.open(dev, os.O_WRONLY | os.O_DSYNC)  # O_DSYNC writes past 64: commits, not data calls
+for i in range(2):
+    assert os.pwrite(log, b"z" * 4096, (4 << 20) + i * 4096) == 4096
+os.fsync(high)
+print(os.getpid(), fd, low, high, log)
+"""
+
+
+def test_data_calls_and_syncs_are_found_through_either_fd_table_and_a_reused_fd_is_not_believed(
+    loop_device: str, tmp_path: Path
+) -> None:
+    from bpf import CaptureOptions, start_capture
+
+    opts = CaptureOptions(output=tmp_path / "trace", devices=[loop_device.removeprefix("/dev/")])
+    with start_capture(opts) as bg:
+        p = subprocess.run([sys.executable, "-c", FD_PATHS_CODE, loop_device], capture_output=True, text=True)
+        bg.stop()
+    assert p.returncode == 0, p.stderr
+    pid, first, low, high, log = map(int, p.stdout.split())
+    trace = open_trace(tmp_path / "trace")
+    calls = [row for f in trace.files["calls"] for row in pq.read_table(f).to_pylist() if row["pid"] == pid]
+    got = Counter((c["fd"], c["offset"] >> 20) for c in calls)
+    assert got == {(first, 0): 3, (low, 2): 5, (high, 3): 6}
+    assert all(c["ret"] == 4096 and c["call"] in ("preadv", "preadv2") for c in calls)  # glibc's choice
+    sync = [row for f in trace.files["sync"] for row in pq.read_table(f).to_pylist() if row["pid"] == pid]
+    assert Counter((s["call"], s["fd"]) for s in sync) == {("dsync_write", log): 2, ("fsync", high): 1}
+
+
 def tracefs_inflight(lines: list[str]) -> list[tuple[int, int, int]]:
     """(sector, bytes, requests in flight at its issue, itself included) of each request issued,
     counted from a tracefs instance on one device that was recording before any of them was issued."""
