@@ -247,10 +247,13 @@ def test_one_huge_entry_never_stops_the_catalog_and_rm_removes_it(tmp_path):
 
 
 def spilling_fingerprint(tmp_path: Path) -> tuple[Path, dict]:
-    """A trace whose fingerprint spills to scratch under a small DuckDB memory limit."""
+    """A trace whose fingerprint spills to scratch under a small DuckDB memory limit: its rows lie
+    newest first (as an import of records in completion order can), so the arrival order is not
+    the files' and the fingerprint sorts every row (fingerprint/arrival.py falls back to
+    arrival_order.sql), where rows in time order are counted in one pass that never spills."""
     n = 3_000_000
     rows = {
-        "ts_ns": pa.array(range(0, n * 1000, 1000), pa.int64()),
+        "ts_ns": pa.array(range((n - 1) * 1000, -1, -1000), pa.int64()),
         "lat_ns": pa.array([50_000] * n, pa.int64()),
         "device": pa.array(["d"] * n),
         "offset": pa.array(range(0, n * 4096, 4096), pa.int64()),
