@@ -861,6 +861,27 @@ static __always_inline u64 overlay_upper_sb(u64 inode, u64 sb)
 }
 #endif
 
+/* The device of an overlayfs file's upper layer (a container's writable layer), for a file whose
+ * superblock has no block device; 0 when it is not overlayfs or the layer has none. */
+static __always_inline u32 upper_dev(u64 inode, u64 sb)
+{
+#ifdef IOFP_OFF_OVL_UPPER
+	u64 bdev = 0;
+	u32 dev = 0;
+
+	sb = overlay_upper_sb(inode, sb);
+	if (!sb)
+		return 0;
+	bpf_probe_read_kernel(&bdev, sizeof(bdev), (void *)(sb + IOFP_OFF_SB_BDEV));
+	if (!bdev)
+		return 0;
+	bpf_probe_read_kernel(&dev, sizeof(dev), (void *)(bdev + IOFP_OFF_BDEV_DEV));
+	return dev;
+#else
+	return 0;
+#endif
+}
+
 /* The block device (kernel dev_t) a file's data is on: its own number for a block device node,
  * else its filesystem's device (s_bdev, so that btrfs' anonymous s_dev does not hide it), through
  * the upper layer for overlayfs; 0 when the filesystem has no block device (tmpfs, NFS, FUSE). */
@@ -884,16 +905,8 @@ static __always_inline u32 file_dev(u64 file)
 	if (!sb)
 		return 0;
 	bpf_probe_read_kernel(&bdev, sizeof(bdev), (void *)(sb + IOFP_OFF_SB_BDEV));
-#ifdef IOFP_OFF_OVL_UPPER
-	if (!bdev) {
-		sb = overlay_upper_sb(inode, sb);
-		if (!sb)
-			return 0;
-		bpf_probe_read_kernel(&bdev, sizeof(bdev), (void *)(sb + IOFP_OFF_SB_BDEV));
-	}
-#endif
 	if (!bdev)
-		return 0;
+		return upper_dev(inode, sb);
 	bpf_probe_read_kernel(&dev, sizeof(dev), (void *)(bdev + IOFP_OFF_BDEV_DEV));
 	return dev;
 }
@@ -972,20 +985,7 @@ static __always_inline u32 file_dev_typed(char *file)
 	char *bdev = *(char **)(sb + IOFP_OFF_SB_BDEV);
 	if (bdev)
 		return *(u32 *)(bdev + IOFP_OFF_BDEV_DEV);
-#ifdef IOFP_OFF_OVL_UPPER
-	u64 upper_sb = overlay_upper_sb((u64)inode, (u64)sb);
-	u64 ubdev = 0;
-	u32 dev = 0;
-	if (!upper_sb)
-		return 0;
-	bpf_probe_read_kernel(&ubdev, sizeof(ubdev), (void *)(upper_sb + IOFP_OFF_SB_BDEV));
-	if (!ubdev)
-		return 0;
-	bpf_probe_read_kernel(&dev, sizeof(dev), (void *)(ubdev + IOFP_OFF_BDEV_DEV));
-	return dev;
-#else
-	return 0;
-#endif
+	return upper_dev((u64)inode, (u64)sb);
 }
 #endif
 
