@@ -210,12 +210,13 @@ def test_a_short_spike_with_a_small_change_is_inconclusive_not_no_change(tmp_pat
 
 
 def test_a_capture_made_while_the_host_was_busy_makes_a_change_inconclusive(fps):
-    """Two captures of one job beside CPU hogs moved their p50 2.3x: a busy host slows every request.
-    A side whose capture recorded the host's CPU busy (iofp/host_evidence.py's rule) judges nothing,
-    unless its typical latency moved 3x or more (iofp/separation.py)."""
+    """Two captures of one job beside CPU hogs moved their p50 2.3x, and 3.2x beside a test suite too: a
+    busy host slows every request. A side whose capture recorded the host's CPU busy
+    (iofp/host_evidence.py's rule) judges nothing, unless the slower side's host was the quiet one and
+    its typical latency moved 3x or more (iofp/separation.py)."""
     b = copy.deepcopy(fps["double_lat"])
     busy = HostEvidence(wall_s=20.0, samples=200, cpus=2, cpu_pressure=0.4, cpu_pressure_peak=0.6,
-                        io_pressure=0.0, io_pressure_full=0.0, cpu_busy=[1.0, 1.0], cpu_steal=[0.0, 0.0])
+                        io_pressure=0.0, io_pressure_full=0.0, cpu_busy=[1.0, 1.0], cpu_steal=[0.0, 0.0])  # fmt: skip
     b.provenance.extra["host"] = busy.to_dict()
     r = diff(fps["base"], b, "A", "B")
     assert r.flagged and not r.matters  # the moves are shown; the exit status does not act on them
@@ -224,13 +225,22 @@ def test_a_capture_made_while_the_host_was_busy_makes_a_change_inconclusive(fps)
         "again on a quiet host"
     )
     assert diff(fps["base"], fps["double_lat"]).matters  # the same two with a quiet host: a change
-    # a typical latency 4x: far beyond what a busy host does to one job's p50 (2.3x): called all the same
+    # a typical latency 4x slower, B's host busy: the host may have done it all (no size is the device's)
     far = copy.deepcopy(fps["quad_lat"])
     far.provenance.extra["host"] = busy.to_dict()
     r = diff(fps["base"], far, "A", "B")
-    said = "the device got slower: latency moved at comparable demand (the host's CPU was busy while B "
+    assert r.flagged and not r.matters
+    assert r.verdict.startswith("inconclusive: the host's CPU was busy while B"), r.verdict
+    # the same 4x with A's host the busy one: A could only have been slowed, so B's 4x stands
+    base = copy.deepcopy(fps["base"])
+    base.provenance.extra["host"] = busy.to_dict()
+    r = diff(base, fps["quad_lat"], "A", "B")
+    said = "the device got slower: latency moved at comparable demand (the host's CPU was busy while A "
     assert r.matters and r.verdict.startswith(said), r.verdict
-    assert "but its typical latency moved 4.0x: beyond what a busy host does to one job's p50" in r.verdict
+    assert "but its typical latency moved 4.0x toward the side captured on a quiet host" in r.verdict
+    # and B 4x faster than A, A's host the busy one: toward the busy side again, inconclusive
+    r = diff(far, fps["base"], "A", "B")
+    assert not r.matters and r.verdict.startswith("inconclusive: the host's CPU was busy while A"), r.verdict
 
 
 def test_same_fingerprint_has_no_change_and_to_dict_is_json(fps):
@@ -440,8 +450,9 @@ def test_the_same_job_twice_on_the_same_kind_of_device_moves_no_demand(tmp_path)
     old flat ±25% flagged 11). On a busy one (CI beside other work) the two runs' service can differ
     for real, and the diff rightly says so: under a CPU hog on one core, p99 was 86 µs in one run
     and 178 µs (once 1.1 ms) in the next, whether run one after the other, at once on two devices,
-    or at a high priority. So this test holds what no load on the machine can move: the demand,
-    and the provenance's devices. Both runs use one loop device: one made per run takes whatever
+    or at a high priority. So this test holds what no load on the machine can move: the provenance's
+    devices, the demand while the host was quiet, and no verdict naming the device or the workload
+    while it was busy. Both runs use one loop device: one made per run takes whatever
     loop number is free then, and another user of loop devices between them renames it."""
     dev, backing = make_loop(256)
     try:
@@ -457,7 +468,14 @@ def test_the_same_job_twice_on_the_same_kind_of_device_moves_no_demand(tmp_path)
     assert len(judged) >= 20
     assert any(c.kind == "demand" for c in judged) and any(c.kind == "service" for c in judged)
     moved = [(c.metric, c.a, c.b, c.limit) for c in judged if c.flagged and c.kind != "service"]
-    assert moved == []
+    if r.host_busy is None:
+        assert moved == []
+    else:
+        # Beside a busy host (a CI run, two hogs) fio at nice -10 fell 12% behind its own rate (IOPS 884
+        # vs 998/s) and one capture's p50 moved 3.2x: the diff must then not judge. No scope names the
+        # device or the workload; each is inconclusive, or saw nothing beyond the noise.
+        said = [d.verdict for d in r.scopes]
+        assert all(v.startswith(("inconclusive", "no change")) for v in said), (r.host_busy, said, moved)
 
 
 @pytest.fixture(scope="module")
