@@ -19,6 +19,11 @@ EFFECT is from measured spreads (BENCHMARKS.md): the same job on the same RAM lo
 against a direct-io disk loop differs 5.0x-9.4x in fsync p50, quiet and beside a hog (bench.probe_lab,
 bench.commit_fidelity's 12x). 3x is above the first and below the second. A p99 moved 126x between
 two runs of one job beside hogs: the tail is never the evidence here, only the typical latency.
+
+The rule holds where both devices' runs alternate beside one host load (compare's repeats). Two
+captures made at different times are another matter: beside two hogs and a test suite, one job's p50
+moved 3.2x between two of them, the slower capture being the busier in each of 7 pairs. So diff
+(fingerprint/diff.py) never calls a move toward a side whose host was busy, whatever its size.
 """
 
 from __future__ import annotations
