@@ -216,7 +216,8 @@ def test_a_capture_made_while_the_host_was_busy_makes_a_change_inconclusive(fps)
     its typical latency moved 3x or more (iofp/separation.py)."""
     b = copy.deepcopy(fps["double_lat"])
     busy = HostEvidence(wall_s=20.0, samples=200, cpus=2, cpu_pressure=0.4, cpu_pressure_peak=0.6,
-                        io_pressure=0.0, io_pressure_full=0.0, cpu_busy=[1.0, 1.0], cpu_steal=[0.0, 0.0])  # fmt: skip
+                        io_pressure=0.0, io_pressure_full=0.0,
+                        cpu_busy=[1.0, 1.0], cpu_steal=[0.0, 0.0])  # fmt: skip
     b.provenance.extra["host"] = busy.to_dict()
     r = diff(fps["base"], b, "A", "B")
     assert r.flagged and not r.matters  # the moves are shown; the exit status does not act on them
