@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from fingerprint import device_order
+from fingerprint import device_order, footprint
 from fingerprint.frame import Frame
 from fingerprint.scope import BINS
 from iofp import duck
@@ -212,18 +212,15 @@ def rows_of(cols: list[np.ndarray], sel: np.ndarray) -> list[np.ndarray]:
     return cols if len(sel) == len(cols[0]) else [c[sel] for c in cols]
 
 
-class Devices:
-    """Each device's order (device_order.Order) counted in a thread of its own, a batch behind the
-    arrival order: numpy lets go of the GIL in its array operations, so the two run side by side on
-    two cores. What the thread raises is raised again by close()."""
+class Beside:
+    """Work on each batch done in a thread of its own, a batch behind the arrival order: numpy lets go
+    of the GIL in its array operations, so they run side by side on two cores. What the thread
+    raises is raised again by close()."""
 
-    def __init__(self, f: Frame) -> None:
-        self.f, self.order = f, device_order.Order(f)
-        self.ends: dict[int, int | None] = {}  # each device's previous sized request's end
-        self.pids: dict[int, dict[int, int]] = {}  # each process's on each device
+    def __init__(self, name: str) -> None:
         self.todo: queue.Queue[list[np.ndarray] | None] = queue.Queue(maxsize=2)
         self.error: BaseException | None = None
-        self.thread = threading.Thread(target=self.run, name="device-order", daemon=True)
+        self.thread = threading.Thread(target=self.run, name=name, daemon=True)
         self.thread.start()
 
     def run(self) -> None:
@@ -233,6 +230,25 @@ class Devices:
                     self.add(*cols)
                 except BaseException as e:  # raised again in the caller's thread by close()
                     self.error = e
+
+    def add(self, *cols: np.ndarray) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        self.todo.put(None)
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
+
+
+class Devices(Beside):
+    """Each device's order (device_order.Order), counted beside the arrival order."""
+
+    def __init__(self, f: Frame) -> None:
+        self.f, self.order = f, device_order.Order(f)
+        self.ends: dict[int, int | None] = {}  # each device's previous sized request's end
+        self.pids: dict[int, dict[int, int]] = {}  # each process's on each device
+        super().__init__("device-order")
 
     def add(self, ts: np.ndarray, dev: np.ndarray, off: np.ndarray, size: np.ndarray, opc: np.ndarray,
             pid: np.ndarray, known: np.ndarray) -> None:  # fmt: skip
@@ -246,36 +262,52 @@ class Devices:
                     t, o, s, c, pa_pid, self.ends.get(d), self.pids.setdefault(d, {})
                 )
 
-    def close(self) -> device_order.Order:
-        self.todo.put(None)
-        self.thread.join()
-        if self.error is not None:
-            raise self.error
-        return self.order
+
+class Footprint(Beside):
+    """The whole trace's blocks touched and starts per block (footprint.Blocks), counted beside the
+    arrival order (they need no order)."""
+
+    def __init__(self, blocks: footprint.Blocks) -> None:
+        self.blocks = blocks
+        super().__init__("footprint")
+
+    def add(self, ts: np.ndarray, dev: np.ndarray, off: np.ndarray, size: np.ndarray, *_: np.ndarray) -> None:
+        self.blocks.add(off, size)
 
 
-def one_pass(con: Any, f: Frame) -> tuple[Arrival, device_order.Order]:
-    """The arrival order's and the devices' counts from the rows as the files hold them."""
+def one_pass(
+    con: Any, f: Frame, blocks: footprint.Blocks | None = None
+) -> tuple[Arrival, device_order.Order]:
+    """The arrival order's and the devices' counts from the rows as the files hold them (and the
+    footprint's into `blocks`)."""
     arrival, devices = Arrival(f), Devices(f)
+    beside: list[Beside] = [devices] + ([Footprint(blocks)] if blocks is not None else [])
     params = {"devices": f.devices, "device": f.options.device}
     reader = con.sql(load_sql(SQL, "io_stream"), params=params).to_arrow_reader(device_order.BATCH)
     try:
         for cols in batches(reader):
-            devices.todo.put(cols)
+            for b in beside:
+                b.todo.put(cols)
             ts, _, off, size, *_ = cols
             arrival.add(ts, off, size)
     finally:
         reader.close()
-        order = devices.close()
-    return arrival, order
+        for b in beside:
+            b.close()
+    return arrival, devices.order
 
 
-def measure(con: Any, f: Frame) -> tuple[dict[str, Any], dict[str, Any], dict[tuple[str, int], Any]]:
+def measure(
+    con: Any, f: Frame, blocks: footprint.Blocks | None = None
+) -> tuple[dict[str, Any], dict[str, Any], dict[tuple[str, int], Any]]:
     """The arrival order by scope, each device's issue order by scope, and each process's own order by
-    (scope, pid): from one pass when the rows come in time order, else from the queries that sort."""
+    (scope, pid): from one pass when the rows come in time order, else from the queries that sort.
+    The pass counts the footprint into `blocks` too (let go where the rows are out of order)."""
     try:
-        arrival, order = one_pass(con, f)
+        arrival, order = one_pass(con, f, blocks)
     except Unsorted:
+        if blocks is not None:
+            blocks.drop()
         rows = duck.query(con, SQL, "arrival_order", {"limits": BINS["interarrival_us"]})
         device, process = device_order.measure(con, f)
         return {r.pop("scope"): r for r in rows}, device, process

@@ -165,7 +165,8 @@ def _summaries(con: Any, f: Frame) -> dict[str, Any]:
     stats = _by_scope(duck.query(con, SQL, "scope_stats", {"steps": f.steps}))
     for r in duck.query(con, SQL, "scope_devices", {"steps": f.steps}):
         stats[r["scope"]]["devices"] = r["devices"]
-    arrivals, device, process = arrival.measure(con, f)
+    blocks = footprint.Blocks()  # the whole trace's footprint, counted in the one pass
+    arrivals, device, process = arrival.measure(con, f, blocks)
     parts: dict[str, Any] = {
         "stats": stats,
         "arrival": arrivals,
@@ -176,7 +177,7 @@ def _summaries(con: Any, f: Frame) -> dict[str, Any]:
         "procs": {},
         "syncs": {},
         "burst": _burst(con, f),
-        "footprint": footprint.measure(con, f),
+        "footprint": footprint.measure(con, f, blocks),
         "latency": latency.measure(con),
     }
     for r in duck.query(con, SQL, "scope_hists", limits):

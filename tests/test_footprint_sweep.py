@@ -56,3 +56,42 @@ def test_the_start_counts_unpack_a_chunk_at_a_time(monkeypatch):
     none = groups(lo[:0], lo[:0])  # no sized request: no group
     assert fp.start_counts(None, {}, none) == Counter()
     assert fp.footprint(none["g"], none["m"], none["reach"]) == 0
+
+
+def plain(lo: np.ndarray, hi: np.ndarray) -> tuple[int, Counter[int]]:
+    """The footprint and the start counts by their definitions: a set of every block touched, a
+    count per block."""
+    touched = {b for a, z in zip(lo.tolist(), hi.tolist(), strict=True) for b in range(a, z + 1)}
+    return len(touched), Counter(Counter(lo.tolist()).values())
+
+
+@pytest.mark.parametrize(("spread", "chunk"), [(3_000, 7), (3_000_000, 1 << 16)])
+def test_the_one_pass_counts_the_blocks_by_the_plain_rules(spread, chunk, monkeypatch):
+    """Blocks, batch by batch: the arrays grown down and up as batches reach outside them, requests
+    longer than a byte holds kept aside, zero-size rows no request, a chunk at a time at the end."""
+    monkeypatch.setattr(fp, "CHUNK", chunk)
+    rng = np.random.default_rng(spread)
+    for _ in range(20):
+        blocks, los, his = fp.Blocks(), [], []
+        for _ in range(int(rng.integers(1, 6))):
+            n = int(rng.integers(1, 200))
+            size = rng.choice([0, 512, 4096, 8192, 65536, 4096 * 300, 4096 * 1000 + 7], n).astype(np.int32)
+            off = rng.integers(0, spread, n) * 4096 + rng.choice([0, 0, 0, 512, 4095], n)
+            blocks.add(off.astype(np.int64), size)
+            sized = size > 0
+            los.append(off[sized] // 4096)
+            his.append((off[sized] + size[sized] - 1) // 4096)
+        assert blocks.ok
+        assert blocks.result() == plain(np.concatenate(los), np.concatenate(his))
+
+
+def test_the_one_pass_lets_go_where_the_blocks_span_too_wide(monkeypatch):
+    monkeypatch.setattr(fp, "DENSE_BLOCKS", 1000)
+    blocks = fp.Blocks()
+    blocks.add(np.array([0, 4096 * 500], np.int64), np.array([4096, 4096], np.int32))
+    assert blocks.ok
+    blocks.add(np.array([4096 * 2000], np.int64), np.array([4096], np.int32))
+    assert not blocks.ok and not len(blocks.starts)  # the query counts it instead
+    none = fp.Blocks()
+    none.add(np.array([7], np.int64), np.array([0], np.int32))  # a flush: no request
+    assert none.ok and none.result() == (0, Counter())
