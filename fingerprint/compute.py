@@ -156,7 +156,7 @@ def _summaries(con: Any, f: Frame) -> dict[str, Any]:
     """Every per-scope query, each run once for all scopes, keyed by scope."""
     rows = {"t0": f.t0, "window_ns": f.window_ns, "lo": f.lo, "hi": f.hi, "device": f.options.device}
     classed = {**rows, "classes": f.classes.tolist()}
-    _do(con, "value_counts", classed)
+    _do(con, "value_counts", {**classed, "ops": list(OPS)})
     _do(con, "size_values", {"steps": f.steps})
     _do(con, "process_counts", rows)
     _do(con, "latency_buckets", rows)

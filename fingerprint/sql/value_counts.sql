@@ -4,13 +4,18 @@
 -- latency, the requests with that latency. Latencies repeat, so the counts are fewer than the rows,
 -- and a hash aggregate spills to disk where a quantile's buffer of every value would have to fit in
 -- memory. Sizes and depths are added by size_values.sql (m is the measure: 0 latency, 1 size,
--- 2 in-flight).
+-- 2 in-flight). The op is grouped as its place in $ops (a byte, not a string: 0.8 s where the string
+-- key took 0.95 s at 12 M rows) and named in the table's few rows.
 CREATE OR REPLACE TEMP TABLE fp_values AS
-SELECT rg, btw, op, 0::UTINYINT AS m, lat_ns AS v, count(*) AS n
+SELECT rg, btw, $ops[o] AS op, 0::UTINYINT AS m, v, n
 FROM (
-    SELECT $classes[(ts_ns - $t0) // $window_ns + 1]::UTINYINT AS rg,
-        coalesce(ts_ns BETWEEN $lo AND $hi, false) AS btw, op::VARCHAR AS op, lat_ns
-    FROM io
-    WHERE lat_ns IS NOT NULL AND ($device IS NULL OR device::VARCHAR = $device)
+    SELECT rg, btw, o, lat_ns AS v, count(*) AS n
+    FROM (
+        SELECT $classes[(ts_ns - $t0) // $window_ns + 1]::UTINYINT AS rg,
+            coalesce(ts_ns BETWEEN $lo AND $hi, false) AS btw, list_position($ops, op::VARCHAR)::UTINYINT AS o,
+            lat_ns
+        FROM io
+        WHERE lat_ns IS NOT NULL AND ($device IS NULL OR device::VARCHAR = $device)
+    )
+    GROUP BY ALL
 )
-GROUP BY ALL
