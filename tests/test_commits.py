@@ -95,12 +95,15 @@ def test_a_replayed_commit_covers_the_writes_it_forced(buffered_writer, tmp_path
     assert jobs["data"]["kept"] == 1  # the last write, which no call forced: direct, at its own time
     assert "direct=0" in (out / "job.fio").read_text()
     assert f"commits: {c} sync calls ({c} fdatasync); {c} writes they forced" in stdout
-    # Per the replay's own capture: fio's forced writes enter the block layer inside fio's fdatasync.
-    _, inside, calls = inside_calls(out / "capture")
-    assert (inside, calls) == (c, c)
+    # Per the replay's own capture: fio's forced writes enter the block layer inside fio's fdatasync (all
+    # but the last, direct write). Under memory pressure the kernel's flusher may write some of the pages
+    # first (a kworker's request, not fio's) and the call the rest: the bytes are matched, not the shapes.
+    writes, inside, calls = inside_calls(out / "capture")
+    assert (writes - inside, calls) == (1, c)
     fid = rec["fidelity"]
     assert fid["per_op"]["fdatasync"] == {"expected": c, "replayed": c, "matched": c}
-    assert fid["per_op"]["write"] == {"expected": N, "replayed": N, "matched": N}
+    w = fid["per_op"]["write"]
+    assert (w["expected"], w["matched"] + w["reshaped"], fid["missing"], fid["extra"]) == (N, N, 0, 0), w
     assert rec["measured"]["commit_from"] == "sync calls"
     assert rec["measured"]["syncs"]["fdatasync"]["count"] == c
 
@@ -231,4 +234,6 @@ def test_postgres_commits_replay_serialized_in_one_job_and_whole(pgbench_trace, 
     assert overlapping(out / "capture", "fio")[2] == 0
     fid = rec["fidelity"]
     assert fid["per_op"]["fdatasync"]["replayed"] == fid["per_op"]["fdatasync"]["expected"] >= calls
-    assert (fid["missing"], fid["extra"]) == (0, 0)
+    # Every demanded byte written as often as demanded, by fio's calls or (memory pressure) the kernel's
+    # flusher before them (fidelity_reshaped.sql): a write the replay dropped or added still counts.
+    assert (fid["missing"], fid["extra"]) == (0, 0), fid["per_op"]

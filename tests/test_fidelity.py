@@ -113,6 +113,65 @@ def test_other_processes_on_the_target_are_not_extras(tmp_path):
     assert fidelity.compare(e, r, comm=None).extra == 1
 
 
+K = 1 << 20  # the reshaped writes lie past every _expected offset (< 20 MiB): 66 writes of 200 I/Os
+RESHAPED = [(25 * K, 16384), (26 * K, 8192), (27 * K, 8192), (27 * K + 8192, 8192)]  # (offset, size)
+
+
+def _reshaped(tmp_path, name, pieces):
+    """A replay of _expected(n=200) plus the RESHAPED writes, these arriving as `pieces`: (offset, size,
+    comm) written after the rest."""
+    rows = _expected(tmp_path, n=200)
+    demand = {k: [*v] for k, v in rows.items()}
+    rep = {k: [*v] for k, v in _shifted(rows).items()} | {"comm": ["fio"] * 200}
+    for side, t0, writes in ((demand, 2_000_000_000, [(o, s, None) for o, s in RESHAPED]),
+                             (rep, 2_200_000_000, pieces)):  # fmt: skip
+        for i, (o, s, comm) in enumerate(writes):
+            row = {"ts_ns": t0 + i, "offset": o, "size": s, "op": "write", "inflight": 1, "comm": comm}
+            for k in side:
+                side[k].append(row[k])
+    return _demand(tmp_path, demand), open_trace(write_trace(tmp_path / name, rep))
+
+
+def test_writes_the_kernel_split_merged_or_wrote_back_match_by_their_bytes(tmp_path):
+    # A buffered commit under memory pressure: the flusher wrote the first half of a 16 KiB write before
+    # the replayed fdatasync wrote the rest, and all of the next one; the last two were written back
+    # together, as one request.
+    e, r = _reshaped(tmp_path, "r", [(25 * K, 8192, "kworker/u8:0"), (25 * K + 8192, 8192, "fio"),
+                                     (26 * K, 8192, "kworker/u8:2"), (27 * K, 16384, "fio")])  # fmt: skip
+    f = fidelity.compare(e, r)
+    assert (f.missing, f.extra, f.reshaped, f.pieces, f.writeback) == (0, 0, 4, 2, 2)
+    assert f.per_op["write"] == {"expected": 70, "replayed": 68, "matched": 66, "reshaped": 4, "pieces": 2,
+                                 "writeback": 2}  # fmt: skip
+    assert f.faithful, f.reasons
+
+
+@pytest.mark.parametrize(
+    ("pieces", "missing", "extra"),
+    [
+        ([], 4, 0),  # dropped: nobody wrote them
+        ([(25 * K, 8192, "kworker/u8:0"), (26 * K, 8192, "fio"), (27 * K, 16384, "fio")], 1, 0),  # half
+        ([(25 * K, 16384, "fio"), (26 * K, 12288, "fio"), (27 * K, 16384, "fio")], 1, 1),  # 4 KiB beyond
+        ([(25 * K, 8192, "fio"), (25 * K, 16384, "fio"), (26 * K, 8192, "fio"), (27 * K, 16384, "fio")],
+         0, 1),  # 8 KiB written twice: the exact one matches, the other is extra
+        ([(25 * K, 8192, "fio"), (25 * K, 8192, "fio"), (26 * K, 8192, "fio"), (27 * K, 16384, "fio")],
+         1, 2),  # twice the first half, never the second
+    ],
+)
+def test_bytes_nobody_wrote_are_missing_and_bytes_beyond_the_demand_extra(tmp_path, pieces, missing, extra):
+    f = fidelity.compare(*_reshaped(tmp_path, "r", pieces))
+    assert (f.missing, f.extra) == (missing, extra)
+    assert not f.faithful and f.reasons[0] == f"{missing} demanded I/Os missing, {extra} extra"
+
+
+def test_the_kernels_writeback_is_never_an_extra(tmp_path):
+    pieces = [(o, s, "fio") for o, s in RESHAPED]
+    pieces += [(30 * K, 65536, "kworker/u8:1"), (25 * K, 16384, "kworker/0:1")]
+    e, r = _reshaped(tmp_path, "r", pieces)
+    f = fidelity.compare(e, r)
+    assert (f.missing, f.extra, f.reshaped, f.writeback) == (0, 0, 0, 0) and f.faithful
+    assert fidelity.compare(e, r, comm=None).extra == 2  # every task's I/O taken as the replay's
+
+
 def test_inflight_is_reported_per_side(tmp_path):
     rows = _expected(tmp_path, n=400)
     rep = _shifted(rows)

@@ -66,10 +66,12 @@ def test_mysql_spike_replayed_exactly_with_measured_fidelity(mysql_trace, loop_d
     fid = rec["fidelity"]
     assert fid["status"] == "measured"
     assert_tracer_lost_nothing(fid["capture"]["loss"], fid["capture"]["io_events"])
-    # From the capture of the replay: every I/O seen once with the demanded op, offset and size.
+    # From the capture of the replay: every I/O seen once with the demanded op, offset and size (direct
+    # I/O: no request the kernel split, merged or wrote back).
+    whole = {"reshaped": 0, "pieces": 0, "writeback": 0}
     assert fid["per_op"] == {
-        "read": {"expected": n_read, "replayed": n_read, "matched": n_read},
-        "write": {"expected": n_write, "replayed": n_write, "matched": n_write},
+        "read": {"expected": n_read, "replayed": n_read, "matched": n_read, **whole},
+        "write": {"expected": n_write, "replayed": n_write, "matched": n_write, **whole},
     }
     assert (fid["missing"], fid["extra"]) == (0, 0)
     assert open_trace(out / "capture").num_rows() == len(want)
@@ -182,7 +184,11 @@ def test_live_captured_trace_replays_onto_another_device(loop_device, tmp_path):
     assert tot == {"read": sel_ops["read"], "write": sel_ops["write"], "trim": 0, "sync": sel_ops["flush"]}
     fid = rec["fidelity"]
     want = {"read": sel_ops["read"], "write": sel_ops["write"], "fsync": sel_ops["flush"]}
-    assert fid["per_op"] == {op: {"expected": n, "replayed": n, "matched": n} for op, n in want.items()}
+    whole = {"reshaped": 0, "pieces": 0, "writeback": 0}  # direct I/O: each request as demanded
+    assert fid["per_op"] == {
+        op: {"expected": n, "replayed": n, "matched": n} | (whole if op != "fsync" else {})
+        for op, n in want.items()
+    }
     assert (fid["missing"], fid["extra"]) == (0, 0)
     # in flight at each data I/O's issue (flushes are judged as calls): at most the selection's peak
     assert 1 <= fid["inflight"]["expected"]["inflight_max"] <= rec["selection"]["peak_inflight"]

@@ -104,8 +104,8 @@ def _us(x: float | None) -> str:
 
 
 def content_counts(fid: dict[str, Any]) -> str:
-    """Matched of demanded, each with its own noun: data I/Os, and sync calls (or the block flushes
-    that stood in for them)."""
+    """Matched of demanded, each with its own noun: data I/Os (those whose bytes arrived in other
+    requests among them), and sync calls (or the block flushes that stood in for them)."""
     per = fid.get("per_op") or {}
     calls = "block flushes" if fid.get("syncs_by") == "block flushes" else "sync calls"
     groups = [([v for k, v in per.items() if k in DATA_OPS], "I/Os"),
@@ -113,8 +113,11 @@ def content_counts(fid: dict[str, Any]) -> str:
     parts = []
     for counts, noun in groups:
         if counts:
-            e, r, m = (sum(c[k] for c in counts) for k in ("expected", "replayed", "matched"))
-            parts.append(f"{m:,}/{e:,} {noun} matched ({e - m:,} missing, {r - m:,} extra)")
+            keys = ("expected", "replayed", "matched", "reshaped", "pieces")
+            e, r, m, rs, pc = (sum(c.get(k, 0) for c in counts) for k in keys)
+            shapes = f"; {rs:,} of them written in other requests: split, merged or by the kernel's writeback"
+            parts.append(f"{m + rs:,}/{e:,} {noun} matched ({e - m - rs:,} missing, {r - m - pc:,} extra"
+                         f"{shapes if rs else ''})")  # fmt: skip
     if not parts:  # a result without per-op counts
         parts.append(f"{fid['matched']:,}/{fid['expected']:,} requests matched")
     return "; ".join(parts)
