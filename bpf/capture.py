@@ -671,6 +671,8 @@ def _meta(opts: CaptureOptions, devs: dict[str, int], kc: Any, no_syscalls_why: 
     }
     if no_syscalls_why:
         meta.extra["syscalls_unavailable"] = no_syscalls_why
+    if kc.fd_lookup is not None:  # which variant of the syscall probes ran (bpf/loader.py, load_program)
+        meta.extra["fd_lookup"] = kc.fd_lookup
     return meta
 
 

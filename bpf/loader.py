@@ -14,6 +14,7 @@ import mmap
 import os
 import queue
 import struct
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -274,6 +275,12 @@ class KernelOptions:
     witness: str = "agent"
     unseen_every: int = 0  # tests only: the program ignores every Nth completion (fault injection)
     stop_pause_s: float = 0.0  # tests only: a wait after each block probe's detach (a busy host's slow stop)
+    # how the syscall probes find an fd's file: "auto" (typed loads from files_struct's embedded table,
+    # and probe reads if this kernel's verifier refuses them), "probe" (probe reads only)
+    fd_lookup: str = "auto"
+    # tests only: the typed loads point past files_struct's end, as a kernel whose layout differs from
+    # the BTF the offsets came from would have them, so that the verifier refuses the typed variant
+    refuse_typed: bool = False
 
 
 def comm_words(comm: str) -> tuple[int, int]:
@@ -342,7 +349,8 @@ def cflags(opts: KernelOptions, btf: BTF | None = None) -> list[str]:
         out += ["-DIOFP_FILTER_COMM", f"-DIOFP_COMM_W0={w0}ULL", f"-DIOFP_COMM_W1={w1}ULL"]
     if opts.syscalls:
         out += ["-DIOFP_SYSCALLS", f"-DIOFP_CALL_DSYNC_WRITE={SYNC_CALLS.index('dsync_write')}"]
-        out += _fd_array_cflags(btf)
+        if opts.fd_lookup == "auto":
+            out += _fd_array_cflags(btf, past_end=opts.refuse_typed)
         out += [f"-DIOFP_DATA_{c.upper()}={DATA_CALL_BASE + i}" for i, c in enumerate(DATA_CALLS)]
         from bpf.doctor import aio_tracepoints  # here: bpf.doctor imports this module
 
@@ -356,17 +364,100 @@ def cflags(opts: KernelOptions, btf: BTF | None = None) -> list[str]:
     return out
 
 
-def _fd_array_cflags(btf: BTF) -> list[str]:
+_TYPED_FD = "-DIOFP_OFF_FILES_FD_ARRAY="
+
+
+def _fd_array_cflags(btf: BTF, past_end: bool = False) -> list[str]:
     """Where files_struct's embedded table of the first 64 fds is, so that the syscall probes load an
     fd's file as a BTF pointer (plain loads, no probe reads) while a process's table is that one;
-    [] (every lookup through fdt->fd, probe reads) if the kernel's is not 64 pointers there."""
+    [] (every lookup through fdt->fd, probe reads) if the kernel's is not 64 pointers there.
+    past_end (tests): the table placed at the struct's end, where the verifier refuses every load."""
     try:
         off, size = btf.member("files_struct", "fd_array")
     except BTFError:
         return []
     if size != 64 * 8:
         return []
-    return [f"-DIOFP_OFF_FILES_FD_ARRAY={off}", f"-DIOFP_FD_ARRAY_N={size // 8}"]
+    if past_end:
+        off = btf.sizeof(btf.struct_id("files_struct"))
+    return [f"{_TYPED_FD}{off}", f"-DIOFP_FD_ARRAY_N={size // 8}"]
+
+
+def probe_read_cflags(flags: list[str]) -> list[str]:
+    """The same program with every fd looked up through probe reads (no typed loads)."""
+    return [f for f in flags if not f.startswith((_TYPED_FD, "-DIOFP_FD_ARRAY_N="))]
+
+
+def _bpf_class() -> Any:
+    """bcc's BPF, which loads and attaches the syscall TRACEPOINT_PROBEs as it is constructed; when
+    one of them is refused, those attached before it are detached (bcc would keep them attached,
+    writing to maps nobody reads, until the process exits: its atexit holds the object)."""
+    from bcc import BPF
+
+    class _BPF(BPF):  # type: ignore[misc]
+        def _trace_autoload(self) -> None:
+            try:
+                super()._trace_autoload()
+            except Exception:
+                self.cleanup()
+                raise
+
+    return _BPF
+
+
+def _verifier_reason(log: str) -> str:
+    """The verifier's own reason from the log bcc printed for a refused program (its last line that
+    is not the bcc tail or the instruction count), or the whole log's last line."""
+    lines = [ln.strip() for ln in log.splitlines() if ln.strip()]
+    skip = ("processed ", "HINT:", "Traceback", "Exception", "bcc", "verification time")
+    for ln in reversed(lines):
+        if not ln.startswith(skip) and not ln[:1].isdigit():
+            return ln[:160]
+    return lines[-1][:160] if lines else "no verifier log"
+
+
+_NO_FD_ARRAY = "no 64-fd table in this kernel's BTF"
+
+
+def load_program(flags: list[str], untyped_why: str = _NO_FD_ARRAY) -> tuple[Any, str]:
+    """Compile and load the program (bcc attaches the syscall probes as it loads them): (the BPF object,
+    how its syscall probes find an fd's file: "btf" or "probe_read", with the reason where the typed
+    variant was refused). The typed variant is tried first; where this kernel's verifier refuses it (a
+    layout other than the BTF's, a kernel that types the loads differently) the program is compiled
+    again with probe reads only, said in one line on stderr. The verifier's log, which bcc prints,
+    is kept out of stderr on the first try and only its reason shown."""
+    bpf_class = _bpf_class()
+    typed = any(f.startswith(_TYPED_FD) for f in flags)
+    if not typed:
+        return bpf_class(src_file=str(SRC).encode(), cflags=flags), f"probe_read: {untyped_why}"
+    import tempfile
+
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as log:
+        os.dup2(log.fileno(), 2)
+        try:
+            b, err = bpf_class(src_file=str(SRC).encode(), cflags=flags), None
+        except Exception as e:  # bcc raises Exception: compile or load failed
+            # its text only: the exception's traceback holds the caller's frame, and with it the
+            # in-flight table's mapping, which close() could then not unmap
+            b, err = None, str(e)
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        log.seek(0)
+        text = log.read().decode(errors="replace")
+    if b is not None:
+        if text:  # the compiler's warnings, if any: shown as bcc would have
+            sys.stderr.write(text)
+        return b, "btf"
+    reason = f"{_verifier_reason(text)} ({err[:120]})"
+    print(
+        f"iofp: the typed fd lookups were refused by this kernel ({reason}); "
+        "the syscall probes read each fd's file with probe reads (slower)",
+        file=sys.stderr,
+    )
+    b = bpf_class(src_file=str(SRC).encode(), cflags=probe_read_cflags(flags))
+    return b, f"probe_read: typed refused: {reason}"
 
 
 def _reap_arg_cflags(btf: BTF | None) -> list[str]:
@@ -443,7 +534,12 @@ class KernelCapture:
         # Kept, rather than the parsed BTF (~10^5 Python objects), which the capture lets go of
         self._prog_info = prog_info_layout(btf)
         # TRACEPOINT_PROBEs (the syscalls) attach as bcc loads them; block probes attach in start()
-        self.bpf = BPF(src_file=str(SRC).encode(), cflags=cflags(opts, btf))
+        # how the syscall probes find an fd's file ("btf", "probe_read: why"); None without them
+        self.fd_lookup: str | None
+        why = "asked (fd_lookup=probe)" if opts.fd_lookup == "probe" else _NO_FD_ARRAY
+        self.bpf, self.fd_lookup = load_program(cflags(opts, btf), why)
+        if not opts.syscalls:
+            self.fd_lookup = None
         if opts.devs:
             devs = self.bpf["devs"]
             for d in opts.devs:

@@ -177,14 +177,23 @@ class Workload:
     stat_delta: list[int]
     oracle: Counter
     summary: object
+    variant: str  # VARIANTS
 
     def rows(self, pid: int) -> list[dict]:
         return [r for r in self.io.to_pylist() if r["pid"] == pid]
 
 
-@pytest.fixture(scope="module")
-def workload(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workload]:
+# The syscall probes' two variants (bpf/loader.py, load_program): the typed fd lookups this kernel
+# verifies, and the probe-read variant loaded where a kernel's verifier refuses them, forced here by
+# placing the typed loads past files_struct's end (as another kernel's layout would): every test on
+# the workload runs against both
+VARIANTS = {"typed": {}, "refused": {"refuse_typed": True}}
+
+
+@pytest.fixture(scope="module", params=list(VARIANTS))
+def workload(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workload]:
     from bpf import CaptureOptions, start_capture
+    from bpf.loader import KernelOptions
 
     if not (TRACEFS / "instances").is_dir():
         pytest.skip(f"needs tracefs mounted at {TRACEFS} (iofp doctor mounts it)")
@@ -196,7 +205,7 @@ def workload(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workload]:
         out = where / "trace"
         opts = CaptureOptions(output=out, devices=[name], rotate_s=1.0, labels={"test": "workload"})
         before = block_stat(name)
-        with start_capture(opts) as bg:
+        with start_capture(opts, kernel=KernelOptions(**VARIANTS[request.param])) as bg:
             runs = {
                 "seqwrite": run_fio(
                     "seqwrite",
@@ -280,7 +289,16 @@ def workload(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Workload]:
         [a - b for a, b in zip(after, before, strict=True)],
         issues,
         summary,
+        request.param,
     )
+
+
+def test_the_metadata_says_which_fd_lookup_ran(workload: Workload) -> None:
+    ran = workload.meta.extra["fd_lookup"]
+    if workload.variant == "typed":
+        assert ran == "btf"
+    else:  # the verifier's own reason, kept
+        assert ran.startswith("probe_read: typed refused: access beyond struct files_struct"), ran
 
 
 def test_every_fio_io_is_captured_exactly_once_with_its_offset_size_and_op(workload: Workload) -> None:
