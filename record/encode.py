@@ -109,7 +109,8 @@ class _Encoder:
     def _meta(self, first: TraceMeta) -> TraceMeta:
         meta = TraceMeta(source="record", capture_start_ns=self.doc.start_ns, devices=first.devices,
                          filters=first.filters, labels=first.labels)  # fmt: skip
-        meta.extra = {k: first.extra[k] for k in ("probes", "witness", "kernel_batch") if k in first.extra}
+        kept = ("probes", "witness", "kernel_batch", "fd_lookup")  # fd_lookup: which syscall probes ran
+        meta.extra = {k: first.extra[k] for k in kept if k in first.extra}
         return meta
 
     def encode(self, name: str, seg: Path) -> None:

@@ -107,6 +107,7 @@ def test_a_commit_latency_step_saves_one_incident_with_the_step_and_its_history(
     (incident,) = (out / "incidents").iterdir()
     trace = open_trace(incident)
     inc = trace.meta.extra["incident"]
+    assert trace.meta.extra["fd_lookup"] == "btf"  # which syscall probes ran (this kernel verifies the typed)
     # the window that fired lies in the step: held 2 s, the first of the two windows may be the second in
     # which the step began (a few slow commits of ~300 are its p99)
     assert step[0] + NS <= inc["window_end_ns"] <= step[1] + 3 * NS, (step, inc["window_end_ns"])
