@@ -153,11 +153,11 @@ def test_beside_a_busy_host_a_device_far_slower_than_its_peer_at_the_same_job_st
 def test_sweeps_the_host_left_unjudged_are_ranked_by_todays_load_when_far_apart():
     from replay.compare.table import Row
 
-    def row(name: str, p50s: tuple[float, ...]) -> Row:
+    def row(name: str, p50s: tuple[float, ...], iops: float = 50) -> Row:
         runs = []
         for p in p50s:
             lat = rr.Latency(100, 0, p, p * 10, p * 20)
-            m = rr.Measured("replay capture", 2.0, {"all": lat}, {"all": lat}, "sync calls", 50, 0.2, 50.0)
+            m = rr.Measured("replay capture", 2.0, {"all": lat}, {"all": lat}, "sync calls", iops, 0.2, 50.0)
             runs.append(Row(name, "r", "candidate", 50, 0.2, m, "replay capture", host=BUSY))
         h = {"factor": None, "failed_at": 1, "bound": "host"}
         return Row(name, "r", "candidate", 50, 0.2, None, "replay capture", headroom=h, runs=runs)
@@ -170,6 +170,11 @@ def test_sweeps_the_host_left_unjudged_are_ranked_by_todays_load_when_far_apart(
     same = [ram, row("ram2", (30_000, 40_000, 35_000))]
     verdicts.order_by_today(same)
     assert [r.name for r in same] == ["ram", "ram2"] and verdicts.ranking(same).startswith("inconclusive")
+    # faster at a rate it did not keep (a cap held it at 46%): timed at less than today's load, not ranked
+    capped = row("capped", (7_000, 8_000, 7_500), iops=23)
+    rows = [disk, capped]
+    verdicts.order_by_today(rows)
+    assert [r.name for r in rows] == ["disk", "capped"] and verdicts.ranking(rows).startswith("inconclusive")
 
 
 def test_a_sweep_that_failed_by_its_own_limit_above_an_inconclusive_scale_is_ranked_by_it():
