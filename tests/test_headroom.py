@@ -210,8 +210,16 @@ def test_a_device_capped_below_todays_writes_misses_at_1x_and_ranks_last(tmp_pat
         heads[name] = hr.load(tmp_path / name)[1]
         factors[name] = heads[name].headroom.factor
     print("headroom factors", factors, codes)
-    assert factors["ram"] is not None and factors["ram"] >= 1, heads["ram"].headroom
-    assert (codes["ram", "headroom"], codes["ram", "probe"], codes["capped", "probe"]) == (0, 0, 0)
+    ram = heads["ram"].headroom
+    assert (codes["ram", "probe"], codes["capped", "probe"]) == (0, 0)
+    if ram.factor is None:
+        # the host too busy to tell at 1x, as its evidence says in every 1x run (a fresh-clone CI's start
+        # beside the hog: 3 of 3 runs at CPU pressure 59%, 0% idle, the device idle 77%): inconclusive and
+        # no factor shown (exit 1), never a miss called the RAM loop's
+        assert ram.bound == "host" and codes["ram", "headroom"] == 1, ram
+        assert all(limit(s.host).who == "host" for s in heads["ram"].steps if s.scale == 1.0), ram
+    else:
+        assert ram.factor >= 1 and codes["ram", "headroom"] == 0, ram
     capped = heads["capped"].headroom
     # below 1x: headroom exits 1. The cap's miss is the device's; on a host too busy to tell, the
     # runs are inconclusive, and their evidence says so: never a pass
@@ -229,6 +237,9 @@ def test_a_device_capped_below_todays_writes_misses_at_1x_and_ranks_last(tmp_pat
     dirs = [tmp_path / "capped", tmp_path / "ram", tmp_path / "probe-capped", tmp_path / "probe-ram"]
     code, out, err = run_iofp("compare", *dirs)
     assert code == 0, err
+    assert "ranking by headroom: capped" not in out, out
+    if ram.factor is None:
+        return  # nothing shown for the RAM loop: no ranking to check, and none reversed (above)
     lines = out.splitlines()
     assert lines[0].split() == ["ram", "capped"]
     # a factor the sweep did not get past (the budget ran out, as when two steps needed confirming
