@@ -10,6 +10,7 @@ from pathlib import Path
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from conftest import needs_fio, needs_root
 from helpers import load_result, run_iofp
@@ -154,7 +155,8 @@ def test_commit_jobs_group_the_callers_whose_calls_never_overlapped(tmp_path, ca
         # Every caller's calls and writes go to its group's job, and nowhere else.
         assert sum(s.flushes for s in got) == len(calls) and sum(s.writes for s in got) == len(calls)
         # ... as the converter routes them: each job's log holds its members' writes and calls, in order.
-        rep = iolog.write(plan, tmp_path / "r.iolog", iolog.Mapping(target="/dev/loop9")).report
+        conv = iolog.write(plan, tmp_path / "r.iolog", iolog.Mapping(target="/dev/loop9"))
+        rep = conv.report
         for s in got:
             members = {s.pid, *s.merged}
             n = sum(1 for c in calls if c[0] in members)
@@ -162,6 +164,10 @@ def test_commit_jobs_group_the_callers_whose_calls_never_overlapped(tmp_path, ca
             lines = Path(st["iolog"]).read_text().splitlines()[3:]
             assert st["kept"] == 2 * n
             assert [ln.split()[2] for ln in lines] == ["write", "datasync"] * n, lines
+            # the first call's write moved to the call's start, 10 µs before the first I/O: the clock
+            # starts there (it read "-9 /dev/loop9 write 0 4096", and the expected I/Os -10 µs)
+            assert min(int(ln.split()[0]) for ln in lines) >= 1, lines
+        assert pc.min(conv.expected.io["ts_ns"]).as_py() == 0
     finally:
         plan.close()
 

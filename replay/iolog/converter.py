@@ -362,7 +362,13 @@ class _BatchConverter:
             batch.column("offset").to_numpy(zero_copy_only=False).astype(np.int64),
             batch.column("size").to_numpy(zero_copy_only=False).astype(np.int64),
         )
-        rel = batch.column("ts_ns").to_numpy(zero_copy_only=False) - self.first_ns
+        ts = batch.column("ts_ns").to_numpy(zero_copy_only=False)
+        if not r.kept:
+            # A write its sync call forced is replayed at the call's start (selected_io.sql), which can
+            # precede the selection's first I/O (selection_stats' first_ns): the clock starts at the
+            # earliest row, or the log's first lines carry a negative time (fio reads it as unsigned).
+            self.first_ns = min(self.first_ns, int(ts[0]))
+        rel = ts - self.first_ns
         sched = rel if self.m.time_scale == 1.0 else np.floor(rel / self.m.time_scale).astype(np.int64)
         r.kept += len(opc)
         counts = np.bincount(opc, minlength=len(FIO_ACTIONS))
