@@ -203,7 +203,10 @@ def _measure(
     for r in _rows(con, "fidelity_reshaped", {"comm": comm}):
         if r["op"] in fid.per_op:  # writeback alone, of bytes no demanded I/O left unmatched, is not counted
             fid.per_op[r["op"]] |= {k: int(r[k]) for k in ("reshaped", "pieces", "writeback")}
-    total = lambda k: sum(v.get(k, 0) for v in fid.per_op.values())  # noqa: E731
+
+    def total(k: str) -> int:
+        return sum(v.get(k, 0) for v in fid.per_op.values())
+
     fid.expected, fid.replayed, fid.matched = total("expected"), total("replayed"), total("matched")
     fid.reshaped, fid.pieces, fid.writeback = total("reshaped"), total("pieces"), total("writeback")
     fid.missing = fid.expected - fid.matched - fid.reshaped
