@@ -25,8 +25,8 @@ def import_cmd(
     fmt: str = typer.Argument(
         ..., metavar="FORMAT", help="blkparse, blkreplay, msr, disksim, fio-iolog, alibaba or auto."
     ),
-    paths: list[Path] = typer.Argument(
-        ..., metavar="PATH...", help="Input files, read in order; .gz is fine."
+    paths: list[Path] = typer.Argument(  # optional to typer: the library names a missing file's fix
+        None, metavar="PATH...", help="Input files, read in order; .gz is fine.", show_default=False
     ),
     out: Path = typer.Option(
         ...,
@@ -59,7 +59,7 @@ def import_cmd(
     labels = parse_labels(label)
     target = trace_output(out, labels, needs=("host", "service"))  # s3://LAKE: imported here, then shipped
     with stop_on_signals():  # held until the summary is printed: a late Ctrl-C cannot cut it
-        r = import_trace(fmt, paths, target.local, force=force, time_unit=time_unit, labels=labels)
+        r = import_trace(fmt, paths or [], target.local, force=force, time_unit=time_unit, labels=labels)
         notes = ", ".join(f"{k} {v}" for k, v in sorted(r.counters.items()))
         typer.echo(
             f"Imported {r.rows:,} I/Os"

@@ -119,6 +119,10 @@ def import_trace(
     """Import `paths` (read in the order given) in format `fmt` (or "auto") into the trace `out`.
     `labels` go into its metadata as a capture's do; `host` among them names the host that recorded
     it (an import's host is otherwise unknown)."""
+    if fmt not in FORMAT_NAMES and Path(fmt).is_file():
+        # `iofp import trace.gz -o t`: the file took the format's place (typer would only have said
+        # "Missing argument 'PATH...'", which names neither the mistake nor the fix)
+        raise BadInput(f"{fmt} is an input file: name the format first, e.g. iofp import auto {fmt} -o TRACE")
     if not paths:
         raise BadInput("no input files; e.g. iofp import blkparse trace.txt -o trace")
     for p in paths:

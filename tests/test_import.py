@@ -247,6 +247,14 @@ def test_cli_import_refuses_existing_output_and_names_next_step(tmp_path):
     assert code == 2 and err == f"iofp: {tmp_path / 'nope'}: no such file\n"
     code, _, err = run_iofp("import", "auto", str(tmp_path), "-o", str(tmp_path / "u"))
     assert code == 2 and err == f"iofp: {tmp_path} is a directory; name the trace file(s) in it\n"
+    # the format left out: the file took its place, and the line says so (typer said only "Missing
+    # argument 'PATH...'")
+    code, _, err = run_iofp("import", str(src), "-o", str(tmp_path / "u"))
+    fix = f"name the format first, e.g. iofp import auto {src} -o TRACE"
+    assert (code, err) == (2, f"iofp: {src} is an input file: {fix}\n")
+    code, _, err = run_iofp("import", "auto", "-o", str(tmp_path / "u"))
+    assert (code, err) == (2, "iofp: no input files; e.g. iofp import blkparse trace.txt -o trace\n")
+    assert not (tmp_path / "u").exists()
 
 
 def test_a_fingerprint_handed_over_as_a_trace_is_named_for_what_it_is(tmp_path):
