@@ -129,6 +129,12 @@ struct iofp_early {
 };
 BPF_ARRAY(early, struct iofp_early, IOFP_EARLY_N);
 BPF_ARRAY(early_n, u64, 1); /* u64: a 32-bit fetch-and-add needs alu32, which bcc does not emit */
+/* Set by user space just before it detaches block_rq_issue at the capture's stop (bpf/loader.py).
+ * Issued after that, a request is not tracked, so its completion (block_rq_complete is detached
+ * last) looks like one from before the start: counted apart instead (completed_after_stop), not
+ * in `early`, where it would add one to the in-flight count of every row (+1147 on all rows with
+ * a 50 ms stretch between the two detaches). */
+BPF_ARRAY(issue_off, u32, 1);
 BPF_PERCPU_ARRAY(counters, u64, IOFP_NCOUNTERS);
 BPF_PERCPU_ARRAY(io_batch, struct iofp_io_batch, 1);
 BPF_PERCPU_ARRAY(sync_batch, struct iofp_sync_batch, 1);
@@ -755,9 +761,16 @@ int iofp_rq_complete(struct bpf_raw_tracepoint_args *ctx)
 	struct iofp_slot *slot;
 	struct iofp_req *r = req_find(rq, &slot);
 	if (!r) {
-		/* Issued before the capture started (the only other way: a device we do not trace). */
+		/* Issued before the capture started (the only other ways: a device we do not trace, or,
+		 * once the stop has begun, issued after block_rq_issue was detached). */
 		u32 dev = rq_dev_wanted(rq);
-		if (dev)
+		if (!dev)
+			return 0;
+		u32 zero = 0;
+		u32 *off = issue_off.lookup(&zero);
+		if (off && *(volatile u32 *)off)
+			count(IOFP_CNT_COMPLETED_AFTER_STOP, 1);
+		else
 			early_done(dev);
 		return 0;
 	}

@@ -721,6 +721,8 @@ def _accounting(kc: Any) -> tuple[dict[str, int], dict[str, int]]:
         "flush_seq_final": c["flush_seq_final"],  # blk-flush's second completions
         "early_overflow": c["early_overflow"],  # `inflight` undercounted near the start
         "sync_no_device": c["sync_no_device"],  # sync(2)/msync(2) left out by --device
+        # completions, during the stop, of requests issued after block_rq_issue was detached
+        "completed_after_stop": c["completed_after_stop"],
     }
     return loss, counts
 

@@ -98,6 +98,7 @@ enum iofp_counter {
 	IOFP_CNT_LOST_AIO_MAP_FULL,   /* libaio iocbs not tracked: map full (their data calls are lost) */
 	IOFP_CNT_LOST_AIO_BATCH,      /* iocbs past the first IOFP_AIO_MAX of one io_submit, or reaped past one io_getevents' */
 	IOFP_CNT_SYNC_NO_DEVICE,      /* sync(2)/msync(2) left out by --device: they name no file */
+	IOFP_CNT_COMPLETED_AFTER_STOP, /* untracked completions once block_rq_issue's detach began: not early */
 	IOFP_NCOUNTERS,
 };
 

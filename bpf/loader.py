@@ -275,6 +275,7 @@ class KernelOptions:
     witness: str = "agent"
     unseen_every: int = 0  # tests only: the program ignores every Nth completion (fault injection)
     stop_pause_s: float = 0.0  # tests only: a wait after each block probe's detach (a busy host's slow stop)
+    start_pause_s: float = 0.0  # tests only: a wait after each block probe's attach (a slow start)
     # how the syscall probes find an fd's file: "auto" (typed loads from files_struct's embedded table,
     # and probe reads if this kernel's verifier refuses them), "probe" (probe reads only)
     fd_lookup: str = "auto"
@@ -497,7 +498,10 @@ def block_probes(have_io_start: bool) -> list[tuple[str, str]]:
     taken by a new request, would be sent as a completion the program missed (send_lost), and the
     witness, which sees only the VM agent's completions, has no time for it: `lost_completions` on
     a host busy enough to stretch the stop (a 50 ms stretch: ~140 of them at 2,000 IOPS). Requeue
-    goes before issue: a re-issue whose requeue was not seen keeps the request in flight once."""
+    goes before issue: a re-issue whose requeue was not seen keeps the request in flight once.
+    block_rq_complete first at the start: a request it meets untracked was issued before the
+    start. Not so at the stop, once block_rq_issue is detached: KernelCapture.stop says so to the
+    program first (`issue_off`), so that such a completion is not taken for one from before."""
     return [
         ("block_rq_complete", "iofp_rq_complete"),
         ("block_rq_merge", "iofp_rq_merge"),
@@ -591,14 +595,22 @@ class KernelCapture:
         for tp, fn in self.probes():
             self.bpf.attach_raw_tracepoint(tp=tp.encode(), fn_name=fn.encode())
             self._attached.append(tp)
+            if self.opts.start_pause_s:
+                time.sleep(self.opts.start_pause_s)
         return mono, wall
 
     def stop(self) -> int:
         """Detach every probe, then hand over what the per-CPU batches still hold. Returns the
         monotonic ns at which the block probes were detached: the capture's end (detaching the
         ~20 syscall tracepoints after them takes a second or more on a busy machine). The block
-        probes go in the reverse of their attach order, block_rq_complete last (block_probes)."""
+        probes go in the reverse of their attach order, block_rq_complete last (block_probes).
+        Before block_rq_issue goes, the program is told (`issue_off`): a request issued after it is
+        not tracked, and its completion, still seen, was counted as one from before the start, which
+        added one to every row's `inflight` (+50 on all 983 rows of a CI run beside a CPU hog)."""
         for tp in reversed(self._attached):
+            if tp == "block_rq_issue":
+                off = self.bpf["issue_off"]
+                off[off.Key(0)] = off.Leaf(1)
             self.bpf.detach_raw_tracepoint(tp=tp.encode())
             if self.opts.stop_pause_s:
                 time.sleep(self.opts.stop_pause_s)

@@ -80,6 +80,7 @@ COUNTERS = (
     "lost_aio_map_full",
     "lost_aio_batch",
     "sync_no_device",
+    "completed_after_stop",
 )
 
 MINORBITS = 20  # kernel dev_t: major << 20 | minor (include/linux/kdev_t.h, stable)
