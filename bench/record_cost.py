@@ -17,6 +17,11 @@ figures, labelled so: a latency added to the I/O is what fio sees).
 
     flock /tmp/iofp-heavy.lock .venv/bin/python -m bench.record_cost --rounds 3 --seconds 10
 
+Where a kernel refuses the typed fd loads: mode `record_probe` (the syscall probes' probe-read
+variant) and `record_retry` (the typed variant refused, forced, then the probe-read one compiled
+again), with their ratios to `record` in the same round; every `record` mode's start-up time (to
+"iofp: recording") is in the summary.
+
 A change's effect: `--base DIR` (a copy of the code before it, e.g. `git archive main | tar -x -C DIR`)
 and mode `record_base` beside `record`, alternating in each round; the summary gives the in-round
 ratios of the process's CPU and the BPF programs' time per I/O (identical runs drift +-10%).
@@ -37,6 +42,7 @@ import time
 import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 from bench.capture_overhead import (
     BPF_STATS,
@@ -78,10 +84,16 @@ class RecordTracer(Tracer):
     name = "record"
     stats = False
     repo = REPO  # the checkout whose iofp runs: `record_base` runs --base's (the code before a change)
+    kernel: ClassVar[dict[str, object]] = {}  # KernelOptions fields not the defaults (record_probe, _retry)
 
     def start(self, dev: str, out: Path) -> None:
         self.dir = Path("/tmp") / f"iofp-bench-rec-{uuid.uuid4().hex[:8]}"
-        args = [sys.executable, "-m", "cli.app", "record", "-d", dev.removeprefix("/dev/"),
+        run = ["-m", "cli.app"]
+        if self.kernel:  # the capture's KernelOptions() made with these fields (no option says them)
+            patch = f"c.KernelOptions = functools.partial(k.KernelOptions, **{self.kernel!r}); a.main()"
+            run = ["-c", "import functools, bpf.capture as c, bpf.loader as k, cli.app as a; " + patch]
+        t0 = time.monotonic()
+        args = [sys.executable, *run, "record", "-d", dev.removeprefix("/dev/"),
                 "-o", str(self.dir), "--history", "10m", "--keep", "2GiB", "--trigger", "read.p99<=100ms",
                 "--json", "-"]  # fmt: skip
         (out / "record.cmdline").write_text(" ".join(args) + "\n")
@@ -91,10 +103,12 @@ class RecordTracer(Tracer):
         line = self.p.stderr.readline()
         if not line.startswith("iofp: recording"):
             raise RuntimeError(f"iofp record did not start: {line}{self.p.stderr.read()}")
+        self.start_s = time.monotonic() - t0  # to "recording": compile, load (twice if refused), attach
         self.cpu0 = proc_cpu_s(self.p.pid)
 
     def stop(self, run: Run) -> None:  # type: ignore[override]
         run.extra["cpu_in_run_s"] = proc_cpu_s(self.p.pid) - self.cpu0
+        run.extra["start_s"] = round(self.start_s, 3)
         if self.stats:
             run.extra["progs"] = prog_stats(self.p.pid)
         self.p.send_signal(signal.SIGTERM)
@@ -142,7 +156,25 @@ class BaseRecordTracer(RecordTracer):
     name = "record_base"
 
 
+class ProbeRecordTracer(RecordTracer):
+    """`iofp record` with the syscall probes' probe-read variant, what runs where a kernel's verifier
+    refuses the typed fd loads (bpf/loader.py, load_program): fd_lookup "probe"."""
+
+    name = "record_probe"
+    kernel: ClassVar[dict[str, object]] = {"fd_lookup": "probe"}
+
+
+class RetryRecordTracer(RecordTracer):
+    """`iofp record` on a kernel that refuses the typed loads (forced: refuse_typed points them past
+    files_struct's end), so that the typed variant is compiled, refused, and the probe-read one
+    compiled again: the same probes as record_probe, and the retry's start-up time."""
+
+    name = "record_retry"
+    kernel: ClassVar[dict[str, object]] = {"refuse_typed": True}
+
+
 TRACERS = {"none": Tracer, "record": RecordTracer, "record_base": BaseRecordTracer,
+           "record_probe": ProbeRecordTracer, "record_retry": RetryRecordTracer,
            "perf": PerfOverwriteTracer, "minimal": HashTracer}  # fmt: skip
 
 
@@ -183,15 +215,17 @@ def one_run(mode: str, rnd: int, rate: int, dev: str, seconds: int) -> Run:
     return run
 
 
-def _ratios_to_base(runs: list[Run], rate: int) -> dict:
-    """`record` over `record_base` in the same round: process CPU and BPF run time per I/O."""
+def _ratios_to_base(runs: list[Run], rate: int, mode: str = "record", peer: str = "record_base") -> dict:
+    """`mode` over `peer` in the same round: process CPU and BPF run time per I/O."""
     by = {(r.mode, r.round): r for r in runs if r.rate == rate}
     out = {}
-    pairs = (("own_process_ratio_to_base", "tracer_ns_per_io"), ("bpf_prog_ratio_to_base", "prog_ns_per_io"))
+    to = peer.removeprefix("record_") if peer != "record" else "record"
+    pairs = ((f"own_process_ratio_to_{to}", "tracer_ns_per_io"),
+             (f"bpf_prog_ratio_to_{to}", "prog_ns_per_io"))  # fmt: skip
     for key, attr in pairs:
-        ratios = [getattr(by["record", n], attr) / getattr(by["record_base", n], attr)
-                  for m, n in by if m == "record" and ("record_base", n) in by
-                  and getattr(by["record", n], attr) and getattr(by["record_base", n], attr)]  # fmt: skip
+        ratios = [getattr(by[mode, n], attr) / getattr(by[peer, n], attr)
+                  for m, n in by if m == mode and (peer, n) in by
+                  and getattr(by[mode, n], attr) and getattr(by[peer, n], attr)]  # fmt: skip
         if ratios:
             out[key] = {"median": statistics.median(ratios), "each": [round(x, 3) for x in ratios]}
     return out
@@ -213,12 +247,16 @@ def summarise(runs: list[Run], modes: list[str]) -> dict:
                 row["own_process_ns_per_io_median"] = statistics.median(own)
             if progs := [r.prog_ns_per_io for r in rs if r.prog_ns_per_io is not None]:
                 row["bpf_prog_ns_per_io_median"] = statistics.median(progs)
+            if starts := [r.extra["start_s"] for r in rs if "start_s" in r.extra]:
+                row["start_s_median"] = statistics.median(starts)
             if rate == 0:
                 row["clat_p50_ns_median"] = statistics.median(r.clat_p50_ns or 0 for r in rs)
                 row["clat_p99_ns_median"] = statistics.median(r.clat_p99_ns or 0 for r in rs)
             row["lost"] = sum(r.lost or 0 for r in rs)
             if m == "record" and "record_base" in modes:  # the change's effect: ratios within each round
                 row |= _ratios_to_base(runs, rate)
+            if m in ("record_probe", "record_retry") and "record" in modes:  # the fallback against typed
+                row |= _ratios_to_base(runs, rate, m, "record")
             out[f"{rate or 'qd1'}/{m}"] = row
     return out
 
