@@ -90,8 +90,10 @@ class RecordTracer(Tracer):
         self.dir = Path("/tmp") / f"iofp-bench-rec-{uuid.uuid4().hex[:8]}"
         run = ["-m", "cli.app"]
         if self.kernel:  # the capture's KernelOptions() made with these fields (no option says them)
+            # the module by its name: `bpf.capture` as an attribute is the function bpf/__init__ exports
             patch = f"c.KernelOptions = functools.partial(k.KernelOptions, **{self.kernel!r}); a.main()"
-            run = ["-c", "import functools, bpf.capture as c, bpf.loader as k, cli.app as a; " + patch]
+            imports = "import functools, sys, bpf.loader as k, cli.app as a; c = sys.modules['bpf.capture']; "
+            run = ["-c", imports + patch]
         t0 = time.monotonic()
         args = [sys.executable, *run, "record", "-d", dev.removeprefix("/dev/"),
                 "-o", str(self.dir), "--history", "10m", "--keep", "2GiB", "--trigger", "read.p99<=100ms",
