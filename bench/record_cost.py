@@ -102,15 +102,19 @@ class RecordTracer(Tracer):
         self.p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                   cwd=self.repo)  # fmt: skip
         assert self.p.stderr is not None
-        line = self.p.stderr.readline()
-        if not line.startswith("iofp: recording"):
-            raise RuntimeError(f"iofp record did not start: {line}{self.p.stderr.read()}")
+        self.said = []  # what it said before recording (record_retry: the typed variant refused)
+        while not (line := self.p.stderr.readline()).startswith("iofp: recording"):
+            if not line or len(self.said) > 50:
+                said = "".join(self.said)
+                raise RuntimeError(f"iofp record did not start: {said}{line}{self.p.stderr.read()}")
+            self.said.append(line)
         self.start_s = time.monotonic() - t0  # to "recording": compile, load (twice if refused), attach
         self.cpu0 = proc_cpu_s(self.p.pid)
 
     def stop(self, run: Run) -> None:  # type: ignore[override]
         run.extra["cpu_in_run_s"] = proc_cpu_s(self.p.pid) - self.cpu0
         run.extra["start_s"] = round(self.start_s, 3)
+        run.extra["said"] = [x.strip()[:200] for x in self.said if x.startswith("iofp:")]
         if self.stats:
             run.extra["progs"] = prog_stats(self.p.pid)
         self.p.send_signal(signal.SIGTERM)
