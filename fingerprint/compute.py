@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from fingerprint import arrival, footprint, latency, noise
+from fingerprint import arrival, footprint, latency, noise, quantiles
 from fingerprint.frame import Frame, Options
 from fingerprint.scope import BINS, BURST_WIDTHS_NS, summarise
 from iofp import __version__, duck, regimes
@@ -173,7 +173,7 @@ def _summaries(con: Any, f: Frame) -> dict[str, Any]:
         "device": device,
         "gaps": _by_scope(duck.query(con, SQL, "flush_gaps")),
         "hists": {},
-        "quantiles": {},
+        "quantiles": quantiles.measure(con, f),
         "procs": {},
         "syncs": {},
         "burst": _burst(con, f),
@@ -182,8 +182,6 @@ def _summaries(con: Any, f: Frame) -> dict[str, Any]:
     }
     for r in duck.query(con, SQL, "scope_hists", limits):
         parts["hists"].setdefault((r["scope"], r["hist"], r["op"]), {})[r["key"]] = r["n"]
-    for r in duck.query(con, SQL, "scope_quantiles", {"ops": list(OPS)}):
-        parts["quantiles"][(r["scope"], r["measure"], r["op"])] = r
     for r in duck.query(con, SQL, "top_processes", {"limit": TOP_PROCESSES}):
         parts["procs"].setdefault(r.pop("scope"), []).append(r)
     for r in duck.query(con, SQL, "sync_calls"):

@@ -42,8 +42,8 @@ class Latencies:
 
 def measure(con: Any) -> Latencies:
     """Every scope's latency buckets, time before issue and application wait; needs compute's
-    prepared tables (scoped_io, scope_map, regime_w, fp_params) and the sync_src and calls_src
-    relations."""
+    prepared tables (scoped_io, scope_map, regime_w, fp_params), the latency value counts (fp_values,
+    value_counts.sql) and the sync_src and calls_src relations."""
     out = Latencies()
     out.buckets = _log_hists(duck.query(con, SQL, "lat_buckets"), "op")
     out.sync_buckets = _log_hists(duck.query(con, SQL, "sync_lat_buckets"), "call")

@@ -34,7 +34,8 @@ BURST_WIDTHS_NS = {"10ms": 10_000_000, "100ms": 100_000_000, "1s": 1_000_000_000
 # fsync=1 it is half the requests and would halve the apparent tail. Discards are deallocation hints
 # whose completion time is the device's unmap housekeeping. Both keep their own `latency.flush` /
 # `latency.discard` entry (and fsync latency as the application saw it is under `durability`).
-# The SQL (scope_quantiles, scope_hists, scope_stats, timeline) applies the same rule.
+# The percentiles (fingerprint/quantiles.py) and the SQL (scope_hists, scope_stats, timeline) apply the
+# same rule.
 DATA_LATENCY_OPS = ("read", "write")
 
 

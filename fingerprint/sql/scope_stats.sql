@@ -28,7 +28,7 @@ SELECT m.scope,
     sum(inflight_known)::BIGINT AS inflight_known,
     sum(inflight_sum) / sum(inflight_known) AS inflight_mean,
     max(inflight_max) AS inflight_max,
-    -- 'all' latency is reads and writes, as in scope_quantiles
+    -- 'all' latency is reads and writes, as in fingerprint/quantiles.py
     sum(lat_sum) FILTER (WHERE op IN ('read', 'write'))
         / sum(lat_known) FILTER (WHERE op IN ('read', 'write')) AS lat_mean_all,
     max(lat_max) FILTER (WHERE op IN ('read', 'write')) AS lat_max_all,
