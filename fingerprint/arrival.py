@@ -292,9 +292,21 @@ def one_pass(
             arrival.add(ts, off, size)
     finally:
         reader.close()
-        for b in beside:
-            b.close()
+        close(beside)
     return arrival, devices.order
+
+
+def close(beside: list[Beside]) -> None:
+    """Close every thread, then raise the first error any of them raised: a close that raises in a
+    loop of closes would leave the threads after it running, unjoined."""
+    errors = []
+    for b in beside:
+        try:
+            b.close()
+        except BaseException as e:
+            errors.append(e)
+    if errors:
+        raise errors[0]
 
 
 def measure(

@@ -8,6 +8,7 @@ tests/test_fingerprint_reference.py."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -101,3 +102,22 @@ def test_the_sums_per_window_are_exact_past_2_to_the_62():
         hh, hl, ll = (int(v) for v in a.sq[:, w, btw])
         got = (hh << 32) + (hl << 17) + ll + a.big.get((w, btw), 0)
         assert (int(a.n[w, btw]), int(a.total[w, btw]), got) == (n, total, sumsq)
+
+
+class Failing(arrival.Beside):
+    def add(self, *cols: np.ndarray) -> None:
+        raise ValueError("the first thread's batch")
+
+
+class Slow(arrival.Beside):
+    def add(self, *cols: np.ndarray) -> None:
+        time.sleep(0.2)  # still at work when the first thread's close raises
+
+
+def test_a_thread_that_raises_leaves_no_other_thread_unjoined():
+    threads = [Failing("failing"), Slow("slow")]
+    for b in threads:
+        b.todo.put([np.zeros(1)])
+    with pytest.raises(ValueError, match="first thread"):
+        arrival.close(threads)
+    assert not any(b.thread.is_alive() for b in threads)
