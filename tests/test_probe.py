@@ -200,17 +200,27 @@ THROTTLE_TOLERANCE = 0.03
 
 def test_a_throttled_device_probes_at_its_cap(throttled, tmp_path):
     dev, group = throttled
-    out = tmp_path / "p"
-    # the probe, and the fio it starts, run under the throttle; at nice -10, as the headroom sweeps:
-    # QD1 at 3,000/s leaves each read 333 us, and a busy machine's other work must not take them
-    res_proc = iofp_in(group, "probe", dev, "--cells", "sweep", "--qd", "1,16,64", "--runtime", "2s",
-                       "--reads-only", "-o", out, nice=MEASURE_NICE, timeout=120)  # fmt: skip
-    assert res_proc.returncode == 0, res_proc.stderr
-    _, res = pr.load(out)
+    # A cell whose own evidence says the host's CPU limited it measures the host, not the cap: beside
+    # a fresh-clone CI and two CPU hogs (pressure 64%, 0% idle, the device idle 96%) QD1 kept 2,541 of
+    # 3,000 IOPS (p99.9 97 ms: blk-throttle's dispatch and fio both wait for a CPU). So the probe is
+    # run again, up to 3 times, for a run with CPU to spare in every cell; the cap is a ceiling in all.
+    for attempt in range(3):
+        out = tmp_path / f"p{attempt}"
+        # the probe, and the fio it starts, run under the throttle; at nice -10, as the headroom sweeps:
+        # QD1 at 3,000/s leaves each read 333 us, and a busy machine's other work must not take them
+        res_proc = iofp_in(group, "probe", dev, "--cells", "sweep", "--qd", "1,16,64", "--runtime", "2s",
+                           "--reads-only", "-o", out, nice=MEASURE_NICE, timeout=120)  # fmt: skip
+        assert res_proc.returncode == 0, res_proc.stderr
+        _, res = pr.load(out)
+        limits = {p.iodepth: limit(res.run(p.run).host) for p in res.sweep.points}
+        busy = {qd: lim.why for qd, lim in limits.items() if lim.who == "host"}
+        if not busy:
+            break
     for p in res.sweep.points:
-        assert abs(p.iops / THROTTLE_IOPS - 1) <= THROTTLE_TOLERANCE, p
-    # IOPS flat from QD1 while the throttle queues the rest: the knee is QD1
-    assert res.sweep.knee is not None and (res.sweep.knee.iodepth, res.sweep.knee.next_iodepth) == (1, 16)
+        assert p.iops / THROTTLE_IOPS - 1 <= THROTTLE_TOLERANCE, p  # however busy the host
+        assert p.iodepth in busy or abs(p.iops / THROTTLE_IOPS - 1) <= THROTTLE_TOLERANCE, (p, busy)
+    if not busy:  # IOPS flat from QD1 while the throttle queues the rest: the knee is QD1
+        assert res.sweep.knee is not None and (res.sweep.knee.iodepth, res.sweep.knee.next_iodepth) == (1, 16)
 
 
 def test_the_ram_loop_commits_far_faster_than_the_disk_loop(tmp_path):
