@@ -19,12 +19,13 @@ from typing import Any
 import numpy as np
 
 from fingerprint.frame import Frame
+from fingerprint.scope import DATA_LATENCY_OPS
 from iofp.contract import OPS
 from iofp.sqlfiles import load_sql
 
 MEASURES = ("lat", "size", "inflight")  # fp_values' m: 0, 1, 2
 RANKS = {"p50": (1, 2), "p99": (99, 100), "p99_9": (999, 1000)}  # q as num / den
-DATA = (OPS.index("read") + 1, OPS.index("write") + 1)  # 'all' latency: reads and writes (scope.py)
+DATA = tuple(OPS.index(op) + 1 for op in DATA_LATENCY_OPS)  # 'all' latency: reads and writes
 
 SQL = "fingerprint.sql"
 
@@ -52,9 +53,9 @@ def measure(con: Any, f: Frame) -> dict[tuple[str, str, str], dict[str, Any]]:
             if mi:
                 groups = {"all": sel}
             else:
-                os = o[lo:hi]
-                groups = {"all": sel & np.isin(os, DATA)}
-                groups |= {op: sel & (os == i + 1) for i, op in enumerate(OPS)}
+                codes_op = o[lo:hi]
+                groups = {"all": sel & np.isin(codes_op, DATA)}
+                groups |= {op: sel & (codes_op == i + 1) for i, op in enumerate(OPS)}
             for op, mask in groups.items():
                 got = _ranks(vs[mask], ns[mask])
                 if got is not None:

@@ -1,7 +1,7 @@
 -- Exact value counts of the latency, the one grouped pass every latency percentile, vscsiStats
 -- latency histogram and 10%-wide latency bucket is read from (fingerprint/quantiles.py,
--- scope_hists.sql, lat_buckets.sql): per regime class (rg: its window's, from $classes, one per window of $window_ns from $t0), --between flag (btw), op and
--- latency, the requests with that latency. Latencies repeat, so the counts are fewer than the rows,
+-- scope_hists.sql, lat_buckets.sql): per regime class (rg: its window's, from $classes, one per
+-- window of $window_ns from $t0), --between flag (btw), op and latency, the requests with that latency. Latencies repeat, so the counts are fewer than the rows,
 -- and a hash aggregate spills to disk where a quantile's buffer of every value would have to fit in
 -- memory. Sizes and depths are added by size_values.sql (m is the measure: 0 latency, 1 size,
 -- 2 in-flight). The op is grouped as its place in $ops (a byte, not a string: 0.8 s where the string
