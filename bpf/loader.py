@@ -212,6 +212,14 @@ def _map_array(map_fd: int, n: int, value_size: int) -> tuple[mmap.mmap, np.ndar
     return m, np.frombuffer(m, np.uint8, n * elem)
 
 
+DEVSET_BITS = 8  # IOFP_DEVSET_BITS (capture.bpf.c)
+
+
+def devset_slot(dev: int) -> int:
+    """A device number's slot in sync_devset, as dev_captured computes it (a 32-bit Fibonacci hash)."""
+    return ((dev * 2654435761) & 0xFFFFFFFF) >> (32 - DEVSET_BITS)
+
+
 def _kernel_at_least(major: int, minor: int) -> bool:
     try:
         have = tuple(int(x) for x in os.uname().release.split("-")[0].split(".")[:2])
@@ -550,9 +558,12 @@ class KernelCapture:
                 devs[devs.Key(d)] = devs.Leaf(1)
             if opts.syscalls:
                 # a filesystem's device may be a partition or a dm/md device on top of the disk
-                sync_devs = self.bpf["sync_devs"]
+                sync_devs, devset = self.bpf["sync_devs"], self.bpf["sync_devset"]
                 for d in opts.sync_devs or opts.devs:
                     sync_devs[sync_devs.Key(d)] = sync_devs.Leaf(1)
+                    i = devset_slot(d)  # the first device to a slot keeps it; the others stay in the hash
+                    if devset[devset.Key(i)].value == 0:
+                        devset[devset.Key(i)] = devset.Leaf(d)
         # two buffers go round between poller and writer
         self._io = _Sink(IO_DTYPE, opts.sink_bytes, prefault=2)
         # sized as the I/O sink (its pages touched only as records arrive): the data calls, one per
