@@ -583,6 +583,7 @@ class KernelCapture:
         mapped = _map_array(slots.map_fd, len(slots), ctypes.sizeof(slots.Leaf))
         self._slots_map, self._slots_view = mapped if mapped is not None else (None, None)
         self._cpus = online_cpus()
+        self._ncpus: int | None = None  # possible CPUs: a per-CPU map's values per key
         self._attached: list[str] = []
         self._flush_ok = True
         self._early: tuple[int, dict[int, np.ndarray]] = (0, {})  # entries read, and their times per device
@@ -771,11 +772,16 @@ class KernelCapture:
     # ---- accounting -----------------------------------------------------------------------
 
     def counters(self) -> dict[str, int]:
+        """The program's counters, summed over the CPUs: one batch look-up of the per-CPU array (each
+        value 8 bytes a possible CPU), where bcc's look-up per counter took 17 syscalls a second."""
         table = self.bpf["counters"]
-        out = {}
-        for i, name in enumerate(COUNTERS):
-            out[name] = int(sum(table.getvalue(table.Key(i))))
-        return out
+        if self._ncpus is None:
+            self._ncpus = len(table.getvalue(table.Key(0)))
+        raw = _read_array(table.map_fd, len(COUNTERS), 8 * self._ncpus)
+        if raw is not None and len(raw) == 8 * self._ncpus * len(COUNTERS):
+            sums = raw.view("<u8").reshape(len(COUNTERS), self._ncpus).sum(axis=1)
+            return {name: int(v) for name, v in zip(COUNTERS, sums, strict=True)}
+        return {name: int(sum(table.getvalue(table.Key(i)))) for i, name in enumerate(COUNTERS)}
 
     def early_completions(self) -> dict[int, np.ndarray]:
         """When the requests issued before the capture completed (monotonic ns, sorted), per device."""
