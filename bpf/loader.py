@@ -72,6 +72,7 @@ _SYS_BPF = 321  # x86_64
 _BPF_PROG_TEST_RUN = 10
 _BPF_MAP_LOOKUP_BATCH = 24
 _BPF_OBJ_GET_INFO_BY_FD = 15
+_MAP_INFO_LEN = 24  # struct bpf_map_info up to max_entries (the kernel fills what fits)
 _BPF_F_TEST_RUN_ON_CPU = 1
 
 
@@ -210,6 +211,94 @@ def _map_array(map_fd: int, n: int, value_size: int) -> tuple[mmap.mmap, np.ndar
     except OSError:
         return None
     return m, np.frombuffer(m, np.uint8, n * elem)
+
+
+class _RingReader:
+    """The kernel's ring buffer (BPF_MAP_TYPE_RINGBUF) read in place, as libbpf's ring_buffer__consume
+    reads it (tools/lib/bpf/ringbuf.c), without its per-record callback into Python through ctypes
+    (bcc's open_ring_buffer): the consumer position's page mapped read-write, the producer's page and
+    the data (mapped twice in a row by the kernel, so that a record across the end is contiguous)
+    read-only. Each record: an 8-byte header (its length, and the busy and discard bits), then the
+    record, the whole rounded up to 8 bytes.
+
+    The positions are read, and the consumer's written, as one aligned 8-byte access each (a u64
+    memoryview): the kernel's reserve reads consumer_pos without a lock at any moment, and a value
+    seen half-written is believed. struct.pack_into zeroed its target before writing the value
+    (CPython's s_pack_internal): a reserve that read that 0 once the ring had taken more than its size
+    found it full and dropped its batch (lost_io_ringbuf 64-640 in `iofp capture` at full rate beside
+    two CPU hogs, which preempt the poller between the two writes: 3 of 4 runs; the ring was never
+    more than a third full). On x86-64 such a load has acquire and such a store release semantics,
+    which the protocol needs (libbpf's smp_load_acquire, smp_store_release); elsewhere bcc's reader is
+    used (_ring_reader)."""
+
+    BUSY, DISCARD = 1 << 31, 1 << 30
+
+    def __init__(self, map_fd: int, size: int) -> None:
+        page = mmap.PAGESIZE
+        self.mask = size - 1
+        self.cons = mmap.mmap(map_fd, page, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+        try:
+            self.data = mmap.mmap(map_fd, page + 2 * size, mmap.MAP_SHARED, mmap.PROT_READ, offset=page)
+        except BaseException:
+            self.cons.close()
+            raise
+        self._cons_pos = memoryview(self.cons).cast("Q")  # [0]: consumer_pos
+        whole = memoryview(self.data)
+        self._prod_pos = whole[:8].cast("Q")  # [0]: producer_pos
+        whole.release()
+        self._view = np.frombuffer(self.data, np.uint8)  # its address, for memmove
+        self.base = self._view.ctypes.data + page  # the data's first byte
+
+    def held(self) -> int:
+        """Bytes written and not yet consumed (records still being written included)."""
+        return self._prod_pos[0] - self._cons_pos[0]
+
+    def consume(self, take: Any) -> None:
+        """take(address, length) for each record written whole, in order, until it returns True (the
+        record is taken, the rest stays) or the ring is empty; the consumer position is advanced
+        past each record once it is taken."""
+        page, mask, base, data = mmap.PAGESIZE, self.mask, self.base, self.data
+        cons_pos, prod_pos = self._cons_pos, self._prod_pos
+        cons = cons_pos[0]
+        while True:
+            prod = prod_pos[0]
+            if cons >= prod:
+                return
+            while cons < prod:
+                off = cons & mask
+                hdr = struct.unpack_from("<I", data, page + off)[0]
+                if hdr & self.BUSY:
+                    return  # being written: it and what follows wait for the next consume
+                n = hdr & ~(self.BUSY | self.DISCARD)
+                cons += (n + 8 + 7) & ~7
+                stop = not hdr & self.DISCARD and take(base + off + 8, n)
+                cons_pos[0] = cons  # one store, after the record is read (see the class)
+                if stop:
+                    return
+
+    def close(self) -> None:
+        # the views first: a mapping that a view still points into cannot be closed (BufferError)
+        self._view = None  # type: ignore[assignment]
+        self._cons_pos.release()
+        self._prod_pos.release()
+        self.data.close()
+        self.cons.close()
+
+
+def _ring_reader(map_fd: int) -> _RingReader | None:
+    """The ring read in place where that is safe (x86-64: see _RingReader); None elsewhere, or where
+    it cannot be mapped (bcc's reader then)."""
+    if os.uname().machine != "x86_64":
+        return None
+    info = ctypes.create_string_buffer(_MAP_INFO_LEN)
+    attr = _InfoAttr(bpf_fd=map_fd, info_len=_MAP_INFO_LEN, info=ctypes.addressof(info))
+    if _bpf(_BPF_OBJ_GET_INFO_BY_FD, attr) != 0:
+        return None
+    size = struct.unpack_from("<I", info.raw, 16)[0]  # bpf_map_info.max_entries: the ring's bytes
+    try:
+        return _RingReader(map_fd, size)
+    except (OSError, ValueError):
+        return None
 
 
 DEVSET_BITS = 8  # IOFP_DEVSET_BITS (capture.bpf.c)
@@ -575,7 +664,10 @@ class KernelCapture:
         self._io_bytes, self._tallied = 0, 0  # bytes of I/O in the records received; records counted
         self._bounded = True  # consume() stops at hand_over_bytes (not once the probes are detached)
         self.more = False  # consume() stopped there: the ring holds more
-        self.bpf["events"].open_ring_buffer(self._on_batch)
+        # the ring read in place (_RingReader); through bcc's callback per record where it is not
+        self._ring = _ring_reader(self.bpf["events"].map_fd)
+        if self._ring is None:
+            self.bpf["events"].open_ring_buffer(self._on_batch)
         self._flush_fn = self.bpf.load_func(b"iofp_flush", BPF.RAW_TRACEPOINT)
         # the in-flight table, mapped read-only where it was made mappable (cflags): read every second
         slots = self.bpf["slots"]
@@ -649,6 +741,9 @@ class KernelCapture:
         if self._slots_map is not None:
             self._slots_map.close()
             self._slots_map = None
+        if self._ring is not None:
+            self._ring.close()
+            self._ring = None
         self.bpf.cleanup()
 
     def _start_witness(self) -> None:
@@ -682,6 +777,24 @@ class KernelCapture:
     def pending_bytes(self) -> int:
         return self._io.used + self._sync.used
 
+    def ring_bytes(self) -> int | None:
+        """Bytes the kernel's ring buffer holds that have not been consumed (records being written
+        included); None where it is not mapped."""
+        return self._ring.held() if self._ring is not None else None
+
+    def _take(self, data: int, size: int) -> bool:
+        return self._on_batch(None, data, size) != 0
+
+    def can_wait(self) -> bool:
+        """Whether a polling tick may leave the ring as it is (no flush, no drain, no witness poll)
+        until the next hand-over: the ring holds under an eighth of its size, and the witness, if
+        any, records only the VM agent's few completions (with --witness all its 1 MiB per CPU would
+        not hold a second of a loaded device's)."""
+        if self.witness is not None and self.opts.witness == "all":
+            return False
+        held = self.ring_bytes()
+        return held is not None and held < self.opts.ringbuf_bytes // 8
+
     def consume(self) -> bool:
         """Take what the ring holds (the kernel sends without wakeups; see IOFP_RB_FLAGS), up to
         hand_over_bytes held (True: it stopped there, and the ring holds more; hand over), then
@@ -689,7 +802,10 @@ class KernelCapture:
         then (a missed one, before the program found it out and sent the request; one that
         completed before a row was issued, before that row's own completion)."""
         self.more = False
-        self.bpf.ring_buffer_consume()
+        if self._ring is not None:
+            self._ring.consume(self._take)
+        else:
+            self.bpf.ring_buffer_consume()
         if self.witness is not None:
             self.witness.poll()
         self._check_unseen()
@@ -857,16 +973,29 @@ class KernelCapture:
         them. A request issued after `snap` is in neither, so when the witness recorded a completion
         after `snap`, the rows that completed after it wait for the next hand-over."""
         snap = time.monotonic_ns()
-        tracked = self._tracked() if self.witness is not None else None
+        tracked = None
+        if self.witness is not None:
+            # The table (2^16 slots) is read only when there is a witness event to look for in it:
+            # the agent's few completions leave most intervals without one (~1 ms of CPU a second)
+            self.witness.poll()
+            if len(self._pending) or self.witness.recorded > self._witness_checked:
+                tracked = self._tracked()
         self.flush(force=True)
         self.consume()
         io, sync = self.take()
         fixes = self.unseen_fixes[-4096:]
-        if tracked is None or self.witness is None:
+        if self.witness is None:
             return io, sync, fixes
         new = self.witness.since(self._witness_checked)
         self._witness_checked = self.witness.recorded
         events = np.concatenate([self._pending, new])
+        if not len(events):
+            return io, sync, fixes
+        if tracked is None:
+            # recorded between the poll above and the drain's: looked for at the next hand-over, with
+            # the rows that completed after `snap`, as a late event's are
+            self._pending = events
+            return self._keep_for_later(io, snap), sync, fixes
         pending = undetected(events, tracked)
         late = events["ts"] > snap
         self._pending = events[np.isin(events["ts"], [ts for _, ts, _ in pending]) | late]
