@@ -28,10 +28,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from fingerprint import device_order, footprint
+from fingerprint import device_order, footprint, pass_counts
 from fingerprint.frame import Frame
 from fingerprint.scope import BINS
 from iofp import duck
+from iofp.contract import OPS
 from iofp.sqlfiles import load_sql
 
 SQL = "fingerprint.sql"
@@ -61,21 +62,6 @@ class Arrival:
         self.hist = np.zeros((*shape, len(LIMITS) + 2), np.int64)  # the last column: no gap
         self.last: tuple[int, int] | None = None  # the previous record's time and end
 
-    def runs(self, ts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The rows' runs of one (window, --between flag): their first rows, windows and flags."""
-        f, n = self.f, len(ts)
-        w0, w1 = (int(ts[0]) - f.t0) // f.window_ns, (int(ts[-1]) - f.t0) // f.window_ns
-        cuts = [np.zeros(1, np.int64), np.searchsorted(ts, f.t0 + np.arange(w0 + 1, w1 + 1) * f.window_ns)]
-        if f.lo is not None and f.hi is not None:
-            cuts.append(np.array([np.searchsorted(ts, f.lo), np.searchsorted(ts, f.hi, side="right")]))
-        starts = np.unique(np.concatenate(cuts))
-        starts = starts[starts < n]
-        first = ts[starts]
-        btw = np.zeros(len(starts), np.intp)
-        if f.lo is not None and f.hi is not None:
-            btw[(first >= f.lo) & (first <= f.hi)] = 1
-        return starts, (first - f.t0) // f.window_ns, btw
-
     def add(self, ts: np.ndarray, off: np.ndarray, size: np.ndarray) -> None:
         """Count one batch of every selected row in arrival order."""
         n = len(ts)
@@ -90,7 +76,7 @@ class Arrival:
         self.last = int(ts[-1]), int(end[-1])
         gap = ts - prev_ts
         seq = has & (size > 0) & (off == prev_end)
-        starts, w, btw = self.runs(ts)
+        starts, w, btw = pass_counts.runs(self.f, ts)
         at = (w, btw)
         np.add.at(self.rows, at, np.diff(starts, append=n))
         np.add.at(self.n, at, np.add.reduceat(has.astype(np.int64), starts))
@@ -182,16 +168,19 @@ def ordered(cols: list[np.ndarray]) -> list[np.ndarray]:
 
 def batches(reader: Any) -> Iterator[list[np.ndarray]]:
     """The stream's rows in the order (time, device, offset, size), a batch at a time, as columns
-    (ts, dev, offset, size, op code, pid, pid known). The last HOLD rows read are held back and merged
-    with the next batch; Unsorted when a row comes at or before the time of a row already given out."""
+    (ts, dev, offset, size, the devices' op code, pid, pid known, the op's code in OPS, latency or 0).
+    The last HOLD rows read are held back and merged with the next batch; Unsorted when a row comes at
+    or before the time of a row already given out."""
     held: list[np.ndarray] | None = None
     floor: int | None = None  # the last time given out
     for b in reader:
         if not b.num_rows:
             continue
-        pid = b.column("pid")
-        cols = [b.column(c).to_numpy() for c in ("ts_ns", "dev", "offset", "size", "opc")]
-        cols += [pid.fill_null(0).to_numpy(), pid.is_valid().to_numpy(zero_copy_only=False)]
+        pid, o = b.column("pid"), b.column("o").to_numpy()
+        cols = [b.column(c).to_numpy() for c in ("ts_ns", "dev", "offset", "size")]
+        known = pid.is_valid().to_numpy(zero_copy_only=False)
+        cols += [pass_counts.DEVICE_OP[o], pid.fill_null(0).to_numpy(), known]
+        cols += [o, b.column("lat_ns").fill_null(0).to_numpy()]
         if floor is not None and int(cols[0].min()) <= floor:
             raise Unsorted
         if held is not None:
@@ -251,7 +240,7 @@ class Devices(Beside):
         super().__init__("device-order")
 
     def add(self, ts: np.ndarray, dev: np.ndarray, off: np.ndarray, size: np.ndarray, opc: np.ndarray,
-            pid: np.ndarray, known: np.ndarray) -> None:  # fmt: skip
+            pid: np.ndarray, known: np.ndarray, *_: np.ndarray) -> None:  # fmt: skip
         every = bool(known.all())
         for d in range(1, len(self.f.devices) + 1):
             sel = np.flatnonzero((dev == d) & (size > 0))
@@ -275,14 +264,28 @@ class Footprint(Beside):
         self.blocks.add(off, size)
 
 
+class Counts(Beside):
+    """Each process's requests and the latency buckets per window (pass_counts.Counts), counted beside
+    the arrival order."""
+
+    def __init__(self, counts: pass_counts.Counts) -> None:
+        self.counts = counts
+        super().__init__("counts")
+
+    def add(self, ts: np.ndarray, dev: np.ndarray, off: np.ndarray, size: np.ndarray, opc: np.ndarray,
+            pid: np.ndarray, known: np.ndarray, o: np.ndarray, lat: np.ndarray) -> None:  # fmt: skip
+        self.counts.add(ts, pid, known, size, o, lat)
+
+
 def one_pass(
-    con: Any, f: Frame, blocks: footprint.Blocks | None = None
+    con: Any, f: Frame, blocks: footprint.Blocks | None = None, counts: pass_counts.Counts | None = None
 ) -> tuple[Arrival, device_order.Order]:
     """The arrival order's and the devices' counts from the rows as the files hold them (and the
-    footprint's into `blocks`)."""
+    footprint's into `blocks`, the processes' and latency buckets' into `counts`)."""
     arrival, devices = Arrival(f), Devices(f)
     beside: list[Beside] = [devices] + ([Footprint(blocks)] if blocks is not None else [])
-    params = {"devices": f.devices, "device": f.options.device}
+    beside += [Counts(counts)] if counts is not None else []
+    params = {"devices": f.devices, "device": f.options.device, "ops": list(OPS)}
     reader = con.sql(load_sql(SQL, "io_stream"), params=params).to_arrow_reader(device_order.BATCH)
     try:
         for cols in batches(reader):
@@ -314,15 +317,19 @@ def measure(
 ) -> tuple[dict[str, Any], dict[str, Any], dict[tuple[str, int], Any]]:
     """The arrival order by scope, each device's issue order by scope, and each process's own order by
     (scope, pid): from one pass when the rows come in time order, else from the queries that sort.
-    The pass counts the footprint into `blocks` too (let go where the rows are out of order)."""
+    The pass counts the footprint into `blocks` too (let go where the rows are out of order), and
+    makes the tables of the processes' counts and the latency buckets (pass_counts.py)."""
+    counts = pass_counts.Counts(f)
     try:
-        arrival, order = one_pass(con, f, blocks)
+        arrival, order = one_pass(con, f, blocks, counts)
     except Unsorted:
         if blocks is not None:
             blocks.drop()
+        pass_counts.fallback(con, f)
         rows = duck.query(con, SQL, "arrival_order", {"limits": BINS["interarrival_us"]})
         device, process = device_order.measure(con, f)
         return {r.pop("scope"): r for r in rows}, device, process
+    counts.tables(con)
     scope_map = f.scope_map()
     device, process = order.scopes(scope_map)
     return arrival.scopes(scope_map), device, process

@@ -158,8 +158,6 @@ def _summaries(con: Any, f: Frame) -> dict[str, Any]:
     classed = {**rows, "classes": f.classes.tolist()}
     _do(con, "value_counts", {**classed, "ops": list(OPS)})
     _do(con, "size_values", {"steps": f.steps})
-    _do(con, "process_counts", rows)
-    _do(con, "latency_buckets", rows)
     limits = {"size_limits": BINS["io_length_bytes"], "inflight_limits": BINS["outstanding_ios"],
               "lat_limits": BINS["latency_us"]}  # fmt: skip
     stats = _by_scope(duck.query(con, SQL, "scope_stats", {"steps": f.steps}))

@@ -20,7 +20,7 @@ from test_fingerprint_reference import differences, figures, synthetic
 
 from fingerprint import arrival, device_order
 from fingerprint.api import fingerprint_trace
-from iofp.contract import open_trace
+from iofp.contract import OPS, open_trace
 from iofp.sqlfiles import load_sql
 
 SAMPLES = REPO / "samples"
@@ -31,7 +31,7 @@ def stream(trace: Path, batch: int) -> tuple[duckdb.DuckDBPyConnection, dict, ob
     con = duckdb.connect()
     con.read_parquet([str(p) for p in open_trace(trace).files["io"]]).create_view("io")
     devices = [r[0] for r in con.sql("SELECT DISTINCT device::VARCHAR FROM io ORDER BY 1").fetchall()]
-    params = {"devices": devices, "device": None}
+    params = {"devices": devices, "device": None, "ops": list(OPS)}
     reader = con.sql(load_sql("fingerprint.sql", "io_stream"), params=params).to_arrow_reader(batch)
     return con, params, reader
 

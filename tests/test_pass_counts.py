@@ -1,0 +1,91 @@
+"""fingerprint/pass_counts.py against the queries it stands for: the tables of each process's counts and
+of the latency buckets per (window, --between flag), counted in numpy batch by batch, are the rows
+process_counts.sql and latency_buckets.sql make from the same rows (null, zero and negative
+latencies, rows without a pid, pids too far apart for an array, every op and none, command names);
+the bucket of a latency whose 50 ln(lat) lies near a half is DuckDB's. The fingerprints themselves
+are held by tests/test_fingerprint_reference.py."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from fingerprint import pass_counts
+from iofp.contract import OPS
+
+N = 20_000
+
+
+def rows(rng: np.random.Generator) -> pa.Table:
+    ts = np.sort(rng.integers(0, 10_000_000, N)).astype(np.int64)  # ties among them
+    lat = rng.lognormal(11.5, 2.0, N).astype(np.int64)
+    lat[rng.random(N) < 0.01] = 0
+    lat[rng.random(N) < 0.01] = -5
+    near = rng.random(N) < 0.02  # latencies whose 50 ln(lat) is a half and a hair: ~e^((k + 0.5) / 50)
+    lat[near] = np.round(np.exp((rng.integers(300, 800, near.sum()) + 0.5) / 50)).astype(np.int64)
+    pid = rng.choice(np.array([7, 8, 9, 4_000_000], np.int64), N)
+    op = rng.choice(np.array([*OPS, None], object), N, p=[0.4, 0.3, 0.1, 0.15, 0.05])
+    return pa.table({
+        "ts_ns": ts,
+        "lat_ns": pa.array(lat, mask=rng.random(N) < 0.02),
+        "device": rng.choice(np.array(["sda", "sdb"]), N),
+        "size": rng.choice(np.array([0, 4096, 65536], np.int32), N),
+        "op": pa.array(op, pa.string()),
+        "pid": pa.array(pid, pa.int32(), mask=rng.random(N) < 0.05),
+        "comm": pa.array(np.where(pid == 8, None, "c" + pid.astype(str)), pa.string()),
+    })  # fmt: skip
+
+
+def table(con: duckdb.DuckDBPyConnection, name: str) -> list[tuple]:
+    return sorted(con.execute(f"SELECT * FROM {name}").fetchall(), key=repr)
+
+
+@pytest.mark.parametrize("between", [None, (2_000_000, 5_500_000)])
+@pytest.mark.parametrize("near", [pass_counts.NEAR, 0.05])
+@pytest.mark.parametrize("device", [None, "sdb"])
+def test_the_pass_counts_are_the_queries_rows(between, near, device, monkeypatch):
+    monkeypatch.setattr(pass_counts, "NEAR", near)  # 0.05: a tenth of the latencies bucketed by DuckDB
+    io = rows(np.random.default_rng(5))
+    con = duckdb.connect()
+    con.register("io", io)
+    lo, hi = between or (None, None)
+    f = SimpleNamespace(t0=0, window_ns=1_000_000, lo=lo, hi=hi, options=SimpleNamespace(device=device))
+    pass_counts.fallback(con, f)  # type: ignore[arg-type]
+    want = {t: table(con, t) for t in ("fp_procs", "fp_lat_buckets")}
+    assert len(want["fp_procs"]) > 30 and len(want["fp_lat_buckets"]) > 1000
+    counts = pass_counts.Counts(f)  # type: ignore[arg-type]
+    sel = io if device is None else io.filter(pa.compute.equal(io["device"], device))
+    o = np.array([0 if v is None else OPS.index(v) + 1 for v in sel["op"].to_pylist()], np.uint8)
+    pid = sel["pid"]
+    for i in range(0, len(sel), 997):
+        s = slice(i, i + 997)
+        counts.add(sel["ts_ns"].to_numpy()[s], pid.fill_null(0).to_numpy()[s],
+                   pid.is_valid().to_numpy(zero_copy_only=False)[s], sel["size"].to_numpy()[s], o[s],
+                   sel["lat_ns"].fill_null(0).to_numpy()[s])  # fmt: skip
+    assert sum(len(p["lat"]) for p in counts.near) > (100 if near > 0.01 else -1)
+    counts.tables(con)
+    assert {t: table(con, t) for t in want} == want
+
+
+def test_a_latency_near_a_half_is_bucketed_as_duckdb_rounds_it():
+    """The 50 integers below 10^7 whose 50 ln(lat) lies closest to a half: their buckets are DuckDB's."""
+    lat = np.arange(1, 10_000_000, dtype=np.int64)
+    y = np.log(lat.astype(np.float64)) * 50
+    closest = lat[np.argsort(np.abs(y - np.floor(y) - 0.5))[:50]]
+    con = duckdb.connect()
+    want = [r[0] for r in con.execute("SELECT round(ln(v) * 50)::INTEGER FROM unnest($v) t(v)",
+                                      {"v": closest.tolist()}).fetchall()]  # fmt: skip
+    f = SimpleNamespace(t0=0, window_ns=1 << 40, lo=None, hi=None, options=SimpleNamespace(device=None))
+    counts = pass_counts.Counts(f)  # type: ignore[arg-type]
+    n = len(closest)
+    counts.add(np.arange(n, dtype=np.int64), np.zeros(n, np.int64), np.zeros(n, bool), np.zeros(n, np.int32),
+               np.ones(n, np.uint8), closest)  # fmt: skip
+    con.register("io", pa.table({"pid": pa.array([], pa.int32()), "comm": pa.array([], pa.string()),
+                                 "device": pa.array([], pa.string())}))  # fmt: skip
+    counts.tables(con)
+    got = dict(con.execute("SELECT lb, n FROM fp_lat_buckets").fetchall())
+    assert got == {lb: want.count(lb) for lb in want}
