@@ -168,7 +168,8 @@ def ordered(cols: list[np.ndarray]) -> list[np.ndarray]:
 
 def batches(reader: Any) -> Iterator[list[np.ndarray]]:
     """The stream's rows in the order (time, device, offset, size), a batch at a time, as columns
-    (ts, dev, offset, size, the devices' op code, pid, pid known, the op's code in OPS, latency or 0).
+    (ts, dev, offset, size, the devices' op code, pid, pid known, the op's code in OPS, latency or 0,
+    latency known).
     The last HOLD rows read are held back and merged with the next batch; Unsorted when a row comes at
     or before the time of a row already given out."""
     held: list[np.ndarray] | None = None
@@ -180,7 +181,8 @@ def batches(reader: Any) -> Iterator[list[np.ndarray]]:
         cols = [b.column(c).to_numpy() for c in ("ts_ns", "dev", "offset", "size")]
         known = pid.is_valid().to_numpy(zero_copy_only=False)
         cols += [pass_counts.DEVICE_OP[o], pid.fill_null(0).to_numpy(), known]
-        cols += [o, b.column("lat_ns").fill_null(0).to_numpy()]
+        lat = b.column("lat_ns")
+        cols += [o, lat.fill_null(0).to_numpy(), lat.is_valid().to_numpy(zero_copy_only=False)]
         if floor is not None and int(cols[0].min()) <= floor:
             raise Unsorted
         if held is not None:
@@ -265,16 +267,17 @@ class Footprint(Beside):
 
 
 class Counts(Beside):
-    """Each process's requests and the latency buckets per window (pass_counts.Counts), counted beside
-    the arrival order."""
+    """Each process's requests and the latency buckets per window, and the latency value counts
+    (pass_counts.Counts), counted beside the arrival order."""
 
     def __init__(self, counts: pass_counts.Counts) -> None:
         self.counts = counts
         super().__init__("counts")
 
     def add(self, ts: np.ndarray, dev: np.ndarray, off: np.ndarray, size: np.ndarray, opc: np.ndarray,
-            pid: np.ndarray, known: np.ndarray, o: np.ndarray, lat: np.ndarray) -> None:  # fmt: skip
-        self.counts.add(ts, pid, known, size, o, lat)
+            pid: np.ndarray, known: np.ndarray, o: np.ndarray, lat: np.ndarray,
+            lat_known: np.ndarray) -> None:  # fmt: skip
+        self.counts.add(ts, pid, known, size, o, lat, lat_known)
 
 
 def one_pass(
@@ -318,7 +321,8 @@ def measure(
     """The arrival order by scope, each device's issue order by scope, and each process's own order by
     (scope, pid): from one pass when the rows come in time order, else from the queries that sort.
     The pass counts the footprint into `blocks` too (let go where the rows are out of order), and
-    makes the tables of the processes' counts and the latency buckets (pass_counts.py)."""
+    makes the tables of the processes' counts, the latency buckets and the latency value counts
+    (pass_counts.py)."""
     counts = pass_counts.Counts(f)
     try:
         arrival, order = one_pass(con, f, blocks, counts)

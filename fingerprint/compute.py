@@ -23,7 +23,7 @@ from fingerprint.frame import Frame, Options
 from fingerprint.scope import BINS, BURST_WIDTHS_NS, summarise
 from iofp import __version__, duck, regimes
 from iofp import fingerprint_doc as doc
-from iofp.contract import CALLS_SCHEMA, OPS, TraceMeta
+from iofp.contract import CALLS_SCHEMA, TraceMeta
 from iofp.errors import BadInput
 from iofp.sqlfiles import load_sql
 from iofp.windows import check_window_ns, default_steps_ns, parse_between
@@ -154,17 +154,14 @@ def _by_scope(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 def _summaries(con: Any, f: Frame) -> dict[str, Any]:
     """Every per-scope query, each run once for all scopes, keyed by scope."""
-    rows = {"t0": f.t0, "window_ns": f.window_ns, "lo": f.lo, "hi": f.hi, "device": f.options.device}
-    classed = {**rows, "classes": f.classes.tolist()}
-    _do(con, "value_counts", {**classed, "ops": list(OPS)})
-    _do(con, "size_values", {"steps": f.steps})
     limits = {"size_limits": BINS["io_length_bytes"], "inflight_limits": BINS["outstanding_ios"],
               "lat_limits": BINS["latency_us"]}  # fmt: skip
     stats = _by_scope(duck.query(con, SQL, "scope_stats", {"steps": f.steps}))
     for r in duck.query(con, SQL, "scope_devices", {"steps": f.steps}):
         stats[r["scope"]]["devices"] = r["devices"]
     blocks = footprint.Blocks()  # the whole trace's footprint, counted in the one pass
-    arrivals, device, process = arrival.measure(con, f, blocks)
+    arrivals, device, process = arrival.measure(con, f, blocks)  # and fp_values' latencies
+    _do(con, "size_values", {"steps": f.steps})
     parts: dict[str, Any] = {
         "stats": stats,
         "arrival": arrivals,

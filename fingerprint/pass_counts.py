@@ -1,9 +1,14 @@
 """Each process's requests and the request latencies' 2%-wide buckets per (window, --between flag),
-counted in numpy beside fingerprint/arrival.py's one pass over the rows: the tables
-process_counts.sql and latency_buckets.sql make (fp_procs, read by top_processes.sql;
-fp_lat_buckets, by noise_latency.sql), without two more hash aggregates over every row (1.7 and
-1.5 s of a 50 M-row fingerprint). Where the pass cannot run (rows out of time order), those queries
-make the tables instead.
+and the latencies' exact value counts per (regime class, --between flag, op), counted in numpy beside
+fingerprint/arrival.py's one pass over the rows: the tables process_counts.sql, latency_buckets.sql
+and value_counts.sql make (fp_procs, read by top_processes.sql; fp_lat_buckets, by
+noise_latency.sql; fp_values, by the percentiles and histograms), without three more hash aggregates
+over every row (1.7, 1.5 and 2.9 s of a 50 M-row fingerprint). Where the pass cannot run (rows out of
+time order), those queries make the tables instead.
+
+The value counts of latencies in [0, VALUE_LIMIT) are kept in an array indexed by (part, op, value),
+a count per ns (pages only where a part's latencies fall); value_counts.sql counts the rest, whose
+row groups alone the scan reads (a 4.2 ms limit: none of the 50 M-row bench's).
 
 The same rows by construction: a batch's rows are cut into runs of one (window, --between flag)
 (as the arrival counts are), each run's rows counted per process or per (op, bucket) with bincount,
@@ -29,11 +34,13 @@ from iofp.contract import OPS
 
 SQL = "fingerprint.sql"
 NEAR = 1e-9  # 50 ln(lat) this close to a half is bucketed by DuckDB (numpy's log: within ~1e-12)
+VALUE_LIMIT = 1 << 22  # latencies (ns) counted by value here; the others by value_counts.sql
 SUM_ROWS = 1 << 21  # sizes (|size| < 2^31) summed by bincount's float64 exactly: under 2^52 a call
 NO = len(OPS) + 1  # op codes: the op's place in OPS (1-based, as list_position), 0 none
 CODE = {op: OPS.index(op) + 1 for op in OPS}
 DATA = np.zeros(NO, bool)
 DATA[[CODE["read"], CODE["write"], CODE["discard"]]] = True  # what process_counts.sql counts as ios
+GROUPS = device_order.CODES * NO  # value-count groups: (regime class, --between flag, op)
 # the devices' op code (device_order.OPS: 1 read, 2 write, 0 other) of each op code
 DEVICE_OP = np.zeros(NO, np.uint8)
 DEVICE_OP[[CODE["read"], CODE["write"]]] = [1, 2]
@@ -73,14 +80,54 @@ class Counts:
         self.procs: list[dict[str, np.ndarray]] = []
         self.lat: list[dict[str, np.ndarray]] = []
         self.near: list[dict[str, np.ndarray]] = []  # rows whose bucket DuckDB computes
+        self.limit, self.rows = VALUE_LIMIT, 0
+        self.values = np.zeros(0, np.uint32)  # per (part, op) group, a count per latency below limit
+        self.seen = np.zeros(GROUPS, bool)  # the groups counted in
 
     def add(self, ts: np.ndarray, pid: np.ndarray, known: np.ndarray, size: np.ndarray, op: np.ndarray,
-            lat: np.ndarray) -> None:  # fmt: skip
+            lat: np.ndarray, lat_known: np.ndarray) -> None:  # fmt: skip
         """Count one batch of rows in time order: op codes (NO), latencies (0 where unknown)."""
         starts, w, btw = runs(self.f, ts)
         run = np.repeat(np.arange(len(starts), dtype=np.int64), np.diff(starts, append=len(ts)))
         self.processes(run, w, btw, pid, known, size, op)
         self.latencies(run, w, btw, op, lat)
+        self.value_counts(run, w, btw, op, lat, lat_known)
+
+    def value_counts(self, run: np.ndarray, w: np.ndarray, btw: np.ndarray, op: np.ndarray, lat: np.ndarray,
+                     known: np.ndarray) -> None:  # fmt: skip
+        """Count the latencies in [0, limit) by value, per (regime class, --between flag, op)."""
+        self.rows += len(lat)
+        if self.rows >= 1 << 32:  # a count could overflow: value_counts.sql counts every latency
+            self.limit, self.values = 0, np.zeros(0, np.uint32)
+        if not self.limit:
+            return
+        if not len(self.values):
+            self.values = np.zeros(GROUPS * self.limit, np.uint32)  # pages made where counted in
+        part = (self.f.classes[w].astype(np.int64) * 2 + btw) * NO  # each run's (class, flag)
+        group = part[run]
+        group += op
+        inside = (lat >= 0) & (lat < self.limit)
+        if not known.all():
+            inside &= known
+        key = group * self.limit
+        key += lat
+        if not inside.all():
+            key, group = key[inside], group[inside]
+        np.add.at(self.values, key, np.uint32(1))
+        self.seen |= np.bincount(group, minlength=GROUPS).astype(bool)
+
+    def value_table(self) -> pa.Table:
+        """The value counts below the limit, as fp_values' latency rows (op as its code)."""
+        parts: list[dict[str, np.ndarray]] = []
+        for g in np.flatnonzero(self.seen).tolist():
+            counts = self.values[g * self.limit : (g + 1) * self.limit]
+            v = np.flatnonzero(counts)
+            part, o = divmod(g, NO)
+            rg, btw = divmod(part, 2)
+            parts.append({"rg": np.full(len(v), rg, np.uint8), "btw": np.full(len(v), bool(btw)),
+                          "o": np.full(len(v), o, np.uint8), "v": v,
+                          "n": counts[v].astype(np.int64)})  # fmt: skip
+        return _table(parts, VALUE_COLUMNS)
 
     def processes(self, run: np.ndarray, w: np.ndarray, btw: np.ndarray, pid: np.ndarray, known: np.ndarray,
                   size: np.ndarray, op: np.ndarray) -> None:  # fmt: skip
@@ -143,16 +190,20 @@ class Counts:
                          "n": n[keys] if m > len(keys) else n})  # fmt: skip
 
     def tables(self, con: Any) -> None:
-        """Make fp_procs and fp_lat_buckets from the counts, as process_counts.sql and
-        latency_buckets.sql would from the rows."""
+        """Make fp_procs, fp_lat_buckets and fp_values' latency rows from the counts, as
+        process_counts.sql, latency_buckets.sql and value_counts.sql would from the rows."""
         con.register("fp_proc_parts", _table(self.procs, PROC_COLUMNS))
         con.register("fp_lat_parts", _table(self.lat, LAT_COLUMNS))
         con.register("fp_lat_near", _table(self.near, NEAR_COLUMNS))
+        con.register("fp_value_parts", self.value_table())
+        self.values = np.zeros(0, np.uint32)  # let go before the queries after
         try:
             duck.run(con, SQL, "pass_procs", {"device": self.f.options.device})
             duck.run(con, SQL, "pass_lat_buckets", {"ops": list(OPS)})
+            value_counts(con, self.f, self.limit)
+            duck.run(con, SQL, "pass_values", {"ops": list(OPS)})
         finally:
-            for name in ("fp_proc_parts", "fp_lat_parts", "fp_lat_near"):
+            for name in ("fp_proc_parts", "fp_lat_parts", "fp_lat_near", "fp_value_parts"):
                 con.unregister(name)
 
 
@@ -160,6 +211,7 @@ PROC_COLUMNS = {"w": pa.int64(), "btw": pa.bool_(), "pid": pa.int64(), "ios": pa
                 "reads": pa.int64(), "writes": pa.int64(), "flushes": pa.int64()}  # fmt: skip
 LAT_COLUMNS = {"w": pa.int64(), "btw": pa.bool_(), "o": pa.uint8(), "lb": pa.int64(), "n": pa.int64()}
 NEAR_COLUMNS = {"w": pa.int64(), "btw": pa.bool_(), "o": pa.uint8(), "lat": pa.int64()}
+VALUE_COLUMNS = {"rg": pa.uint8(), "btw": pa.bool_(), "o": pa.uint8(), "v": pa.int64(), "n": pa.int64()}
 
 
 def _table(parts: list[dict[str, np.ndarray]], columns: dict[str, pa.DataType]) -> pa.Table:
@@ -167,8 +219,16 @@ def _table(parts: list[dict[str, np.ndarray]], columns: dict[str, pa.DataType]) 
                      for c, t in columns.items()})  # fmt: skip
 
 
+def value_counts(con: Any, f: Frame, limit: int) -> None:
+    """fp_values' latency rows outside [0, limit) from the rows (value_counts.sql)."""
+    params = {"t0": f.t0, "window_ns": f.window_ns, "lo": f.lo, "hi": f.hi, "device": f.options.device}
+    params |= {"classes": f.classes.tolist(), "ops": list(OPS), "limit": limit}
+    duck.run(con, SQL, "value_counts", params)
+
+
 def fallback(con: Any, f: Frame) -> None:
     """The same tables from the rows by DuckDB (where the rows are out of time order)."""
     params = {"t0": f.t0, "window_ns": f.window_ns, "lo": f.lo, "hi": f.hi, "device": f.options.device}
     duck.run(con, SQL, "process_counts", params)
     duck.run(con, SQL, "latency_buckets", params)
+    value_counts(con, f, 0)

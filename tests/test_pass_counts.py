@@ -1,6 +1,7 @@
 """fingerprint/pass_counts.py against the queries it stands for: the tables of each process's counts and
-of the latency buckets per (window, --between flag), counted in numpy batch by batch, are the rows
-process_counts.sql and latency_buckets.sql make from the same rows (null, zero and negative
+of the latency buckets per (window, --between flag), and of the latency value counts per (regime
+class, --between flag, op), counted in numpy batch by batch, are the rows process_counts.sql,
+latency_buckets.sql and value_counts.sql make from the same rows (null, zero, negative and long
 latencies, rows without a pid, pids too far apart for an array, every op and none, command names);
 the bucket of a latency whose 50 ln(lat) lies near a half is DuckDB's. The fingerprints themselves
 are held by tests/test_fingerprint_reference.py."""
@@ -45,18 +46,23 @@ def table(con: duckdb.DuckDBPyConnection, name: str) -> list[tuple]:
 
 
 @pytest.mark.parametrize("between", [None, (2_000_000, 5_500_000)])
-@pytest.mark.parametrize("near", [pass_counts.NEAR, 0.05])
+@pytest.mark.parametrize(("near", "limit"), [(pass_counts.NEAR, pass_counts.VALUE_LIMIT), (0.05, 100_000)])
 @pytest.mark.parametrize("device", [None, "sdb"])
-def test_the_pass_counts_are_the_queries_rows(between, near, device, monkeypatch):
+def test_the_pass_counts_are_the_queries_rows(between, near, limit, device, monkeypatch):
     monkeypatch.setattr(pass_counts, "NEAR", near)  # 0.05: a tenth of the latencies bucketed by DuckDB
-    io = rows(np.random.default_rng(5))
+    monkeypatch.setattr(pass_counts, "VALUE_LIMIT", limit)  # 100 µs: most latencies counted by DuckDB
+    rng = np.random.default_rng(5)
+    io = rows(rng)
     con = duckdb.connect()
     con.register("io", io)
     lo, hi = between or (None, None)
-    f = SimpleNamespace(t0=0, window_ns=1_000_000, lo=lo, hi=hi, options=SimpleNamespace(device=device))
+    f = SimpleNamespace(t0=0, window_ns=1_000_000, lo=lo, hi=hi, options=SimpleNamespace(device=device),
+                        classes=rng.integers(0, 4, 10).astype(np.uint8))  # fmt: skip
     pass_counts.fallback(con, f)  # type: ignore[arg-type]
-    want = {t: table(con, t) for t in ("fp_procs", "fp_lat_buckets")}
-    assert len(want["fp_procs"]) > 30 and len(want["fp_lat_buckets"]) > 1000
+    want = {t: table(con, t) for t in ("fp_procs", "fp_lat_buckets", "fp_values")}
+    assert len(want["fp_procs"]) > 30 and len(want["fp_lat_buckets"]) > 1000 and len(want["fp_values"]) > 5000
+    big = io.filter(pa.compute.greater_equal(io["lat_ns"], limit)).num_rows
+    assert 50 < big < N / 2
     counts = pass_counts.Counts(f)  # type: ignore[arg-type]
     sel = io if device is None else io.filter(pa.compute.equal(io["device"], device))
     o = np.array([0 if v is None else OPS.index(v) + 1 for v in sel["op"].to_pylist()], np.uint8)
@@ -65,7 +71,8 @@ def test_the_pass_counts_are_the_queries_rows(between, near, device, monkeypatch
         s = slice(i, i + 997)
         counts.add(sel["ts_ns"].to_numpy()[s], pid.fill_null(0).to_numpy()[s],
                    pid.is_valid().to_numpy(zero_copy_only=False)[s], sel["size"].to_numpy()[s], o[s],
-                   sel["lat_ns"].fill_null(0).to_numpy()[s])  # fmt: skip
+                   sel["lat_ns"].fill_null(0).to_numpy()[s],
+                   sel["lat_ns"].is_valid().to_numpy(zero_copy_only=False)[s])  # fmt: skip
     assert sum(len(p["lat"]) for p in counts.near) > (100 if near > 0.01 else -1)
     counts.tables(con)
     assert {t: table(con, t) for t in want} == want
@@ -79,13 +86,15 @@ def test_a_latency_near_a_half_is_bucketed_as_duckdb_rounds_it():
     con = duckdb.connect()
     want = [r[0] for r in con.execute("SELECT round(ln(v) * 50)::INTEGER FROM unnest($v) t(v)",
                                       {"v": closest.tolist()}).fetchall()]  # fmt: skip
-    f = SimpleNamespace(t0=0, window_ns=1 << 40, lo=None, hi=None, options=SimpleNamespace(device=None))
+    f = SimpleNamespace(t0=0, window_ns=1 << 40, lo=None, hi=None, options=SimpleNamespace(device=None),
+                        classes=np.zeros(1, np.uint8))  # fmt: skip
     counts = pass_counts.Counts(f)  # type: ignore[arg-type]
     n = len(closest)
     counts.add(np.arange(n, dtype=np.int64), np.zeros(n, np.int64), np.zeros(n, bool), np.zeros(n, np.int32),
-               np.ones(n, np.uint8), closest)  # fmt: skip
-    con.register("io", pa.table({"pid": pa.array([], pa.int32()), "comm": pa.array([], pa.string()),
-                                 "device": pa.array([], pa.string())}))  # fmt: skip
+               np.ones(n, np.uint8), closest, np.ones(n, bool))  # fmt: skip
+    empty = {"pid": pa.int32(), "comm": pa.string(), "device": pa.string(), "ts_ns": pa.int64(),
+             "lat_ns": pa.int64(), "op": pa.string()}  # fmt: skip
+    con.register("io", pa.table({c: pa.array([], t) for c, t in empty.items()}))
     counts.tables(con)
     got = dict(con.execute("SELECT lb, n FROM fp_lat_buckets").fetchall())
     assert got == {lb: want.count(lb) for lb in want}
