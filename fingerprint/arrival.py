@@ -333,6 +333,8 @@ def measure(
         rows = duck.query(con, SQL, "arrival_order", {"limits": BINS["interarrival_us"]})
         device, process = device_order.measure(con, f)
         return {r.pop("scope"): r for r in rows}, device, process
+    if blocks is not None:
+        blocks.sweep_beside()  # the footprint's sweep on the other core while the queries go on
     counts.tables(con)
     scope_map = f.scope_map()
     device, process = order.scopes(scope_map)

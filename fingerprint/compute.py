@@ -172,7 +172,6 @@ def _summaries(con: Any, f: Frame) -> dict[str, Any]:
         "procs": {},
         "syncs": {},
         "burst": _burst(con, f),
-        "footprint": footprint.measure(con, f, blocks),
         "latency": latency.measure(con),
     }
     for r in duck.query(con, SQL, "scope_hists", limits):
@@ -185,6 +184,7 @@ def _summaries(con: Any, f: Frame) -> dict[str, Any]:
     parts["process_order"] = process
     syncs = duck.query(con, SQL, "process_syncs")
     parts["process_syncs"] = {(r["scope"], r["pid"]): r["calls"] for r in syncs}
+    parts["footprint"] = footprint.measure(con, f, blocks)  # last: its sweep ran beside the queries above
     return parts
 
 

@@ -82,6 +82,8 @@ def test_the_one_pass_counts_the_blocks_by_the_plain_rules(spread, chunk, monkey
             los.append(off[sized] // 4096)
             his.append((off[sized] + size[sized] - 1) // 4096)
         assert blocks.ok
+        if rng.random() < 0.5:
+            blocks.sweep_beside()  # the same sweep in a thread of its own
         assert blocks.result() == plain(np.concatenate(los), np.concatenate(his))
 
 
