@@ -169,9 +169,9 @@ def ordered(cols: list[np.ndarray]) -> list[np.ndarray]:
 def batches(reader: Any) -> Iterator[list[np.ndarray]]:
     """The stream's rows in the order (time, device, offset, size), a batch at a time, as columns
     (ts, dev, offset, size, the devices' op code, pid, pid known, the op's code in OPS, latency or 0,
-    latency known).
-    The last HOLD rows read are held back and merged with the next batch; Unsorted when a row comes at
-    or before the time of a row already given out."""
+    latency known). The last HOLD rows read are held back and merged with the next batch, or given out
+    as they are where the next batch begins after them (no copy of every column: rows in time order);
+    Unsorted when a row comes at or before the time of a row already given out."""
     held: list[np.ndarray] | None = None
     floor: int | None = None  # the last time given out
     for b in reader:
@@ -183,8 +183,13 @@ def batches(reader: Any) -> Iterator[list[np.ndarray]]:
         cols += [pass_counts.DEVICE_OP[o], pid.fill_null(0).to_numpy(), known]
         lat = b.column("lat_ns")
         cols += [o, lat.fill_null(0).to_numpy(), lat.is_valid().to_numpy(zero_copy_only=False)]
-        if floor is not None and int(cols[0].min()) <= floor:
+        first = int(cols[0].min())
+        if floor is not None and first <= floor:
             raise Unsorted
+        if held is not None and first > int(held[0][-1]):  # none of the batch goes among the held rows
+            floor = int(held[0][-1])
+            yield held
+            held = None
         if held is not None:
             cols = [np.concatenate([h, c]) for h, c in zip(held, cols, strict=True)]
         cols = ordered(cols)
