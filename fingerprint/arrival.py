@@ -169,9 +169,9 @@ def ordered(cols: list[np.ndarray]) -> list[np.ndarray]:
 def batches(reader: Any) -> Iterator[list[np.ndarray]]:
     """The stream's rows in the order (time, device, offset, size), a batch at a time, as columns
     (ts, dev, offset, size, the devices' op code, pid, pid known, the op's code in OPS, latency or 0,
-    latency known). The last HOLD rows read are held back and merged with the next batch, or given out
-    as they are where the next batch begins after them (no copy of every column: rows in time order);
-    Unsorted when a row comes at or before the time of a row already given out."""
+    latency known, flush point). The last HOLD rows read are held back and merged with the next batch,
+    or given out as they are where the next batch begins after them (no copy of every column: rows in
+    time order); Unsorted when a row comes at or before the time of a row already given out."""
     held: list[np.ndarray] | None = None
     floor: int | None = None  # the last time given out
     for b in reader:
@@ -183,6 +183,7 @@ def batches(reader: Any) -> Iterator[list[np.ndarray]]:
         cols += [pass_counts.DEVICE_OP[o], pid.fill_null(0).to_numpy(), known]
         lat = b.column("lat_ns")
         cols += [o, lat.fill_null(0).to_numpy(), lat.is_valid().to_numpy(zero_copy_only=False)]
+        cols += [b.column("point").to_numpy(zero_copy_only=False)]
         first = int(cols[0].min())
         if floor is not None and first <= floor:
             raise Unsorted
@@ -280,9 +281,9 @@ class Counts(Beside):
         super().__init__("counts")
 
     def add(self, ts: np.ndarray, dev: np.ndarray, off: np.ndarray, size: np.ndarray, opc: np.ndarray,
-            pid: np.ndarray, known: np.ndarray, o: np.ndarray, lat: np.ndarray,
-            lat_known: np.ndarray) -> None:  # fmt: skip
-        self.counts.add(ts, pid, known, size, o, lat, lat_known)
+            pid: np.ndarray, known: np.ndarray, o: np.ndarray, lat: np.ndarray, lat_known: np.ndarray,
+            point: np.ndarray) -> None:  # fmt: skip
+        self.counts.add(ts, pid, known, size, o, lat, lat_known, point)
 
 
 def one_pass(
@@ -322,12 +323,12 @@ def close(beside: list[Beside]) -> None:
 
 def measure(
     con: Any, f: Frame, blocks: footprint.Blocks | None = None
-) -> tuple[dict[str, Any], dict[str, Any], dict[tuple[str, int], Any]]:
-    """The arrival order by scope, each device's issue order by scope, and each process's own order by
-    (scope, pid): from one pass when the rows come in time order, else from the queries that sort.
-    The pass counts the footprint into `blocks` too (let go where the rows are out of order), and
-    makes the tables of the processes' counts, the latency buckets and the latency value counts
-    (pass_counts.py)."""
+) -> tuple[dict[str, Any], dict[str, Any], dict[tuple[str, int], Any], dict[str, Any]]:
+    """The arrival order by scope, each device's issue order by scope, each process's own order by
+    (scope, pid), and the flush gaps by scope: from one pass when the rows come in time order, else
+    from the queries that sort. The pass counts the footprint into `blocks` too (let go where the rows
+    are out of order), and makes the tables of the processes' counts, the latency buckets and the
+    latency value counts (pass_counts.py)."""
     counts = pass_counts.Counts(f)
     try:
         arrival, order = one_pass(con, f, blocks, counts)
@@ -337,10 +338,11 @@ def measure(
         pass_counts.fallback(con, f)
         rows = duck.query(con, SQL, "arrival_order", {"limits": BINS["interarrival_us"]})
         device, process = device_order.measure(con, f)
-        return {r.pop("scope"): r for r in rows}, device, process
+        gaps = duck.query(con, SQL, "flush_gaps")
+        return {r.pop("scope"): r for r in rows}, device, process, {r.pop("scope"): r for r in gaps}
     if blocks is not None:
         blocks.sweep_beside()  # the footprint's sweep on the other core while the queries go on
     counts.tables(con)
     scope_map = f.scope_map()
     device, process = order.scopes(scope_map)
-    return arrival.scopes(scope_map), device, process
+    return arrival.scopes(scope_map), device, process, counts.flush_gaps(scope_map)

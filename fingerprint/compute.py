@@ -160,13 +160,13 @@ def _summaries(con: Any, f: Frame) -> dict[str, Any]:
     for r in duck.query(con, SQL, "scope_devices", {"steps": f.steps}):
         stats[r["scope"]]["devices"] = r["devices"]
     blocks = footprint.Blocks()  # the whole trace's footprint, counted in the one pass
-    arrivals, device, process = arrival.measure(con, f, blocks)  # and fp_values' latencies
+    arrivals, device, process, gaps = arrival.measure(con, f, blocks)  # and fp_values' latencies
     _do(con, "size_values", {"steps": f.steps})
     parts: dict[str, Any] = {
         "stats": stats,
         "arrival": arrivals,
         "device": device,
-        "gaps": _by_scope(duck.query(con, SQL, "flush_gaps")),
+        "gaps": gaps,
         "hists": {},
         "quantiles": quantiles.measure(con, f),
         "procs": {},

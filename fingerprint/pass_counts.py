@@ -3,12 +3,16 @@ and the latencies' exact value counts per (regime class, --between flag, op), co
 fingerprint/arrival.py's one pass over the rows: the tables process_counts.sql, latency_buckets.sql
 and value_counts.sql make (fp_procs, read by top_processes.sql; fp_lat_buckets, by
 noise_latency.sql; fp_values, by the percentiles and histograms), without three more hash aggregates
-over every row (1.7, 1.5 and 2.9 s of a 50 M-row fingerprint). Where the pass cannot run (rows out of
-time order), those queries make the tables instead.
+over every row (1.7, 1.5 and 2.9 s of a 50 M-row fingerprint); and the gaps between successive flush
+points in each scope, whose percentiles flush_gaps.sql took from a window over them (0.7 s). Where
+the pass cannot run (rows out of time order), those queries make the tables instead.
 
 The value counts of latencies in [0, VALUE_LIMIT) are kept in an array indexed by (part, op, value),
 a count per ns (pages only where a part's latencies fall); value_counts.sql counts the rest, whose
-row groups alone the scan reads (a 4.2 ms limit: none of the 50 M-row bench's).
+row groups alone the scan reads (a 4.2 ms limit: none of the 50 M-row bench's). The flush points (a
+flush, preflush or FUA) are kept, time and part, as the pass meets them, in time order: a scope's
+gaps are the differences of its points' times, and their percentiles the nearest ranks
+quantile_disc takes, max(1, n - floor(n - q n)) (its arithmetic, in doubles).
 
 The same rows by construction: a batch's rows are cut into runs of one (window, --between flag)
 (as the arrival counts are), each run's rows counted per process or per (op, bucket) with bincount,
@@ -22,6 +26,7 @@ Parquet statistics answer without reading a row).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -83,15 +88,37 @@ class Counts:
         self.limit, self.rows = VALUE_LIMIT, 0
         self.values = np.zeros(0, np.uint32)  # per (part, op) group, a count per latency below limit
         self.seen = np.zeros(GROUPS, bool)  # the groups counted in
+        self.points: list[tuple[np.ndarray, np.ndarray]] = []  # flush points' times and parts
+        self.gaps: dict[str, dict[str, Any]] = {}  # flush_gaps.sql's rows by scope, once measured
 
     def add(self, ts: np.ndarray, pid: np.ndarray, known: np.ndarray, size: np.ndarray, op: np.ndarray,
-            lat: np.ndarray, lat_known: np.ndarray) -> None:  # fmt: skip
-        """Count one batch of rows in time order: op codes (NO), latencies (0 where unknown)."""
+            lat: np.ndarray, lat_known: np.ndarray, point: np.ndarray) -> None:  # fmt: skip
+        """Count one batch of rows in time order: op codes (NO), latencies (0 where unknown), flush
+        points."""
         starts, w, btw = runs(self.f, ts)
         run = np.repeat(np.arange(len(starts), dtype=np.int64), np.diff(starts, append=len(ts)))
         self.processes(run, w, btw, pid, known, size, op)
         self.latencies(run, w, btw, op, lat)
         self.value_counts(run, w, btw, op, lat, lat_known)
+        if len(rows := np.flatnonzero(point)):
+            part = (self.f.classes[w].astype(np.int64) * 2 + btw).astype(np.uint8)
+            self.points.append((ts[rows], part[run[rows]]))
+
+    def flush_gaps(self, scope_map: pa.Table) -> dict[str, dict[str, Any]]:
+        """flush_gaps.sql's figures by scope: the gaps between a scope's successive flush points, their
+        count and nearest-rank p50 and p99."""
+        ts = np.concatenate([t for t, _ in self.points]) if self.points else np.zeros(0, np.int64)
+        part = np.concatenate([p for _, p in self.points]) if self.points else np.zeros(0, np.uint8)
+        self.points = []
+        parts: dict[str, list[int]] = {}
+        for r in scope_map.to_pylist():
+            parts.setdefault(r["scope"], []).append(int(r["rg"]) * 2 + int(r["btw"]))
+        out = {}
+        for scope, codes in parts.items():
+            gaps = np.diff(ts[np.isin(part, codes)])
+            if n := len(gaps):
+                out[scope] = {"gaps": n, "p50_ns": _nearest(gaps, 0.5), "p99_ns": _nearest(gaps, 0.99)}
+        return out
 
     def value_counts(self, run: np.ndarray, w: np.ndarray, btw: np.ndarray, op: np.ndarray, lat: np.ndarray,
                      known: np.ndarray) -> None:  # fmt: skip
@@ -217,6 +244,13 @@ VALUE_COLUMNS = {"rg": pa.uint8(), "btw": pa.bool_(), "o": pa.uint8(), "v": pa.i
 def _table(parts: list[dict[str, np.ndarray]], columns: dict[str, pa.DataType]) -> pa.Table:
     return pa.table({c: pa.array(np.concatenate([p[c] for p in parts]) if parts else [], t)
                      for c, t in columns.items()})  # fmt: skip
+
+
+def _nearest(v: np.ndarray, q: float) -> int:
+    """quantile_disc(v, q): the value of rank max(1, n - floor(n - q n)), as DuckDB computes it."""
+    n = len(v)
+    k = max(1, n - math.floor(n - q * n)) - 1
+    return int(np.partition(v, k)[k])
 
 
 def value_counts(con: Any, f: Frame, limit: int) -> None:

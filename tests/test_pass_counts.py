@@ -3,8 +3,9 @@ of the latency buckets per (window, --between flag), and of the latency value co
 class, --between flag, op), counted in numpy batch by batch, are the rows process_counts.sql,
 latency_buckets.sql and value_counts.sql make from the same rows (null, zero, negative and long
 latencies, rows without a pid, pids too far apart for an array, every op and none, command names);
-the bucket of a latency whose 50 ln(lat) lies near a half is DuckDB's. The fingerprints themselves
-are held by tests/test_fingerprint_reference.py."""
+the bucket of a latency whose 50 ln(lat) lies near a half is DuckDB's; each scope's flush gaps and
+their percentiles are those of a window over the scope's flush points and quantile_disc. The
+fingerprints themselves are held by tests/test_fingerprint_reference.py."""
 
 from __future__ import annotations
 
@@ -72,7 +73,8 @@ def test_the_pass_counts_are_the_queries_rows(between, near, limit, device, monk
         counts.add(sel["ts_ns"].to_numpy()[s], pid.fill_null(0).to_numpy()[s],
                    pid.is_valid().to_numpy(zero_copy_only=False)[s], sel["size"].to_numpy()[s], o[s],
                    sel["lat_ns"].fill_null(0).to_numpy()[s],
-                   sel["lat_ns"].is_valid().to_numpy(zero_copy_only=False)[s])  # fmt: skip
+                   sel["lat_ns"].is_valid().to_numpy(zero_copy_only=False)[s],
+                   np.zeros(len(o[s]), bool))  # fmt: skip
     assert sum(len(p["lat"]) for p in counts.near) > (100 if near > 0.01 else -1)
     counts.tables(con)
     assert {t: table(con, t) for t in want} == want
@@ -91,10 +93,43 @@ def test_a_latency_near_a_half_is_bucketed_as_duckdb_rounds_it():
     counts = pass_counts.Counts(f)  # type: ignore[arg-type]
     n = len(closest)
     counts.add(np.arange(n, dtype=np.int64), np.zeros(n, np.int64), np.zeros(n, bool), np.zeros(n, np.int32),
-               np.ones(n, np.uint8), closest, np.ones(n, bool))  # fmt: skip
+               np.ones(n, np.uint8), closest, np.ones(n, bool), np.zeros(n, bool))  # fmt: skip
     empty = {"pid": pa.int32(), "comm": pa.string(), "device": pa.string(), "ts_ns": pa.int64(),
              "lat_ns": pa.int64(), "op": pa.string()}  # fmt: skip
     con.register("io", pa.table({c: pa.array([], t) for c, t in empty.items()}))
     counts.tables(con)
     got = dict(con.execute("SELECT lb, n FROM fp_lat_buckets").fetchall())
     assert got == {lb: want.count(lb) for lb in want}
+
+
+def test_the_flush_gaps_are_a_window_over_each_scopes_points():
+    rng = np.random.default_rng(11)
+    classes = rng.integers(0, 4, 100).astype(np.uint8)
+    f = SimpleNamespace(t0=0, window_ns=1000, lo=20_000, hi=60_000, classes=classes)
+    scope_map = pa.table({"rg": pa.array([0, 1, 2, 3, 0, 1, 2, 3, 1, 1, 2, 3], pa.uint8()),
+                          "btw": [False] * 4 + [True] * 4 + [False, True, True, True],
+                          "scope": ["whole"] * 8 + ["steady"] * 2 + ["spike", "spike"]})  # fmt: skip
+    counts = pass_counts.Counts(f)  # type: ignore[arg-type]
+    ts = np.sort(rng.integers(0, 100_000, 30_000))  # ties among them
+    point = rng.random(len(ts)) < 0.3
+    for i in range(0, len(ts), 1009):
+        s = slice(i, i + 1009)
+        n = len(ts[s])
+        no = np.zeros(n, bool)
+        counts.add(ts[s], np.zeros(n, np.int64), no, np.zeros(n, np.int32), np.ones(n, np.uint8),
+                   np.zeros(n, np.int64), no, point[s])  # fmt: skip
+    got = counts.flush_gaps(scope_map)
+    w = ts // f.window_ns
+    part = f.classes[w].astype(int) * 2 + ((ts >= f.lo) & (ts <= f.hi))
+    con = duckdb.connect()
+    con.register("pts", pa.table({"ts": ts[point], "part": part[point]}))
+    want = {}
+    for scope in ("whole", "steady", "spike"):
+        codes = [int(r["rg"]) * 2 + int(r["btw"]) for r in scope_map.to_pylist() if r["scope"] == scope]
+        n, p50, p99 = con.execute(
+            "SELECT count(gap), quantile_disc(gap, 0.5), quantile_disc(gap, 0.99) FROM (SELECT ts - lag(ts) "
+            "OVER (ORDER BY ts) AS gap FROM pts WHERE list_contains($c, part)) WHERE gap IS NOT NULL",
+            {"c": codes},
+        ).fetchall()[0]
+        want[scope] = {"gaps": n, "p50_ns": p50, "p99_ns": p99}
+    assert got == want and all(v["gaps"] > 1000 for v in got.values())
