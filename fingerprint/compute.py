@@ -43,10 +43,13 @@ def compute(
 
 
 def frame(
-    con: Any, io: Any, sync: Any, meta: TraceMeta, options: Options | None = None, calls: Any = None
+    con: Any, io: Any, sync: Any, meta: TraceMeta, options: Options | None = None, calls: Any = None,
+    extent: tuple[int, int | None, int | None] | None = None,
 ) -> Frame:
     """Resolve once what every scope is summarised against: the bounds, the windows and their
-    regimes (iofp/regimes.py), the --between span; and prepare the tables the queries read."""
+    regimes (iofp/regimes.py), the --between span; and prepare the tables the queries read. `extent`:
+    the io relation's rows, first and last ts_ns where its files' footers gave them
+    (iofp/filecheck.py's extent), which spare a read of every time (without --device)."""
     opt = options or Options()
     if opt.window_ns is not None:
         check_window_ns(opt.window_ns)  # the rule of every stage's --window (iofp/windows.py)
@@ -59,7 +62,7 @@ def frame(
         con.register("calls_src", CALLS_SCHEMA.empty_table())
     else:
         calls.create_view("calls_src", replace=True)
-    f = _frame(con, meta, opt)
+    f = _frame(con, meta, opt, extent)
     _prepare(con, f)
     return f
 
@@ -98,8 +101,14 @@ def fingerprint(con: Any, f: Frame) -> doc.Fingerprint:
     )
 
 
-def _frame(con: Any, meta: TraceMeta, opt: Options) -> Frame:
-    [b] = duck.query(con, SQL, "trace_bounds", {"device": opt.device})
+def _frame(con: Any, meta: TraceMeta, opt: Options, extent: tuple[int, int | None, int | None] | None
+           ) -> Frame:  # fmt: skip
+    if opt.device is None and extent is not None and extent[1] is not None:
+        n, first, last = extent  # trace_bounds.sql's figures but the devices, from the footers
+        [d] = duck.query(con, SQL, "trace_devices")
+        b = {"t0": first, "t1": last, "n": n, "devices": d["devices"]}
+    else:
+        [b] = duck.query(con, SQL, "trace_bounds", {"device": opt.device})
     if not b["n"]:
         where = f" on device {opt.device}" if opt.device else ""
         known = ", ".join(sorted(meta.devices)) or "none recorded"
