@@ -40,6 +40,7 @@ LIMITS = [int(v) for v in BINS["interarrival_us"]]  # µs
 LIMITS_NS = np.asarray(LIMITS, np.int64) * 1000  # a gap is in bin i when gap / 1000.0 <= LIMITS[i]
 OVER = 2**63 - 1  # the histogram's key for the gaps above the last limit
 BIG = 1 << 31  # gaps from here on are squared in Python's integers
+SHORT = 1 << 21  # a batch of fewer rows, every gap shorter: its squares summed per run in int64 at once
 HOLD = 1 << 18  # rows held back for rows of an earlier time in the next batch (a file's overlap)
 
 
@@ -57,7 +58,8 @@ class Arrival:
         self.n = np.zeros(shape, np.int64)
         self.total = np.zeros(shape, np.int64)
         self.sq = np.zeros((3, *shape), np.int64)  # sums of hi^2, hi*lo, lo^2 (gap = hi * 2^16 + lo)
-        self.big: dict[tuple[int, int], int] = {}  # the squares of gaps >= BIG
+        self.big: dict[tuple[int, int], int] = {}  # squares summed in Python's integers: gaps >= BIG, and
+        # whole runs of a batch of short gaps (SHORT)
         self.seq = np.zeros(shape, np.int64)
         self.hist = np.zeros((*shape, len(LIMITS) + 2), np.int64)  # the last column: no gap
         self.last: tuple[int, int] | None = None  # the previous record's time and end
@@ -82,11 +84,17 @@ class Arrival:
         np.add.at(self.n, at, np.add.reduceat(has.astype(np.int64), starts))
         np.add.at(self.total, at, np.add.reduceat(gap, starts))
         np.add.at(self.seq, at, np.add.reduceat(seq.astype(np.int64), starts))
-        big = gap >= BIG
-        small = np.where(big, 0, gap) if big.any() else gap
-        hi, lo = small >> 16, small & 0xFFFF
-        for i, v in enumerate((hi * hi, hi * lo, lo * lo)):
-            np.add.at(self.sq[i], at, np.add.reduceat(v, starts))
+        if n < SHORT and int(gap.max()) < SHORT:  # each square < 2^42 and their sum < 2^63: one pass
+            sums = np.add.reduceat(gap * gap, starts).tolist()
+            for key, v in zip(zip(w.tolist(), btw.tolist(), strict=True), sums, strict=True):
+                self.big[key] = self.big.get(key, 0) + v
+            big = np.zeros(0, bool)
+        else:
+            big = gap >= BIG
+            small = np.where(big, 0, gap) if big.any() else gap
+            hi, lo = small >> 16, small & 0xFFFF
+            for i, v in enumerate((hi * hi, hi * lo, lo * lo)):
+                np.add.at(self.sq[i], at, np.add.reduceat(v, starts))
         if big.any():
             run = np.searchsorted(starts, np.flatnonzero(big), side="right") - 1
             for r, g in zip(run.tolist(), gap[big].tolist(), strict=True):
