@@ -120,6 +120,7 @@ def _frame(con: Any, meta: TraceMeta, opt: Options, extent: tuple[int, int | Non
         if hi < t0 or lo > t1:
             raise BadInput(f"--between {opt.between[0]} {opt.between[1]}: no I/O in that window")
     step = _window_table(con, opt, t0, t1, lo, hi)
+    _check_bounds(con, t0, t1)
     rows = con.execute(load_sql(SQL, "window_series")).fetchnumpy()
     [m] = duck.query(con, SQL, "size_moments")
     moments = (m["sq"] or 0.0, m["cube"] or 0.0)
@@ -139,6 +140,20 @@ def _window_table(con: Any, opt: Options, t0: int, t1: int, lo: int | None, hi: 
     _do(con, "window_table", {**params, "bin_ns": BURST_BIN_NS})
     _do(con, "size_counts", params)
     return step
+
+
+def _check_bounds(con: Any, t0: int, t1: int) -> None:
+    """The rows' first and last times are the bounds the frame was given: without --device those come
+    from the io files' footers (ts_ns's statistics), which a file changed after it was written can
+    contradict; windows, rates and the pass's arrays are sized and placed by them (rows beyond them
+    went uncounted or out of the windows' range)."""
+    first, last = con.execute("SELECT min(ts_first), max(ts_last) FROM fp_windows").fetchone()
+    if (first, last) != (t0, t1):
+        raise BadInput(
+            f"the trace's io files say (their ts_ns statistics) that its requests run from {t0} to {t1} ns"
+            f", but its rows run from {first} to {last}: a file was changed after it was written; "
+            "import the rows again (iofp import) or capture again"
+        )
 
 
 def _prepare(con: Any, f: Frame) -> None:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import lab
+import pyarrow.parquet as pq
 
 CANARY = "@CANARY@"
 
@@ -374,3 +375,21 @@ def declare_rows(path: Path, rows: int) -> None:
     new, end = _struct(footer, 0, {(3,): rows, (4, 3): rows})
     assert end == len(footer)
     path.write_bytes(data[: -8 - length] + bytes(new) + len(new).to_bytes(4, "little") + b"PAR1")
+
+
+def declare_ts_max(path: Path, ts: int) -> None:
+    """Rewrite a one-row-group Parquet file's footer so that its ts_ns statistics end at `ts` (its
+    rows unchanged), as a file changed after it was written, or crafted to hide its span, would: the
+    8-byte maximum replaced where the footer holds it (the statistics' max and max_value)."""
+    data = bytearray(path.read_bytes())
+    length = int.from_bytes(data[-8:-4], "little")
+    start = len(data) - 8 - length
+    md = pq.ParquetFile(path).metadata
+    stats = md.row_group(0).column(md.schema.names.index("ts_ns")).statistics
+    old = stats.max.to_bytes(8, "little", signed=True)
+    at = data.find(old, start)
+    assert at != -1
+    while at != -1:
+        data[at : at + 8] = ts.to_bytes(8, "little", signed=True)
+        at = data.find(old, at + 8)
+    path.write_bytes(bytes(data))

@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 from conftest import REPO, is_root
 from helpers import IOFP, run_iofp, write_trace
-from hostile import declare_rows
+from hostile import declare_rows, declare_ts_max
 
 from iofp import scratch
 from iofp.contract import MANIFEST, TraceMeta, TraceWriter
@@ -125,6 +125,30 @@ def test_a_manifest_claiming_eighty_years_is_refused(tmp_path):
     doc = json.loads((trace / MANIFEST).read_text())
     (trace / MANIFEST).write_text(json.dumps({**doc, "duration_ns": 80 * YEAR_NS}))
     assert_refused_fast(bounded("fingerprint", trace, "--json", tmp_path / "fp.json"), "capture window")
+
+
+def test_a_footer_that_hides_its_rows_span_is_refused(tmp_path):
+    """The fingerprint takes the first and last arrival from the io files' footers (ts_ns's
+    statistics) rather than read every time: a footer that says 2 ns where the rows run 80 years (or
+    ends a second early) would have the windows, rates and counts placed by it, the rows past it
+    uncounted or out of range. The per-window table's own first and last times are checked against
+    them before anything is sized by the span."""
+    cols = {"ts_ns": [0, 1, 2, 80 * YEAR_NS], "offset": [0] * 4, "size": [4096] * 4, "op": ["read"] * 4}
+    trace = write_trace(tmp_path / "t", cols)
+    part = next((trace / "io").glob("part-*.parquet"))
+    declare_ts_max(part, 2)
+    assert pq.ParquetFile(part).metadata.row_group(0).column(0).statistics.max == 2
+    res = bounded("fingerprint", trace, "--json", tmp_path / "out" / "fp.json")
+    assert_refused_fast(res, f"from 0 to 2 ns, but its rows run from 0 to {80 * YEAR_NS}", "changed after")
+    assert not (tmp_path / "out").exists()
+    second = 10**9
+    cols["ts_ns"] = [0, second, 2 * second, 3 * second]
+    early = write_trace(tmp_path / "early", cols)
+    declare_ts_max(next((early / "io").glob("part-*.parquet")), 2 * second)
+    assert_refused_fast(bounded("fingerprint", early, "--json", tmp_path / "fp.json"), "changed after")
+    true = write_trace(tmp_path / "true", cols)  # the same rows, their footer as written
+    code, err, _, _ = bounded("fingerprint", true, "--json", tmp_path / "fp.json")
+    assert code == 0, err
 
 
 def test_a_parquet_footer_declaring_a_billion_rows_is_refused_before_a_row_is_read(tmp_path):

@@ -6,7 +6,8 @@
 -- maximum the scopes' stats (scope_stats.sql), burstiness (burst_counts.sql)
 -- and noise batches (noise_batches.sql) read, once each window's regime is known. A few hundred
 -- thousand rows for 50 M requests: the regime of a row is its window's, joined on these rows, not on
--- the requests.
+-- the requests. Its first and last times check the bounds $t0 and the last arrival, which come from
+-- the files' footers (fingerprint/compute.py's _frame: a footer can disagree with its rows).
 CREATE OR REPLACE TEMP TABLE fp_windows AS
 SELECT (ts_ns - $t0) // $step_ns AS k,
     (ts_ns - $t0) // $bin_ns AS b,
@@ -14,6 +15,8 @@ SELECT (ts_ns - $t0) // $step_ns AS k,
     op::VARCHAR AS op,
     size > 0 AS sized,
     count(*) AS ios,
+    min(ts_ns) AS ts_first,
+    max(ts_ns) AS ts_last,
     coalesce(sum(size), 0) AS bytes,
     count(*) FILTER (WHERE size % 4096 <> 0) AS not_4k_sized,
     count(*) FILTER (WHERE "offset" % 4096 <> 0) AS not_4k_aligned,
