@@ -13,7 +13,7 @@ from typing import Any
 from fingerprint.compute import fingerprint, frame
 from fingerprint.frame import Options
 from fingerprint.timeline import Timeline, timeline
-from iofp import duck, filecheck
+from iofp import duck
 from iofp import fingerprint_doc as doc
 from iofp.contract import CALLS_TABLE, IO_TABLE, SYNC_TABLE, atomic_write_bytes, check_output_file, open_trace
 from iofp.errors import BadInput
@@ -50,20 +50,11 @@ def _analyse(
         try:
             calls = trace.relation(con, CALLS_TABLE) if trace.has(CALLS_TABLE) else None
             io, sync = trace.relation(con), trace.relation(con, SYNC_TABLE)
-            f = frame(con, io, sync, trace.meta, options, calls, _extent(trace))
+            f = frame(con, io, sync, trace.meta, options, calls, trace.io_extent)
             fp = fingerprint(con, f)
             return fp, timeline(con, f) if with_timeline else None
         finally:
             con.close()
-
-
-def _extent(trace: Any) -> tuple[int, int | None, int | None] | None:
-    """The io table's rows, first and last ts_ns, from its files' footers as the trace's opening
-    checked them (None where a file with rows gave no times)."""
-    parts = [e for e in (filecheck.extent(p) for p in trace.files.get(IO_TABLE, [])) if e[0]]
-    if not parts or any(e[1] is None or e[2] is None for e in parts):
-        return None
-    return sum(e[0] for e in parts), min(e[1] for e in parts), max(e[2] for e in parts)  # type: ignore[type-var]
 
 
 def write_json(fp: doc.Fingerprint | dict[str, Any], out: Path, *, force: bool = False) -> Path:

@@ -646,6 +646,9 @@ class Trace:
     root: Path
     meta: TraceMeta
     files: dict[str, list[Path]]
+    # the io table's rows, first and last ts_ns, as its footers gave them to the opening's checks
+    # (the times None where a file with rows had none)
+    io_extent: tuple[int, int | None, int | None] | None = None
     origin: str | None = None  # the s3:// URL of a trace read from a store (root is its local copy)
 
     @property
@@ -693,15 +696,15 @@ def open_trace(path: Path | str) -> Trace:
     if root.is_file():
         _check_is_parquet(root)
         files = {IO_TABLE: [root], SYNC_TABLE: [], CALLS_TABLE: []}
-        _check_files(files, root)
-        return _opened(Trace(root, _footer_meta(root), files))
+        io_extent = _check_files(files, root)
+        return _opened(Trace(root, _footer_meta(root), files, io_extent))
     files = {t: [inside(root, p, "a trace file") for p in _parts(root / t)] for t in SCHEMAS}
     manifest = root / MANIFEST
     if not any(files.values()) and not manifest.exists():
         if (root / SPOOL).is_dir():
             raise BadInput(f"{root}: {_spooled(root)}")
         raise BadInput(f"{root}: not an iofp trace (no {IO_TABLE}/*.parquet, no {MANIFEST})")
-    _check_files(files, root)
+    io_extent = _check_files(files, root)
     if manifest.exists():
         meta = TraceMeta.from_json(_read_manifest(manifest), where=str(manifest))
         if meta.duration_ns is not None:  # the capture window: a trace's span too (rates, timelines)
@@ -712,7 +715,7 @@ def open_trace(path: Path | str) -> Trace:
         newest = max((p for fs in files.values() for p in fs), key=lambda p: p.name)
         meta = _footer_meta(newest)
         meta.extra = {**meta.extra, "incomplete": _incomplete(root)}
-    return _opened(Trace(root, meta, files))
+    return _opened(Trace(root, meta, files, io_extent))
 
 
 # An artifact's references (a trace's part files, a result's capture, a headroom step's directory)
@@ -793,10 +796,15 @@ def _spooled(root: Path) -> str:
     )
 
 
-def _check_files(files: dict[str, list[Path]], where: Path) -> None:
+def _check_files(
+    files: dict[str, list[Path]], where: Path
+) -> tuple[int, int | None, int | None] | None:
     """Every footer first (a few KB each: a truncated or foreign file is named here, not deep in a
-    query), and the trace's rows and span against iofp/bounds.py before any file's rows are read."""
+    query), and the trace's rows and span against iofp/bounds.py before any file's rows are read.
+    The io table's extent (rows, first and last ts_ns; None where a file with rows gave no times),
+    which spares the fingerprint a read of every time (fingerprint/compute.py checks it)."""
     rows, lo, hi = 0, None, None
+    io_rows, io_lo, io_hi, io_known = 0, None, None, True
     for t, fs in files.items():
         for p in fs:
             got = read_schema(p)
@@ -809,11 +817,19 @@ def _check_files(files: dict[str, list[Path]], where: Path) -> None:
             bounds.check_rows(str(where), rows)
             if a is not None and b is not None:
                 lo, hi = (a, b) if lo is None or hi is None else (min(lo, a), max(hi, b))
+            if t == IO_TABLE and n:
+                io_rows += n
+                if a is None or b is None:
+                    io_known = False
+                else:
+                    io_lo = a if io_lo is None else min(io_lo, a)
+                    io_hi = b if io_hi is None else max(io_hi, b)
     if lo is not None and hi is not None:
         bounds.check_span(str(where), hi - lo)
     for t, fs in files.items():
         for p in fs:
             check_rows(p, ROW_RULES[t])
+    return (io_rows, io_lo, io_hi) if io_rows and io_known else None
 
 
 def _footer_meta(path: Path) -> TraceMeta:
