@@ -147,7 +147,8 @@ def _check_bounds(con: Any, t0: int, t1: int) -> None:
     from the io files' footers (ts_ns's statistics), which a file changed after it was written can
     contradict; windows, rates and the pass's arrays are sized and placed by them (rows beyond them
     went uncounted or out of the windows' range)."""
-    first, last = con.execute("SELECT min(ts_first), max(ts_last) FROM fp_windows").fetchone()
+    [b] = duck.query(con, SQL, "window_bounds")
+    first, last = b["first"], b["last"]
     if (first, last) != (t0, t1):
         raise BadInput(
             f"the trace's io files say (their ts_ns statistics) that its requests run from {t0} to {t1} ns"
