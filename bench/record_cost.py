@@ -17,6 +17,9 @@ figures, labelled so: a latency added to the I/O is what fio sees).
 
     flock /tmp/iofp-heavy.lock .venv/bin/python -m bench.record_cost --rounds 3 --seconds 10
 
+The data calls' cost: mode `record_data` (`iofp record --data-calls`, capture's calls table too),
+with its ratios to `record` (the default, without them) in the same round.
+
 Where a kernel refuses the typed fd loads: mode `record_probe` (the syscall probes' probe-read
 variant) and `record_retry` (the typed variant refused, forced, then the probe-read one compiled
 again), with their ratios to `record` in the same round; every `record` mode's start-up time (to
@@ -85,6 +88,7 @@ class RecordTracer(Tracer):
     stats = False
     repo = REPO  # the checkout whose iofp runs: `record_base` runs --base's (the code before a change)
     kernel: ClassVar[dict[str, object]] = {}  # KernelOptions fields not the defaults (record_probe, _retry)
+    options: ClassVar[tuple[str, ...]] = ()  # more of record's options (record_data: --data-calls)
 
     def start(self, dev: str, out: Path) -> None:
         self.dir = Path("/tmp") / f"iofp-bench-rec-{uuid.uuid4().hex[:8]}"
@@ -97,7 +101,7 @@ class RecordTracer(Tracer):
         t0 = time.monotonic()
         args = [sys.executable, *run, "record", "-d", dev.removeprefix("/dev/"),
                 "-o", str(self.dir), "--history", "10m", "--keep", "2GiB", "--trigger", "read.p99<=100ms",
-                "--json", "-"]  # fmt: skip
+                "--json", "-", *self.options]  # fmt: skip
         (out / "record.cmdline").write_text(" ".join(args) + "\n")
         self.p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                   cwd=self.repo)  # fmt: skip
@@ -179,8 +183,17 @@ class RetryRecordTracer(RecordTracer):
     kernel: ClassVar[dict[str, object]] = {"refuse_typed": True}
 
 
+class DataCallsRecordTracer(RecordTracer):
+    """`iofp record --data-calls`: also the application's O_DIRECT and libaio calls (capture's calls
+    table), whose io_submit and io_getevents probes run once an I/O here."""
+
+    name = "record_data"
+    options = ("--data-calls",)
+
+
 TRACERS = {"none": Tracer, "record": RecordTracer, "record_base": BaseRecordTracer,
            "record_probe": ProbeRecordTracer, "record_retry": RetryRecordTracer,
+           "record_data": DataCallsRecordTracer,
            "perf": PerfOverwriteTracer, "minimal": HashTracer}  # fmt: skip
 
 
@@ -261,7 +274,8 @@ def summarise(runs: list[Run], modes: list[str]) -> dict:
             row["lost"] = sum(r.lost or 0 for r in rs)
             if m == "record" and "record_base" in modes:  # the change's effect: ratios within each round
                 row |= _ratios_to_base(runs, rate)
-            if m in ("record_probe", "record_retry") and "record" in modes:  # the fallback against typed
+            # the fallback against the typed loads, the data calls against none: in-round ratios to record
+            if m in ("record_probe", "record_retry", "record_data") and "record" in modes:
                 row |= _ratios_to_base(runs, rate, m, "record")
             out[f"{rate or 'qd1'}/{m}"] = row
     return out
@@ -285,7 +299,7 @@ def main() -> None:
     dev, backing = lab.make_loop(1024, lab.RAM, fill=True, prefix="iofp-bench")
     runs: list[Run] = []
     if args.prog_stats:
-        RecordTracer.stats = BaseRecordTracer.stats = True
+        RecordTracer.stats = True  # the subclasses inherit it
         BPF_STATS.write_text("1")
     try:
         for rnd in range(args.rounds):

@@ -23,6 +23,8 @@
  *   IOFP_FILTER_DEV                           only devices in the `devs` map
  *   IOFP_FILTER_PID=N, IOFP_FILTER_COMM + IOFP_COMM_W0/W1   submitter filters (two u64 words of comm)
  *   IOFP_SYSCALLS                             also trace the fsync-family syscalls and O_DSYNC writes
+ *   IOFP_DATA_CALLS                           and the data calls: O_DIRECT reads and writes (and libaio's
+ *                                             with IOFP_AIO), the application's wait for its device
  *   IOFP_TEST_UNSEEN_EVERY=N                  tests only: ignore every Nth completion (as the kernel may)
  *   IOFP_CALL_DSYNC_WRITE                     index of "dsync_write" in iofp.contract.SYNC_CALLS
  *   IOFP_OFF_TASK_FILES, IOFP_OFF_FILES_FDT, IOFP_OFF_FDT_MAX_FDS, IOFP_OFF_FDT_FD,
@@ -1114,7 +1116,12 @@ static __always_inline int data_enter(s32 fd, u32 data, u64 offset, u64 rwf, boo
 {
 	u32 fflags = 0;
 	u32 dev = 0;
-	u32 wanted = IOFP_O_DIRECT | (write ? IOFP_O_DSYNC : 0);
+#ifdef IOFP_DATA_CALLS
+	u32 direct_bit = IOFP_O_DIRECT;
+#else
+	u32 direct_bit = 0; /* commits only: a write is looked at for O_DSYNC, a read never probed */
+#endif
+	u32 wanted = direct_bit | (write ? IOFP_O_DSYNC : 0);
 	bool rwf_sync = write && (rwf & (IOFP_RWF_DSYNC | IOFP_RWF_SYNC)); /* a commit whatever the file's flags */
 #ifdef IOFP_OFF_FILES_FD_ARRAY
 	bool typed;
@@ -1138,7 +1145,7 @@ static __always_inline int data_enter(s32 fd, u32 data, u64 offset, u64 rwf, boo
 		dev = file_dev(file);
 	}
 	bool dsync = rwf_sync || (write && (fflags & IOFP_O_DSYNC));
-	bool direct = fflags & IOFP_O_DIRECT;
+	bool direct = fflags & direct_bit;
 	if (!dev_captured(dev)) {
 		if (dsync)
 			count(IOFP_CNT_SYNC_OTHER_DEVICE, 1);
@@ -1241,6 +1248,7 @@ TRACEPOINT_PROBE(syscalls, sys_enter_pwritev2)
 	return data_enter(args->fd, IOFP_DATA_PWRITEV2, args->pos_l, args->flags, true);
 }
 TRACEPOINT_PROBE(syscalls, sys_exit_pwritev2) { return sync_exit(args->ret); }
+#ifdef IOFP_DATA_CALLS /* a read is never a commit: probed only for the data calls */
 TRACEPOINT_PROBE(syscalls, sys_enter_read) { return data_enter(args->fd, IOFP_DATA_READ, IOFP_NO_OFFSET, 0, false); }
 TRACEPOINT_PROBE(syscalls, sys_exit_read) { return sync_exit(args->ret); }
 TRACEPOINT_PROBE(syscalls, sys_enter_pread64) { return data_enter(args->fd, IOFP_DATA_PREAD64, args->pos, 0, false); }
@@ -1251,6 +1259,7 @@ TRACEPOINT_PROBE(syscalls, sys_enter_preadv) { return data_enter(args->fd, IOFP_
 TRACEPOINT_PROBE(syscalls, sys_exit_preadv) { return sync_exit(args->ret); }
 TRACEPOINT_PROBE(syscalls, sys_enter_preadv2) { return data_enter(args->fd, IOFP_DATA_PREADV2, args->pos_l, 0, false); }
 TRACEPOINT_PROBE(syscalls, sys_exit_preadv2) { return sync_exit(args->ret); }
+#endif
 
 #ifdef IOFP_AIO
 /* struct iocb (uapi linux/aio_abi.h) from aio_lio_opcode on: the fields an iocb's data call needs */

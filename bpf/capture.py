@@ -124,6 +124,7 @@ class CaptureOptions:
     rotate_s: float = 5.0
     force: bool = False
     syscalls: bool = True
+    data_calls: bool = True  # with syscalls: the application's O_DIRECT and libaio calls (the calls table)
     buffer_bytes: int = MAX_PENDING_BYTES  # records held before a file is written early
     spool_bytes: int = SPOOL_BYTES  # raw records held on disk while the writer is busy; 0: none
     witness: str = "agent"  # whose completions the tracefs witness records (bpf/witness.py)
@@ -506,6 +507,7 @@ def _load(opts: CaptureOptions, devs: dict[str, int], kernel: KernelOptions | No
             pid=opts.pid,
             comm=opts.comm,
             syscalls=syscalls,
+            data_calls=opts.data_calls,
             sink_bytes=opts.buffer_bytes + (8 << 20),
             hand_over_bytes=opts.buffer_bytes,
             witness=opts.witness if kernel is None else kernel.witness,  # tests choose theirs there
@@ -663,7 +665,9 @@ def _meta(opts: CaptureOptions, devs: dict[str, int], kc: Any, no_syscalls_why: 
     filters: dict[str, Any] = {"devices": sorted(devs), "comm": opts.comm, "pid": opts.pid}
     meta = TraceMeta(source="capture", filters=filters, labels=dict(opts.labels))
     meta.devices = {name: device_facts(name) for name in devs}
-    syscalls = ["syscalls:fsync-family,writes"] if kc.opts.syscalls else []
+    syscalls = []
+    if kc.opts.syscalls:
+        syscalls = ["syscalls:fsync-family,writes" + (",data-calls" if kc.opts.data_calls else "")]
     meta.extra = {
         "probes": [tp for tp, _ in kc.probes()] + syscalls,
         "kernel_batch": kc.opts.io_batch,

@@ -350,6 +350,10 @@ class KernelOptions:
     pid: int | None = None
     comm: str | None = None
     syscalls: bool = True
+    # with syscalls, the data calls too (O_DIRECT reads and writes, libaio's iocbs): one record per
+    # such I/O, and io_submit/io_getevents probes that cost ~1 us an I/O (BENCHMARKS); commits
+    # (fsync family, O_DSYNC writes) are recorded either way
+    data_calls: bool = True
     io_batch: int = 64  # records per kernel batch (power of two)
     sync_batch: int = 64  # fsync-family and data calls: one of the latter per O_DIRECT I/O
     aio_max: int = 64  # iocbs looked at per io_submit and per io_getevents
@@ -452,7 +456,9 @@ def cflags(opts: KernelOptions, btf: BTF | None = None) -> list[str]:
         out += [f"-DIOFP_DATA_{c.upper()}={DATA_CALL_BASE + i}" for i, c in enumerate(DATA_CALLS)]
         from bpf.doctor import aio_tracepoints  # here: bpf.doctor imports this module
 
-        if all(aio_tracepoints()):  # a kernel built without CONFIG_AIO has no io_submit
+        if opts.data_calls:
+            out.append("-DIOFP_DATA_CALLS")
+        if opts.data_calls and all(aio_tracepoints()):  # a kernel built without CONFIG_AIO has no io_submit
             out += ["-DIOFP_AIO", f"-DIOFP_AIO_MAX={opts.aio_max}"]
             out += _reap_arg_cflags(btf)
             out.append(f"-DIOFP_AIO_MAX_INFLIGHT={opts.aio_inflight}")

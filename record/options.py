@@ -44,6 +44,10 @@ class RecordOptions:
     duration_s: float | None = None  # stop after this long (tests, benchmarks); None: until a signal
     labels: dict[str, str] = field(default_factory=dict)
     syscalls: bool = True
+    # Off by default, unlike capture's: always on, the data calls' probes (io_submit, io_getevents,
+    # O_DIRECT reads and writes) cost more than the block requests' (~1 us an I/O at 20k IOPS,
+    # BENCHMARKS); the triggers and the summary never read them, only an incident's calls table does
+    data_calls: bool = False
     witness: str = "agent"
 
     @property

@@ -711,6 +711,30 @@ def test_data_calls_and_syncs_are_found_through_either_fd_table_and_a_reused_fd_
     assert Counter((s["call"], s["fd"]) for s in sync) == {("dsync_write", log): 2, ("fsync", high): 1}
 
 
+def test_without_data_calls_the_commits_are_recorded_and_no_read_or_libaio_call_is(
+    loop_device: str, tmp_path: Path
+) -> None:
+    # `iofp record`'s default (--no-data-calls): the reads, O_DIRECT writes and libaio iocbs that the
+    # calls table would hold are not probed, and every commit (fsync, O_DSYNC write) still is
+    from bpf import CaptureOptions, start_capture
+
+    dev = loop_device.removeprefix("/dev/")
+    opts = CaptureOptions(output=tmp_path / "trace", devices=[dev], data_calls=False)
+    with start_capture(opts) as bg:
+        p = subprocess.run([sys.executable, "-c", FD_PATHS_CODE, loop_device], capture_output=True, text=True)
+        fio("--name=aio", f"--filename={loop_device}", "--rw=randrw", "--bs=4k", "--direct=1",
+            "--ioengine=libaio", "--iodepth=4", "--number_ios=64", "--size=16m")  # fmt: skip
+        summary = bg.stop()
+    assert p.returncode == 0, p.stderr
+    pid, _, _, high, log = map(int, p.stdout.split())
+    trace = open_trace(tmp_path / "trace")
+    assert summary.call_events == 0 and not trace.files.get("calls")
+    assert "syscalls:fsync-family,writes" in trace.meta.extra["probes"]  # provenance: no ",data-calls"
+    sync = [row for f in trace.files["sync"] for row in pq.read_table(f).to_pylist() if row["pid"] == pid]
+    assert Counter((s["call"], s["fd"]) for s in sync) == {("dsync_write", log): 2, ("fsync", high): 1}
+    assert summary.io_events >= 3 + 4 + 5 + 6 + 2 + 64  # the block requests are all there
+
+
 def tracefs_inflight(lines: list[str]) -> list[tuple[int, int, int]]:
     """(sector, bytes, requests in flight at its issue, itself included) of each request issued,
     counted from a tracefs instance on one device that was recording before any of them was issued."""
