@@ -253,16 +253,20 @@ def _nearest(v: np.ndarray, q: float) -> int:
     return int(np.partition(v, k)[k])
 
 
+def _span(f: Frame) -> dict[str, Any]:
+    """The parameters every query over the rows takes: the windows and the rows' span and device."""
+    return {"t0": f.t0, "window_ns": f.window_ns, "lo": f.lo, "hi": f.hi, "device": f.options.device}
+
+
 def value_counts(con: Any, f: Frame, limit: int) -> None:
     """fp_values' latency rows outside [0, limit) from the rows (value_counts.sql)."""
-    params = {"t0": f.t0, "window_ns": f.window_ns, "lo": f.lo, "hi": f.hi, "device": f.options.device}
-    params |= {"classes": f.classes.tolist(), "ops": list(OPS), "limit": limit}
+    params = _span(f) | {"classes": f.classes.tolist(), "ops": list(OPS), "limit": limit}
     duck.run(con, SQL, "value_counts", params)
 
 
 def fallback(con: Any, f: Frame) -> None:
     """The same tables from the rows by DuckDB (where the rows are out of time order)."""
-    params = {"t0": f.t0, "window_ns": f.window_ns, "lo": f.lo, "hi": f.hi, "device": f.options.device}
+    params = _span(f)
     duck.run(con, SQL, "process_counts", params)
     duck.run(con, SQL, "latency_buckets", params)
     value_counts(con, f, 0)
