@@ -17,6 +17,10 @@ figures, labelled so: a latency added to the I/O is what fio sees).
 
     flock /tmp/iofp-heavy.lock .venv/bin/python -m bench.record_cost --rounds 3 --seconds 10
 
+What the write probes cost the rest of the machine (they look at every write(2) for an O_DSYNC
+commit): `--writes N`, each round, N one-byte writes to /dev/null by dd under each mode, dd's own CPU
+per write against the same round's untraced dd.
+
 The data calls' cost: mode `record_data` (`iofp record --data-calls`, capture's calls table too),
 with its ratios to `record` (the default, without them) in the same round.
 
@@ -65,6 +69,7 @@ REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "bench" / "out" / "record_cost"
 RATES = (5000, 20000, 50000)
 QD1_RATE = 2000
+WRITES = -1  # a Run's rate for --writes: dd's write(2)s elsewhere on the machine, not fio's reads
 
 
 @dataclass
@@ -234,6 +239,30 @@ def one_run(mode: str, rnd: int, rate: int, dev: str, seconds: int) -> Run:
     return run
 
 
+def writes_run(mode: str, rnd: int, dev: str, n: int) -> Run:
+    """`n` one-byte write(2)s to /dev/null by dd, a process on no recorded device, under `mode`: what
+    the write probes (there for O_DSYNC commits) cost everything else on the machine. dd's own CPU
+    (utime+stime from wait4) per write; `iops` holds the writes a second."""
+    out = OUT / f"r{rnd}-writes-{mode}"
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    tracer = TRACERS[mode]()
+    tracer.start(dev, out)
+    run = Run(mode, rnd, WRITES)
+    t0 = time.monotonic()
+    p = subprocess.Popen(["dd", "if=/dev/zero", "of=/dev/null", "bs=1", f"count={n}", "status=none"])
+    _, status, ru = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.monotonic() - t0
+    tracer.stop(run)  # type: ignore[arg-type]
+    if p.returncode != 0:
+        raise RuntimeError(f"dd exited {p.returncode}")
+    run.ios, run.iops = n, n / wall
+    run.extra["dd_ns_per_write"] = (ru.ru_utime + ru.ru_stime) * 1e9 / n
+    (out / "run.json").write_text(json.dumps(asdict(run), indent=2))
+    return run
+
+
 def _ratios_to_base(runs: list[Run], rate: int, mode: str = "record", peer: str = "record_base") -> dict:
     """`mode` over `peer` in the same round: process CPU and BPF run time per I/O."""
     by = {(r.mode, r.round): r for r in runs if r.rate == rate}
@@ -254,6 +283,9 @@ def summarise(runs: list[Run], modes: list[str]) -> dict:
     out: dict = {}
     for rate in sorted({r.rate for r in runs}):
         base = {r.round: r for r in runs if r.rate == rate and r.mode == "none"}
+        if rate == WRITES:
+            out |= _writes_summary(runs, modes, base)
+            continue
         for m in modes:
             rs = [r for r in runs if r.rate == rate and r.mode == m]
             extra = [r.busy_ns_per_io - base[r.round].busy_ns_per_io for r in rs if r.round in base]
@@ -281,6 +313,19 @@ def summarise(runs: list[Run], modes: list[str]) -> dict:
     return out
 
 
+def _writes_summary(runs: list[Run], modes: list[str], base: dict[int, Run]) -> dict:
+    out = {}
+    for m in modes:
+        rs = [r for r in runs if r.rate == WRITES and r.mode == m]
+        row = {"dd_ns_per_write_median": statistics.median(r.extra["dd_ns_per_write"] for r in rs)}
+        if m != "none" and (extra := [r.extra["dd_ns_per_write"] - base[r.round].extra["dd_ns_per_write"]
+                                      for r in rs if r.round in base]):  # fmt: skip
+            row["extra_ns_per_write_median"] = statistics.median(extra)
+            row["extra_ns_per_write_range"] = [min(extra), max(extra)]
+        out[f"writes/{m}"] = row
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=3)
@@ -289,12 +334,14 @@ def main() -> None:
     ap.add_argument("--rates", default=",".join(map(str, RATES)) + ",0", help="IOPS; 0: the QD1 run")
     ap.add_argument("--prog-stats", action="store_true", help="time the recorder's BPF programs")
     ap.add_argument("--base", type=Path, help="a checkout of the code before a change (mode record_base)")
+    ap.add_argument("--writes", type=int, default=0, metavar="N",
+                    help="also, each round, N one-byte writes by dd elsewhere on the machine under each mode")
     args = ap.parse_args()
     if args.base:
         BaseRecordTracer.repo = args.base.resolve()
     if os.geteuid() != 0:
         sys.exit("bench.record_cost: needs root (loop devices, eBPF)")
-    modes, rates = args.modes.split(","), [int(x) for x in args.rates.split(",")]
+    modes, rates = args.modes.split(","), [int(x) for x in args.rates.split(",") if x]
     OUT.mkdir(parents=True, exist_ok=True)
     dev, backing = lab.make_loop(1024, lab.RAM, fill=True, prefix="iofp-bench")
     runs: list[Run] = []
@@ -303,8 +350,8 @@ def main() -> None:
         BPF_STATS.write_text("1")
     try:
         for rnd in range(args.rounds):
+            order = modes[rnd % len(modes) :] + modes[: rnd % len(modes)]
             for rate in rates:
-                order = modes[rnd % len(modes) :] + modes[: rnd % len(modes)]
                 for mode in order:
                     r = one_run(mode, rnd, rate, dev, args.seconds)
                     runs.append(r)
@@ -313,6 +360,11 @@ def main() -> None:
                           f"bpf/io {r.prog_ns_per_io or 0:5.0f} ns  "
                           f"clat p50/p99 {r.clat_p50_ns}/{r.clat_p99_ns}  lost {r.lost}",
                           flush=True)  # fmt: skip
+            for mode in (order if args.writes else ()):
+                r = writes_run(mode, rnd, dev, args.writes)
+                runs.append(r)
+                print(f"round {rnd} writes     {mode:8s} {r.iops:9.0f} writes/s  dd cpu/write "
+                      f"{r.extra['dd_ns_per_write']:6.0f} ns", flush=True)  # fmt: skip
     finally:
         if args.prog_stats:
             BPF_STATS.write_text("0")
