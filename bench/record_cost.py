@@ -218,12 +218,18 @@ def fio_run(dev: str, seconds: int, rate: int, out: Path) -> dict:
             "p50": pct.get("50.000000"), "p99": pct.get("99.000000")}  # fmt: skip
 
 
-def one_run(mode: str, rnd: int, rate: int, dev: str, seconds: int) -> Run:
-    out = OUT / f"r{rnd}-{rate or 'qd1'}-{mode}"
+def _traced(mode: str, dev: str, out: Path) -> Tracer:
+    """`mode`'s tracer started on `dev`, its files in `out` (made new)."""
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     tracer = TRACERS[mode]()
     tracer.start(dev, out)
+    return tracer
+
+
+def one_run(mode: str, rnd: int, rate: int, dev: str, seconds: int) -> Run:
+    out = OUT / f"r{rnd}-{rate or 'qd1'}-{mode}"
+    tracer = _traced(mode, dev, out)
     run = Run(mode, rnd, rate)
     busy0, t0 = busy_ticks(), time.monotonic()
     f = fio_run(dev, seconds, rate, out)
@@ -244,10 +250,7 @@ def writes_run(mode: str, rnd: int, dev: str, n: int) -> Run:
     the write probes (there for O_DSYNC commits) cost everything else on the machine. dd's own CPU
     (utime+stime from wait4) per write; `iops` holds the writes a second."""
     out = OUT / f"r{rnd}-writes-{mode}"
-    shutil.rmtree(out, ignore_errors=True)
-    out.mkdir(parents=True)
-    tracer = TRACERS[mode]()
-    tracer.start(dev, out)
+    tracer = _traced(mode, dev, out)
     run = Run(mode, rnd, WRITES)
     t0 = time.monotonic()
     p = subprocess.Popen(["dd", "if=/dev/zero", "of=/dev/null", "bs=1", f"count={n}", "status=none"])
