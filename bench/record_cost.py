@@ -22,8 +22,9 @@ What the write probes cost the rest of the machine (they look at every write(2) 
 commit): `--writes N`, each round, N one-byte writes to /dev/null by dd under each mode, dd's own CPU
 per write against the same round's untraced dd.
 
-The data calls' cost: mode `record_data` (`iofp record --data-calls`, capture's calls table too),
-with its ratios to `record` (the default, without them) in the same round.
+The O_DSYNC writes' cost: mode `record_dsync` (`--dsync-writes`). The data calls': mode
+`record_data` (`iofp record --data-calls`, capture's calls table too), with its ratios to `record`
+(the default, without them) in the same round.
 
 Where a kernel refuses the typed fd loads: mode `record_probe` (the syscall probes' probe-read
 variant) and `record_retry` (the typed variant refused, forced, then the probe-read one compiled
@@ -198,6 +199,14 @@ class DataCallsRecordTracer(RecordTracer):
     options = ("--data-calls",)
 
 
+class DsyncRecordTracer(RecordTracer):
+    """`iofp record --dsync-writes`: writes on O_DSYNC files recorded as commits, so every write(2) on
+    the machine probed (`--writes` says what that costs others)."""
+
+    name = "record_dsync"
+    options = ("--dsync-writes",)
+
+
 class BlockRecordTracer(RecordTracer):
     """`iofp record --no-syscalls`: the block programs alone (no commits): what the syscall
     tracepoints cost, against `record`, in the same round."""
@@ -206,9 +215,12 @@ class BlockRecordTracer(RecordTracer):
     options = ("--no-syscalls",)
 
 
+# modes judged against `record` in the same round: the fd-load fallbacks, and what each option adds
+PEERED = ("record_probe", "record_retry", "record_data", "record_block", "record_dsync")
 TRACERS = {"none": Tracer, "record": RecordTracer, "record_base": BaseRecordTracer,
            "record_probe": ProbeRecordTracer, "record_retry": RetryRecordTracer,
            "record_data": DataCallsRecordTracer, "record_block": BlockRecordTracer,
+           "record_dsync": DsyncRecordTracer,
            "perf": PerfOverwriteTracer, "minimal": HashTracer}  # fmt: skip
 
 
@@ -334,7 +346,7 @@ def summarise(runs: list[Run], modes: list[str]) -> dict:
             if m == "record" and "record_base" in modes:  # the change's effect: ratios within each round
                 row |= _ratios_to_base(runs, rate)
             # the fallback against the typed loads, the data calls against none: in-round ratios to record
-            if m in ("record_probe", "record_retry", "record_data", "record_block") and "record" in modes:
+            if m in PEERED and "record" in modes:
                 row |= _ratios_to_base(runs, rate, m, "record")
             out[f"{rate or 'qd1'}/{m}"] = row
     return out

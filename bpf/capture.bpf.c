@@ -23,6 +23,7 @@
  *   IOFP_FILTER_DEV                           only devices in the `devs` map
  *   IOFP_FILTER_PID=N, IOFP_FILTER_COMM + IOFP_COMM_W0/W1   submitter filters (two u64 words of comm)
  *   IOFP_SYSCALLS                             also trace the fsync-family syscalls and O_DSYNC writes
+ *   IOFP_WRITE_CALLS                          the write family probed (O_DSYNC writes, or data calls)
  *   IOFP_DATA_CALLS                           and the data calls: O_DIRECT reads and writes (and libaio's
  *                                             with IOFP_AIO), the application's wait for its device
  *   IOFP_TEST_UNSEEN_EVERY=N                  tests only: ignore every Nth completion (as the kernel may)
@@ -1234,7 +1235,10 @@ TRACEPOINT_PROBE(syscalls, sys_enter_sync) { return sync_enter(4, -1); }
 TRACEPOINT_PROBE(syscalls, sys_exit_sync) { return sync_exit(args->ret); }
 TRACEPOINT_PROBE(syscalls, sys_enter_msync) { return sync_enter(5, -1); }
 TRACEPOINT_PROBE(syscalls, sys_exit_msync) { return sync_exit(args->ret); }
-/* data calls: IOFP_DATA_<NAME> is the index of the name in iofp.contract.DATA_CALLS, from the loader */
+/* data calls: IOFP_DATA_<NAME> is the index of the name in iofp.contract.DATA_CALLS, from the loader.
+ * The write family is probed for O_DSYNC commits or for the data calls (IOFP_WRITE_CALLS): every
+ * write(2) on the machine then costs ~0.3 us more (BENCHMARKS, bench.record_cost --writes). */
+#ifdef IOFP_WRITE_CALLS
 TRACEPOINT_PROBE(syscalls, sys_enter_write) { return data_enter(args->fd, IOFP_DATA_WRITE, IOFP_NO_OFFSET, 0, true); }
 TRACEPOINT_PROBE(syscalls, sys_exit_write) { return sync_exit(args->ret); }
 TRACEPOINT_PROBE(syscalls, sys_enter_pwrite64) { return data_enter(args->fd, IOFP_DATA_PWRITE64, args->pos, 0, true); }
@@ -1248,6 +1252,7 @@ TRACEPOINT_PROBE(syscalls, sys_enter_pwritev2)
 	return data_enter(args->fd, IOFP_DATA_PWRITEV2, args->pos_l, args->flags, true);
 }
 TRACEPOINT_PROBE(syscalls, sys_exit_pwritev2) { return sync_exit(args->ret); }
+#endif
 #ifdef IOFP_DATA_CALLS /* a read is never a commit: probed only for the data calls */
 TRACEPOINT_PROBE(syscalls, sys_enter_read) { return data_enter(args->fd, IOFP_DATA_READ, IOFP_NO_OFFSET, 0, false); }
 TRACEPOINT_PROBE(syscalls, sys_exit_read) { return sync_exit(args->ret); }

@@ -125,6 +125,7 @@ class CaptureOptions:
     force: bool = False
     syscalls: bool = True
     data_calls: bool = True  # with syscalls: the application's O_DIRECT and libaio calls (the calls table)
+    dsync_writes: bool = True  # with syscalls: writes on O_DSYNC files as commits (the write(2) probes)
     buffer_bytes: int = MAX_PENDING_BYTES  # records held before a file is written early
     spool_bytes: int = SPOOL_BYTES  # raw records held on disk while the writer is busy; 0: none
     witness: str = "agent"  # whose completions the tracefs witness records (bpf/witness.py)
@@ -508,6 +509,7 @@ def _load(opts: CaptureOptions, devs: dict[str, int], kernel: KernelOptions | No
             comm=opts.comm,
             syscalls=syscalls,
             data_calls=opts.data_calls,
+            dsync_writes=opts.dsync_writes,
             sink_bytes=opts.buffer_bytes + (8 << 20),
             hand_over_bytes=opts.buffer_bytes,
             witness=opts.witness if kernel is None else kernel.witness,  # tests choose theirs there
@@ -666,8 +668,9 @@ def _meta(opts: CaptureOptions, devs: dict[str, int], kc: Any, no_syscalls_why: 
     meta = TraceMeta(source="capture", filters=filters, labels=dict(opts.labels))
     meta.devices = {name: device_facts(name) for name in devs}
     syscalls = []
-    if kc.opts.syscalls:
-        syscalls = ["syscalls:fsync-family,writes" + (",data-calls" if kc.opts.data_calls else "")]
+    if kc.opts.syscalls:  # which syscalls were probed: provenance of what the sync and calls tables can hold
+        probed = ["fsync-family"] + ["dsync-writes"] * (kc.opts.dsync_writes or kc.opts.data_calls)
+        syscalls = ["syscalls:" + ",".join(probed + ["data-calls"] * kc.opts.data_calls)]
     meta.extra = {
         "probes": [tp for tp, _ in kc.probes()] + syscalls,
         "kernel_batch": kc.opts.io_batch,

@@ -354,6 +354,9 @@ class KernelOptions:
     # such I/O, and io_submit/io_getevents probes that cost ~1 us an I/O (BENCHMARKS); commits
     # (fsync family, O_DSYNC writes) are recorded either way
     data_calls: bool = True
+    # with syscalls, the write family probed for writes on O_DSYNC files (commits): ~0.3 us more on every
+    # write(2) on the machine (BENCHMARKS); on whenever data_calls is
+    dsync_writes: bool = True
     io_batch: int = 64  # records per kernel batch (power of two)
     sync_batch: int = 64  # fsync-family and data calls: one of the latter per O_DIRECT I/O
     aio_max: int = 64  # iocbs looked at per io_submit and per io_getevents
@@ -458,6 +461,8 @@ def cflags(opts: KernelOptions, btf: BTF | None = None) -> list[str]:
 
         if opts.data_calls:
             out.append("-DIOFP_DATA_CALLS")
+        if opts.data_calls or opts.dsync_writes:
+            out.append("-DIOFP_WRITE_CALLS")
         if opts.data_calls and all(aio_tracepoints()):  # a kernel built without CONFIG_AIO has no io_submit
             out += ["-DIOFP_AIO", f"-DIOFP_AIO_MAX={opts.aio_max}"]
             out += _reap_arg_cflags(btf)

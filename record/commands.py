@@ -14,7 +14,7 @@ from iofp.values import parse_duration_ns, parse_labels, parse_size_bytes
 def _options(device: list[str], output: Path, history: str, keep: str, trigger: list[str], window: str,
              hold: str | None, after: str, cooldown: str, max_incidents: int, at: list[str],
              duration: str | None, label: list[str], no_syscalls: bool, data_calls: bool,
-             witness: str) -> object:  # fmt: skip
+             dsync_writes: bool, witness: str) -> object:  # fmt: skip
     """The command line's values as RecordOptions (each parsed by the project's one rule)."""
     from iofp import slo
     from record import RecordOptions
@@ -28,7 +28,8 @@ def _options(device: list[str], output: Path, history: str, keep: str, trigger: 
         after_ns=parse_duration_ns(after, "--after", allow_zero=True),
         cooldown_ns=parse_duration_ns(cooldown, "--cooldown", allow_zero=True), max_incidents=max_incidents,
         at=list(at), duration_s=parse_duration_ns(duration, "--duration") / 1e9 if duration else None,
-        labels=parse_labels(label), syscalls=not no_syscalls, data_calls=data_calls, witness=witness,
+        labels=parse_labels(label), syscalls=not no_syscalls, data_calls=data_calls,
+        dsync_writes=dsync_writes, witness=witness,
     )  # fmt: skip
 
 
@@ -73,6 +74,12 @@ def record_cmd(
         help="Also record the application's O_DIRECT and libaio calls (an incident's calls table: the "
         "wait a device cap hides from the block layer); ~1 us more CPU an I/O.",
     ),
+    dsync_writes: bool = typer.Option(
+        False,
+        "--dsync-writes/--no-dsync-writes",
+        help="Also record writes on files opened O_DSYNC as commits (PostgreSQL's open_datasync); "
+        "probes every write(2) on the machine, ~0.3 µs each.",
+    ),
     witness: str = typer.Option("agent", "--witness", help="As iofp capture's --witness."),
     dump: Path | None = typer.Option(
         None,
@@ -101,7 +108,7 @@ def record_cmd(
         echo(f"Saving an incident: {dump_now(dump)}", json_out)
         return
     opts = _options(device, output, history, keep, trigger, window, hold, after, cooldown, max_incidents, at,
-                    duration, label, no_syscalls, data_calls, witness)  # fmt: skip
+                    duration, label, no_syscalls, data_calls, dsync_writes, witness)  # fmt: skip
     summary = record(opts)
     echo("\n".join(render_summary(summary)), json_out)
     if (path := emit_json(json_out, summary.to_dict(), force=force)) is not None:

@@ -48,6 +48,10 @@ class RecordOptions:
     # O_DIRECT reads and writes) cost more than the block requests' (~1 us an I/O at 20k IOPS,
     # BENCHMARKS); the triggers and the summary never read them, only an incident's calls table does
     data_calls: bool = False
+    # Off by default too: the write(2) probes that find writes on O_DSYNC files cost every write on the
+    # machine ~0.3 us (BENCHMARKS), for a commit style few databases use by default (PostgreSQL's
+    # open_datasync; fsync and fdatasync are always probed)
+    dsync_writes: bool = False
     witness: str = "agent"
 
     @property

@@ -249,7 +249,8 @@ def _prepare(opts: RecordOptions) -> Recorder:
 def _capture_options(opts: RecordOptions, rec: Recorder) -> CaptureOptions:
     return CaptureOptions(output=opts.output, devices=list(opts.devices), duration_s=opts.duration_s,
                           labels=dict(opts.labels), rotate_s=1.0, syscalls=opts.syscalls,
-                          data_calls=opts.data_calls, witness=opts.witness, sink=rec)  # fmt: skip
+                          data_calls=opts.data_calls, dsync_writes=opts.dsync_writes,
+                          witness=opts.witness, sink=rec)  # fmt: skip
 
 
 @contextlib.contextmanager

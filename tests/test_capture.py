@@ -711,15 +711,17 @@ def test_data_calls_and_syncs_are_found_through_either_fd_table_and_a_reused_fd_
     assert Counter((s["call"], s["fd"]) for s in sync) == {("dsync_write", log): 2, ("fsync", high): 1}
 
 
+@pytest.mark.parametrize("dsync_writes", [True, False])
 def test_without_data_calls_the_commits_are_recorded_and_no_read_or_libaio_call_is(
-    loop_device: str, tmp_path: Path
+    loop_device: str, tmp_path: Path, dsync_writes: bool
 ) -> None:
-    # `iofp record`'s default (--no-data-calls): the reads, O_DIRECT writes and libaio iocbs that the
-    # calls table would hold are not probed, and every commit (fsync, O_DSYNC write) still is
+    # `iofp record`'s defaults (--no-data-calls, --no-dsync-writes): the reads, O_DIRECT writes and
+    # libaio iocbs that the calls table would hold are not probed, and every fsync still is; writes on
+    # an O_DSYNC file are commits only where the write family is probed (--dsync-writes)
     from bpf import CaptureOptions, start_capture
 
-    dev = loop_device.removeprefix("/dev/")
-    opts = CaptureOptions(output=tmp_path / "trace", devices=[dev], data_calls=False)
+    devices = [loop_device.removeprefix("/dev/")]
+    opts = CaptureOptions(tmp_path / "trace", devices=devices, data_calls=False, dsync_writes=dsync_writes)
     with start_capture(opts) as bg:
         p = subprocess.run([sys.executable, "-c", FD_PATHS_CODE, loop_device], capture_output=True, text=True)
         fio("--name=aio", f"--filename={loop_device}", "--rw=randrw", "--bs=4k", "--direct=1",
@@ -729,9 +731,11 @@ def test_without_data_calls_the_commits_are_recorded_and_no_read_or_libaio_call_
     pid, _, _, high, log = map(int, p.stdout.split())
     trace = open_trace(tmp_path / "trace")
     assert summary.call_events == 0 and not trace.files.get("calls")
-    assert "syscalls:fsync-family,writes" in trace.meta.extra["probes"]  # provenance: no ",data-calls"
+    probed = "syscalls:fsync-family,dsync-writes" if dsync_writes else "syscalls:fsync-family"
+    assert probed in trace.meta.extra["probes"]  # provenance: what the sync table can hold
     sync = [row for f in trace.files["sync"] for row in pq.read_table(f).to_pylist() if row["pid"] == pid]
-    assert Counter((s["call"], s["fd"]) for s in sync) == {("dsync_write", log): 2, ("fsync", high): 1}
+    want = {("dsync_write", log): 2, ("fsync", high): 1} if dsync_writes else {("fsync", high): 1}
+    assert Counter((s["call"], s["fd"]) for s in sync) == want
     assert summary.io_events >= 3 + 4 + 5 + 6 + 2 + 64  # the block requests are all there
 
 
