@@ -72,7 +72,7 @@ def record_cmd(
         False,
         "--data-calls/--no-data-calls",
         help="Also record the application's O_DIRECT and libaio calls (an incident's calls table: the "
-        "wait a device cap hides from the block layer); ~1 us more CPU an I/O.",
+        "wait a device cap hides from the block layer); ~1 µs more CPU an I/O.",
     ),
     dsync_writes: bool = typer.Option(
         False,
