@@ -669,7 +669,7 @@ def _meta(opts: CaptureOptions, devs: dict[str, int], kc: Any, no_syscalls_why: 
     meta.devices = {name: device_facts(name) for name in devs}
     syscalls = []
     if kc.opts.syscalls:  # which syscalls were probed: provenance of what the sync and calls tables can hold
-        probed = ["fsync-family"] + ["dsync-writes"] * (kc.opts.dsync_writes or kc.opts.data_calls)
+        probed = ["fsync-family"] + ["dsync-writes"] * kc.opts.write_calls
         syscalls = ["syscalls:" + ",".join(probed + ["data-calls"] * kc.opts.data_calls)]
     meta.extra = {
         "probes": [tp for tp, _ in kc.probes()] + syscalls,

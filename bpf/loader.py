@@ -387,6 +387,11 @@ class KernelOptions:
     # the BTF the offsets came from would have them, so that the verifier refuses the typed variant
     refuse_typed: bool = False
 
+    @property
+    def write_calls(self) -> bool:
+        """Whether the write(2) family is probed: for O_DSYNC commits, or for the data calls."""
+        return self.syscalls and (self.dsync_writes or self.data_calls)
+
 
 def comm_words(comm: str) -> tuple[int, int]:
     """The kernel's 16-byte, NUL-padded comm as two little-endian u64 words (truncated to 15)."""
@@ -461,7 +466,7 @@ def cflags(opts: KernelOptions, btf: BTF | None = None) -> list[str]:
 
         if opts.data_calls:
             out.append("-DIOFP_DATA_CALLS")
-        if opts.data_calls or opts.dsync_writes:
+        if opts.write_calls:
             out.append("-DIOFP_WRITE_CALLS")
         if opts.data_calls and all(aio_tracepoints()):  # a kernel built without CONFIG_AIO has no io_submit
             out += ["-DIOFP_AIO", f"-DIOFP_AIO_MAX={opts.aio_max}"]
