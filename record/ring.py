@@ -87,17 +87,27 @@ class Ring:
         self._spool: Spool | None = None
         self._session: Session | None = None
         self._recent: deque[int] = deque(maxlen=16)  # sizes of the latest segments
+        self._fixed: int | None = None  # the directories' and capture.json files' use, when known
 
     @property
     def bytes(self) -> int:
-        """The ring's disk use: its segments, and its directories and capture.json files (stat'ed
-        now: a directory grows with its entries)."""
+        """The ring's disk use: its segments, and its directories and capture.json files."""
+        if self._fixed is None:
+            self._fixed = self._stat_fixed()
+        return self._segment_bytes + self._fixed
+
+    def _stat_fixed(self) -> int:
+        """The ring's and its sessions' directories and capture.json files, stat'ed now: a directory
+        grows with its entries (and never shrinks on ext4: after an eviction the figure kept is at worst
+        high). Stat'ed again once a segment is added or a session comes or goes, not on each look:
+        those were ~4 lstats a session, several times a second."""
         own = os.lstat(self.dir).st_blocks * 512 if self.dir.exists() else 0
-        return self._segment_bytes + own + sum(_overhead(s) for s in self.sessions.values())
+        return own + sum(_overhead(s) for s in self.sessions.values())
 
     def _append(self, seg: Segment) -> None:
         self.segments.append(seg)
         self._segment_bytes += seg.disk
+        self._fixed = None
 
     def load(self) -> None:
         """The sessions a previous run left (a restart keeps the ring), oldest first; half-written
@@ -128,6 +138,7 @@ class Ring:
         self._spool.start(t0_ns, bits, names, meta)
         self._session = Session(name, d, t0_ns, meta.capture_start_ns or 0)
         self.sessions[name] = self._session
+        self._fixed = None
         return self._session
 
     def add(self, item: Interval, start_ns: int, end_ns: int, extra: dict[str, Any]) -> Segment:
@@ -152,7 +163,7 @@ class Ring:
         ):
             seg = self.segments.popleft()
             self._segment_bytes -= seg.disk
-            shutil.rmtree(seg.path, ignore_errors=True)
+            shutil.rmtree(seg.path, ignore_errors=True)  # (a directory does not shrink: _fixed holds)
             self.dropped_segments += 1
             self.dropped_records += seg.records
             s = seg.session
@@ -166,6 +177,7 @@ class Ring:
     def _drop_session(self, s: Session) -> None:
         shutil.rmtree(s.dir, ignore_errors=True)
         self.sessions.pop(s.name, None)
+        self._fixed = None
 
     def status(self) -> dict[str, Any]:
         return {
