@@ -150,15 +150,17 @@ _CODEC = pa.Codec("zstd", compression_level=1)
 
 
 def _pack(recs: np.ndarray) -> bytes:
-    """Records byte-shuffled (row-major records -> byte-major), then zstd'ed. The transpose goes 512
-    records at a time (32 KiB, in the CPU's cache): half the time of one numpy transpose here."""
+    """Records byte-shuffled (row-major records -> byte-major), then zstd'ed. The shuffle goes in two
+    steps, records to 8-byte words (few, wide elements), then each word's column to its 8 byte
+    rows: ~0.7 of the time of a byte transpose done 512 records at a time (20,000 records,
+    2026-11-29), the same bytes. The records are the kernel's structs, 8-byte aligned (iofp_record.h)."""
     if not len(recs):
         return b""
     n, width = len(recs), recs.dtype.itemsize
-    rows = recs.view(np.uint8).reshape(n, width)
+    words = np.ascontiguousarray(recs.view(np.uint64).reshape(n, width // 8).T)
     shuffled = np.empty((width, n), np.uint8)
-    for i in range(0, n, 512):
-        shuffled[:, i : i + 512] = rows[i : i + 512].T
+    for k in range(width // 8):
+        shuffled[8 * k : 8 * k + 8] = words[k].view(np.uint8).reshape(n, 8).T
     return _CODEC.compress(shuffled, asbytes=True)
 
 

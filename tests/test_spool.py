@@ -173,3 +173,23 @@ def test_a_bad_witness_mode_is_one_line(tmp_path: Path) -> None:
     assert code == 2
     assert stderr.strip() == "iofp: --witness 'some': use one of agent, all, off"
     assert not (tmp_path / "t").exists()
+
+
+@pytest.mark.parametrize("dtype", ["io", "sync"])
+def test_a_compressed_segment_is_its_records_byte_major(dtype: str, tmp_path: Path) -> None:
+    """The packed bytes are the records' byte-major transpose, zstd'ed: the format the rings and spools
+    already on disk hold (read back by the same _unpack), however _pack computes it."""
+    import numpy as np
+    import pyarrow as pa
+
+    from bpf.record import SYNC_DTYPE
+    from bpf.spool import _pack, _unpack
+
+    dt = IO_DTYPE if dtype == "io" else SYNC_DTYPE
+    rng = np.random.default_rng(7)
+    recs = rng.integers(0, 256, 1_037 * dt.itemsize, dtype=np.uint8).view(dt)  # not a multiple of 512
+    packed = _pack(recs)
+    raw = pa.Codec("zstd").decompress(packed, decompressed_size=recs.nbytes, asbytes=True)
+    assert raw == recs.view(np.uint8).reshape(len(recs), dt.itemsize).T.tobytes()
+    (tmp_path / "io.zst").write_bytes(packed)
+    assert _unpack(tmp_path / "io.zst", recs.nbytes, dt).tobytes() == recs.tobytes()
