@@ -131,6 +131,13 @@ class BTF:
     def has_typedef(self, name: str) -> bool:
         return (TYPEDEF, name) in self._by_name
 
+    def typedef_id(self, name: str) -> int:
+        """The type id of typedef `name` (a BTF tracepoint attaches by its btf_trace_* typedef's id)."""
+        tid = self._by_name.get((TYPEDEF, name))
+        if tid is None:
+            raise BTFError(f"kernel BTF has no typedef {name}")
+        return tid
+
     def resolve(self, tid: int) -> BType | None:
         """Follow typedefs and qualifiers to the underlying type."""
         t = self.types[tid]

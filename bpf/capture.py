@@ -680,6 +680,7 @@ def _meta(opts: CaptureOptions, devs: dict[str, int], kc: Any, no_syscalls_why: 
         meta.extra["syscalls_unavailable"] = no_syscalls_why
     if kc.fd_lookup is not None:  # which variant of the syscall probes ran (bpf/loader.py, load_program)
         meta.extra["fd_lookup"] = kc.fd_lookup
+    meta.extra["block_reads"] = kc.block_reads  # the request's fields: BTF loads, or probe reads and why
     return meta
 
 

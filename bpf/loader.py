@@ -72,6 +72,10 @@ _SYS_BPF = 321  # x86_64
 _BPF_PROG_TEST_RUN = 10
 _BPF_MAP_LOOKUP_BATCH = 24
 _BPF_OBJ_GET_INFO_BY_FD = 15
+_BPF_PROG_LOAD = 5
+_BPF_RAW_TRACEPOINT_OPEN = 17
+_BPF_PROG_TYPE_TRACING = 26
+_BPF_TRACE_RAW_TP = 23  # enum bpf_attach_type: a BTF tracepoint (tp_btf)
 _MAP_INFO_LEN = 24  # struct bpf_map_info up to max_entries (the kernel fills what fits)
 _BPF_F_TEST_RUN_ON_CPU = 1
 
@@ -95,6 +99,37 @@ class _TestRunAttr(ctypes.Structure):
         ("batch_size", ctypes.c_uint32),
         ("_pad", ctypes.c_uint32),
     ]
+
+
+class _ProgLoadAttr(ctypes.Structure):
+    """union bpf_attr for BPF_PROG_LOAD, up to attach_btf_id (the kernel takes a shorter attr whole)."""
+
+    _fields_ = [
+        ("prog_type", ctypes.c_uint32),
+        ("insn_cnt", ctypes.c_uint32),
+        ("insns", ctypes.c_uint64),
+        ("license", ctypes.c_uint64),
+        ("log_level", ctypes.c_uint32),
+        ("log_size", ctypes.c_uint32),
+        ("log_buf", ctypes.c_uint64),
+        ("kern_version", ctypes.c_uint32),
+        ("prog_flags", ctypes.c_uint32),
+        ("prog_name", ctypes.c_char * 16),
+        ("prog_ifindex", ctypes.c_uint32),
+        ("expected_attach_type", ctypes.c_uint32),
+        ("prog_btf_fd", ctypes.c_uint32),
+        ("func_info_rec_size", ctypes.c_uint32),
+        ("func_info", ctypes.c_uint64),
+        ("func_info_cnt", ctypes.c_uint32),
+        ("line_info_rec_size", ctypes.c_uint32),
+        ("line_info", ctypes.c_uint64),
+        ("line_info_cnt", ctypes.c_uint32),
+        ("attach_btf_id", ctypes.c_uint32),
+    ]
+
+
+class _RawTpOpenAttr(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_uint64), ("prog_fd", ctypes.c_uint32), ("_pad", ctypes.c_uint32)]
 
 
 class _InfoAttr(ctypes.Structure):
@@ -384,8 +419,12 @@ class KernelOptions:
     # and probe reads if this kernel's verifier refuses them), "probe" (probe reads only)
     fd_lookup: str = "auto"
     # tests only: the typed loads point past files_struct's end, as a kernel whose layout differs from
-    # the BTF the offsets came from would have them, so that the verifier refuses the typed variant
+    # the BTF the offsets came from would have them, so that the verifier refuses the typed variant;
+    # and the typed block programs are loaded for a type that is no tracepoint's, so they are refused
     refuse_typed: bool = False
+    # the programs that start and issue a request as BTF tracepoints (typed request reads, no probe
+    # reads; the raw tracepoint variant where this kernel refuses them); False: raw tracepoints
+    typed_rq: bool = True
 
     @property
     def write_calls(self) -> bool:
@@ -447,6 +486,8 @@ def cflags(opts: KernelOptions, btf: BTF | None = None) -> list[str]:
         out.append(f"-DIOFP_RQF_FLUSH_SEQ={1 << btf.enum_values(['__RQF_FLUSH_SEQ'])['__RQF_FLUSH_SEQ']}U")
     if has_io_start(btf):
         out.append("-DIOFP_HAVE_IO_START")
+    if opts.typed_rq and all(btf.has_typedef(f"btf_trace_{tp}") for tp, _ in typed_probes(btf)):
+        out.append(_TYPED_RQ)
     if _kernel_at_least(5, 5):  # BPF_F_MMAPABLE arrays: the in-flight table read in place
         out.append("-DIOFP_SLOTS_MMAP")
     if opts.devs:
@@ -495,6 +536,52 @@ def _fd_array_cflags(btf: BTF, past_end: bool = False) -> list[str]:
     if past_end:
         off = btf.sizeof(btf.struct_id("files_struct"))
     return [f"{_TYPED_FD}{off}", f"-DIOFP_FD_ARRAY_N={size // 8}"]
+
+
+_TYPED_RQ = "-DIOFP_TYPED_RQ"
+
+
+def typed_probes(btf: BTF) -> list[tuple[str, str]]:
+    """(tracepoint, program) of the block programs loaded as BTF tracepoints under IOFP_TYPED_RQ: those
+    that read the request's fields (the others only key their tables by it)."""
+    start = [p for p in block_probes(has_io_start(btf)) if p[1] in ("iofp_io_start", "iofp_rq_insert")]
+    return [*start, ("block_rq_issue", "iofp_rq_issue")]
+
+
+def load_typed(b: Any, fn: str, tp: str, btf_id: int) -> int:
+    """Program `fn` of the compiled object `b` loaded as a BTF tracepoint on `tp` (its typedef's BTF id
+    `btf_id`): its fd. bcc loads tracing programs only as fentry/fexit/LSM, so this is the bpf(2) call
+    itself, on the instructions bcc compiled (their map references already the maps' fds). OSError
+    with the verifier's reason if refused."""
+    insns = b.dump_func(fn.encode())
+    code = ctypes.create_string_buffer(insns, len(insns))
+    log = ctypes.create_string_buffer(1 << 16)
+    gpl = ctypes.create_string_buffer(b"GPL")
+    attr = _ProgLoadAttr(
+        prog_type=_BPF_PROG_TYPE_TRACING, insn_cnt=len(insns) // 8, insns=ctypes.addressof(code),
+        license=ctypes.addressof(gpl), prog_name=fn.encode()[:15], expected_attach_type=_BPF_TRACE_RAW_TP,
+        attach_btf_id=btf_id,
+    )  # fmt: skip
+    fd = _bpf(_BPF_PROG_LOAD, attr)
+    if fd < 0:  # again with the verifier's log, for the reason
+        err = ctypes.get_errno()
+        attr.log_level, attr.log_size, attr.log_buf = 1, len(log), ctypes.addressof(log)
+        fd = _bpf(_BPF_PROG_LOAD, attr)
+        if fd < 0:
+            text = log.value.decode(errors="replace")
+            raise OSError(err, f"{fn} as a BTF tracepoint: {_verifier_reason(text)}")
+    return fd
+
+
+def attach_typed(prog_fd: int) -> int:
+    """Attach a BTF tracepoint program (to the tracepoint it was loaded for): the link's fd, which
+    detaches it when closed."""
+    attr = _RawTpOpenAttr(name=0, prog_fd=prog_fd)
+    fd = _bpf(_BPF_RAW_TRACEPOINT_OPEN, attr)
+    if fd < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"cannot attach a BTF tracepoint: {os.strerror(err)}")
+    return fd
 
 
 def probe_read_cflags(flags: list[str]) -> list[str]:
@@ -629,11 +716,16 @@ def test_compile() -> None:
     anything. The syscall programs are left out: bcc attaches those as it loads them."""
     from bcc import BPF
 
-    have_io_start = has_io_start(kernel_btf())
-    b = BPF(src_file=str(SRC).encode(), cflags=cflags(KernelOptions(syscalls=False)))
+    btf = kernel_btf()
+    flags = cflags(KernelOptions(syscalls=False), btf)
+    typed = dict((fn, tp) for tp, fn in typed_probes(btf)) if _TYPED_RQ in flags else {}
+    b = BPF(src_file=str(SRC).encode(), cflags=flags)
     try:
-        for fn in [fn for _, fn in block_probes(have_io_start)] + ["iofp_flush"]:
-            b.load_func(fn.encode(), BPF.RAW_TRACEPOINT)
+        for fn in [fn for _, fn in block_probes(has_io_start(btf))] + ["iofp_flush"]:
+            if fn in typed:
+                os.close(load_typed(b, fn, typed[fn], btf.typedef_id(f"btf_trace_{typed[fn]}")))
+            else:
+                b.load_func(fn.encode(), BPF.RAW_TRACEPOINT)
     finally:
         b.cleanup()
 
@@ -654,9 +746,15 @@ class KernelCapture:
         # how the syscall probes find an fd's file ("btf", "probe_read: why"); None without them
         self.fd_lookup: str | None
         why = "asked (fd_lookup=probe)" if opts.fd_lookup == "probe" else _NO_FD_ARRAY
-        self.bpf, self.fd_lookup = load_program(cflags(opts, btf), why)
+        flags = cflags(opts, btf)
+        self.bpf, self.fd_lookup = load_program(flags, why)
+        if self.fd_lookup != "btf":
+            flags = probe_read_cflags(flags)  # what it was compiled with
         if not opts.syscalls:
             self.fd_lookup = None
+        # how the request's start and issue programs read it ("btf", "probe_read: why"); their fds
+        self.block_reads, self._typed = self._load_typed(flags, btf)
+        self._links: dict[str, int] = {}  # tracepoint -> the link of its BTF tracepoint program
         if opts.devs:
             devs = self.bpf["devs"]
             for d in opts.devs:
@@ -703,6 +801,31 @@ class KernelCapture:
         self._witness_checked = 0  # witness events (by count) looked for among the tracked
         self._pending = np.empty(0, EVENTS)  # witness events whose request was still tracked when last looked
 
+    def _load_typed(self, flags: list[str], btf: BTF) -> tuple[str, dict[str, int]]:
+        """The typed block programs (of the object compiled with `flags`) loaded as BTF tracepoints;
+        where this kernel refuses one, said in one line on stderr, the program is compiled again
+        without them (raw tracepoints, probe reads)."""
+        if _TYPED_RQ not in flags:
+            return "probe_read: " + ("asked (typed_rq=False)" if not self.opts.typed_rq else
+                                     "no BTF tracepoint types in this kernel"), {}  # fmt: skip
+        fds: dict[str, int] = {}
+        try:
+            for tp, fn in typed_probes(btf):
+                tid = btf.typedef_id(f"btf_trace_{tp}")
+                if self.opts.refuse_typed:  # tests: a type that is no tracepoint's, as a kernel refusing them
+                    tid = btf.struct_id("request")
+                fds[fn] = load_typed(self.bpf, fn, tp, tid)
+            return "btf", fds
+        except (OSError, BTFError) as e:
+            for fd in fds.values():
+                os.close(fd)
+            reason = str(e.args[-1] if isinstance(e, OSError) else e)[:200]
+        print(f"iofp: the typed request reads were refused by this kernel ({reason}); the block "
+              "programs read each request with probe reads (slower)", file=sys.stderr)  # fmt: skip
+        self.bpf.cleanup()  # its syscall probes are attached: the program compiled again attaches its own
+        self.bpf = _bpf_class()(src_file=str(SRC).encode(), cflags=[f for f in flags if f != _TYPED_RQ])
+        return f"probe_read: typed refused: {reason}", {}
+
     # ---- lifecycle ------------------------------------------------------------------------
 
     def probes(self) -> list[tuple[str, str]]:
@@ -713,7 +836,10 @@ class KernelCapture:
         self._start_witness()
         mono, wall = time.monotonic_ns(), time.time_ns()
         for tp, fn in self.probes():
-            self.bpf.attach_raw_tracepoint(tp=tp.encode(), fn_name=fn.encode())
+            if fn in self._typed:
+                self._links[tp] = attach_typed(self._typed[fn])
+            else:
+                self.bpf.attach_raw_tracepoint(tp=tp.encode(), fn_name=fn.encode())
             self._attached.append(tp)
             if self.opts.start_pause_s:
                 time.sleep(self.opts.start_pause_s)
@@ -731,7 +857,10 @@ class KernelCapture:
             if tp == "block_rq_issue":
                 off = self.bpf["issue_off"]
                 off[off.Key(0)] = off.Leaf(1)
-            self.bpf.detach_raw_tracepoint(tp=tp.encode())
+            if tp in self._links:
+                os.close(self._links.pop(tp))
+            else:
+                self.bpf.detach_raw_tracepoint(tp=tp.encode())
             if self.opts.stop_pause_s:
                 time.sleep(self.opts.stop_pause_s)
         self._attached.clear()
@@ -760,6 +889,9 @@ class KernelCapture:
         if self._ring is not None:
             self._ring.close()
             self._ring = None
+        for fd in [*self._links.values(), *self._typed.values()]:
+            os.close(fd)
+        self._links, self._typed = {}, {}
         self.bpf.cleanup()
 
     def _start_witness(self) -> None:

@@ -183,10 +183,11 @@ class Workload:
         return [r for r in self.io.to_pylist() if r["pid"] == pid]
 
 
-# The syscall probes' two variants (bpf/loader.py, load_program): the typed fd lookups this kernel
-# verifies, and the probe-read variant loaded where a kernel's verifier refuses them, forced here by
-# placing the typed loads past files_struct's end (as another kernel's layout would): every test on
-# the workload runs against both
+# The programs' two variants (bpf/loader.py, load_program, KernelCapture._load_typed): the typed fd
+# lookups and request reads this kernel verifies, and the probe-read variants loaded where a kernel
+# refuses them, forced here by placing the typed fd loads past files_struct's end (as another kernel's
+# layout would) and loading the typed block programs for a type that is no tracepoint's: every test
+# on the workload runs against both
 VARIANTS = {"typed": {}, "refused": {"refuse_typed": True}}
 
 
@@ -293,12 +294,13 @@ def workload(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
     )
 
 
-def test_the_metadata_says_which_fd_lookup_ran(workload: Workload) -> None:
-    ran = workload.meta.extra["fd_lookup"]
+def test_the_metadata_says_which_fd_lookup_and_request_reads_ran(workload: Workload) -> None:
+    ran, reads = workload.meta.extra["fd_lookup"], workload.meta.extra["block_reads"]
     if workload.variant == "typed":
-        assert ran == "btf"
+        assert ran == reads == "btf"
     else:  # the verifier's own reason, kept
         assert ran.startswith("probe_read: typed refused: access beyond struct files_struct"), ran
+        assert reads.startswith("probe_read: typed refused: iofp_io_start as a BTF tracepoint"), reads
 
 
 def test_every_fio_io_is_captured_exactly_once_with_its_offset_size_and_op(workload: Workload) -> None:
