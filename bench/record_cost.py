@@ -11,8 +11,10 @@ latencies summed, nothing recorded). Per run: the CPU time every task ran over f
 each thread's exact run time, not /proc/stat's tick samples), per I/O; the extra over the same
 round's untraced run is the tracer's cost all in (its programs in the workload's context, its
 process, the kernel work it causes), and times the rate it is the share of one core. For `record`
-also its process's own CPU over the run (utime+stime) and, with --prog-stats,
-its BPF programs' run time (bpf stats, whose own clock reads add ~70 ns a run: a separate pass).
+also its process's own CPU over the run (its threads' exact run time, schedstat) and, with --prog-stats,
+its BPF programs' run time (bpf stats, whose own clock reads add ~70 ns a run: a separate pass),
+the issue's sum (programs + process) per run, and what bpf stats add to each run, measured in the
+same run (an empty program on block_rq_issue, StatsFloor): the programs' time net of it beside.
 QD1: fio psync randread at 2000 IOPS, fio's clat p50/p99 under each mode against untraced (fio's own
 figures, labelled so: a latency added to the I/O is what fio sees).
 
@@ -61,8 +63,8 @@ from bench.capture_overhead import (
     MinimalTracer,
     PerfTracer,
     Tracer,
-    proc_cpu_s,
     prog_stats,
+    prog_totals,
     wait_cpu_s,
 )
 from replay.fio import fio_json
@@ -91,8 +93,40 @@ class Run:
     extra: dict = field(default_factory=dict)
 
 
+class StatsFloor:
+    """What bpf stats add to every run they time: an empty program on block_rq_issue, attached after
+    the recorder's (a tracepoint runs its programs in attach order, so it runs last, its caches warm:
+    the smallest floor, and so the net figure the most conservative), its run time per run over the
+    recorder's run. The kernel reads the clock around each run; what one read costs lands in the
+    run's time (~60 ns a run on the lab VM, 2026-11-29: as much as bpf_ktime_get_ns)."""
+
+    NAME = "iofp_floor"
+
+    def __init__(self) -> None:
+        from bcc import BPF
+
+        self.b = BPF(text=f"int {self.NAME}(struct bpf_raw_tracepoint_args *ctx) {{ return 0; }}")
+        self.b.load_func(self.NAME.encode(), BPF.RAW_TRACEPOINT)
+        self.at: tuple[int, int] = (0, 0)
+
+    def _totals(self) -> tuple[int, int]:
+        p = prog_totals(os.getpid()).get(self.NAME, {})
+        return p.get("run_time_ns", 0), p.get("run_cnt", 0)
+
+    def attach(self) -> None:
+        self.b.attach_raw_tracepoint(tp=b"block_rq_issue", fn_name=self.NAME.encode())
+        self.at = self._totals()
+
+    def detach(self) -> float | None:
+        """ns a run since attach (None if it never ran)."""
+        ns, runs = self._totals()
+        self.b.detach_raw_tracepoint(tp=b"block_rq_issue")
+        return (ns - self.at[0]) / (runs - self.at[1]) if runs > self.at[1] else None
+
+
 class RecordTracer(Tracer):
     name = "record"
+    floor: ClassVar[StatsFloor | None] = None  # --prog-stats: bpf stats' own cost a run
     stats = False
     repo = REPO  # the checkout whose iofp runs: `record_base` runs --base's (the code before a change)
     kernel: ClassVar[dict[str, object]] = {}  # KernelOptions fields not the defaults (record_probe, _retry)
@@ -121,6 +155,8 @@ class RecordTracer(Tracer):
                 raise RuntimeError(f"iofp record did not start: {said}{line}{self.p.stderr.read()}")
             self.said.append(line)
         self.start_s = time.monotonic() - t0  # to "recording": compile, load (twice if refused), attach
+        if self.floor is not None:
+            self.floor.attach()
         self.cpu0 = proc_cpu_s(self.p.pid)
 
     def stop(self, run: Run) -> None:  # type: ignore[override]
@@ -129,6 +165,8 @@ class RecordTracer(Tracer):
         run.extra["said"] = [x.strip()[:200] for x in self.said if x.startswith("iofp:")]
         if self.stats:
             run.extra["progs"] = prog_stats(self.p.pid)
+        if self.floor is not None:
+            run.extra["stats_floor_ns"] = self.floor.detach()
         self.p.send_signal(signal.SIGTERM)
         wait_cpu_s(self.p)
         summary = json.loads(self.p.stdout.read() if self.p.stdout else "{}")
@@ -230,12 +268,23 @@ def busy_ns() -> int:
     plus this process's reaped children's (fio, once it has exited: getrusage). Not /proc/stat: with
     tick-based accounting (this kernel's) it samples who runs at each tick, and fio's rate limiter,
     ~10,000 short wake-ups a second, read there as 4-37 us an I/O untraced at the same 5-20k rate."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return _run_ns("/proc/[0-9]*/task/[0-9]*/schedstat") + round((ru.ru_utime + ru.ru_stime) * 1e9)
+
+
+def proc_cpu_s(pid: int) -> float:
+    """CPU time `pid`'s live threads have run (schedstat: exact), in seconds. Not utime+stime from
+    /proc/PID/stat, whose 10 ms ticks are 62 ns an I/O over an 8 s run at 20k: the recorder's own
+    ~0.4 us an I/O read as 375 or 500 ns from one run to the next (2026-11-29)."""
+    return _run_ns(f"/proc/{pid}/task/[0-9]*/schedstat") / 1e9
+
+
+def _run_ns(pattern: str) -> int:
     total = 0
-    for stat in glob.glob("/proc/[0-9]*/task/[0-9]*/schedstat"):
+    for stat in glob.glob(pattern):
         with contextlib.suppress(OSError, ValueError, IndexError):  # a task that exited meanwhile
             total += int(Path(stat).read_bytes().split()[0])
-    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return total + round((ru.ru_utime + ru.ru_stime) * 1e9)
+    return total
 
 
 def fio_run(dev: str, seconds: int, rate: int, out: Path) -> dict:
@@ -277,6 +326,9 @@ def one_run(mode: str, rnd: int, rate: int, dev: str, seconds: int) -> Run:
         run.tracer_ns_per_io = run.extra["cpu_in_run_s"] * 1e9 / max(1, f["ios"])
     if progs := run.extra.get("progs"):
         run.prog_ns_per_io = sum(p["ns"] * p["runs"] for p in progs.values()) / max(1, f["ios"])
+        if floor := run.extra.get("stats_floor_ns"):  # the same without bpf stats' clock read a run
+            runs = sum(p["runs"] for p in progs.values())
+            run.extra["prog_ns_per_io_net"] = run.prog_ns_per_io - floor * runs / max(1, f["ios"])
     (out / "run.json").write_text(json.dumps(asdict(run), indent=2))
     return run
 
@@ -337,6 +389,15 @@ def summarise(runs: list[Run], modes: list[str]) -> dict:
                 row["own_process_ns_per_io_median"] = statistics.median(own)
             if progs := [r.prog_ns_per_io for r in rs if r.prog_ns_per_io is not None]:
                 row["bpf_prog_ns_per_io_median"] = statistics.median(progs)
+            if own and progs:  # the issue's sum: the programs' bpf-stats run time + the process
+                sums = [r.prog_ns_per_io + r.tracer_ns_per_io for r in rs
+                        if r.prog_ns_per_io is not None and r.tracer_ns_per_io is not None]  # fmt: skip
+                row["programs_plus_process_ns_per_io"] = {"median": statistics.median(sums),
+                                                          "each": [round(x) for x in sums]}  # fmt: skip
+            if floors := [r.extra["stats_floor_ns"] for r in rs if r.extra.get("stats_floor_ns")]:
+                row["stats_floor_ns_per_run_median"] = statistics.median(floors)
+                net = [r.extra["prog_ns_per_io_net"] for r in rs if "prog_ns_per_io_net" in r.extra]
+                row["bpf_prog_ns_per_io_net_median"] = statistics.median(net)
             if starts := [r.extra["start_s"] for r in rs if "start_s" in r.extra]:
                 row["start_s_median"] = statistics.median(starts)
             if rate == 0:
@@ -386,6 +447,7 @@ def main() -> None:
     runs: list[Run] = []
     if args.prog_stats:
         RecordTracer.stats = True  # the subclasses inherit it
+        RecordTracer.floor = StatsFloor()
         BPF_STATS.write_text("1")
     try:
         for rnd in range(args.rounds):
