@@ -392,7 +392,7 @@ class KernelOptions:
     # with syscalls, the write family probed for writes on O_DSYNC files (commits): ~0.3 us more on every
     # write(2) on the machine (BENCHMARKS); on whenever data_calls is
     dsync_writes: bool = True
-    io_batch: int = 64  # records per kernel batch (power of two)
+    io_batch: int = 256  # records per kernel batch (power of two)
     sync_batch: int = 64  # fsync-family and data calls: one of the latter per O_DIRECT I/O
     aio_max: int = 64  # iocbs looked at per io_submit and per io_getevents
     aio_inflight: int = 65536  # libaio iocbs between io_submit and their reaping
