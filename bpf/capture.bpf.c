@@ -581,7 +581,8 @@ static __always_inline void early_done(u32 dev)
 /* Raw tracepoint programs, attached by the loader (bpf/loader.py) by name, so that the capture
  * starts at a known instant rather than when bcc finishes compiling. */
 
-/* struct request's q and cmd_flags, in one probe read where they are close (0 and 24 on 6.1-6.18) */
+/* struct request's q and cmd_flags: plain loads under IOFP_TYPED_RQ, else one probe read where they
+ * are close (0 and 24 on 6.1-6.18) */
 struct iofp_rq_head {
 	u64 q;
 	u32 cmd_flags;
@@ -639,7 +640,7 @@ static __always_inline int track_start(u64 p)
 	if (!dev)
 		return 0;
 	u64 rq = RQ_NUM(p);
-	/* No clock read here (~100 ns per bpf_ktime_get_ns() on this VM): queue_ns is the request's own
+	/* No clock read here (~60-75 ns per bpf_ktime_get_ns() on this VM): queue_ns is the request's own
 	 * start_time_ns, read at issue (see rq_fields) */
 	struct iofp_req r = {};
 	r.dev = dev;
@@ -696,8 +697,9 @@ int iofp_rq_insert(struct bpf_raw_tracepoint_args *ctx)
 }
 #endif
 
-/* struct request's cmd_flags, __data_len, __sector and start_time_ns, read with one probe read when
- * they lie within IOFP_RQ_SPAN_LEN bytes of each other (24..112 on 6.1-6.18), else four. */
+/* struct request's cmd_flags, __data_len, __sector and start_time_ns: plain loads under IOFP_TYPED_RQ;
+ * else one probe read when they lie within IOFP_RQ_SPAN_LEN bytes of each other (24..112 on 6.1-6.18),
+ * else four. */
 struct iofp_rq_fields {
 	u32 rq_flags;
 	u32 cmd_flags;
