@@ -593,17 +593,30 @@ struct iofp_rq_head {
  * checks against the kernel's BTF, where a probe read (a helper call) cost ~35 ns a request here
  * (bpf stats, 2026-11-29). The verifier forbids arithmetic on a typed pointer, though, and the tables
  * are keyed and hashed by the pointer's value: that is taken as a number through this CPU's scratch
- * word (a privileged program may store a pointer in a map; what it loads from one is a number). */
-BPF_PERCPU_ARRAY(rq_number, u64, 1);
+ * words (a privileged program may store a pointer in a map; what it loads from one is a number).
+ * The other typed program may interrupt this one on its CPU (a completion's softirq dispatching the
+ * queue issues a request in the middle of block_io_start's program): each nesting level has its own
+ * word, claimed by the depth, which an interrupting program restores before it returns. */
+#define IOFP_NUMBER_DEPTH 4 /* process, softirq, hardirq: nested no deeper */
+struct iofp_numbers {
+	u64 depth;
+	u64 word[IOFP_NUMBER_DEPTH];
+};
+BPF_PERCPU_ARRAY(rq_number, struct iofp_numbers, 1);
 
 static __always_inline u64 as_number(u64 p)
 {
 	u32 zero = 0;
-	u64 *w = rq_number.lookup(&zero);
-	if (!w)
+	struct iofp_numbers *n = rq_number.lookup(&zero);
+	if (!n)
 		return 0;
-	*(volatile u64 *)w = p;
-	return *(volatile u64 *)w;
+	u64 d = *(volatile u64 *)&n->depth;
+	*(volatile u64 *)&n->depth = d + 1; /* from here, a program interrupting this one uses the next word */
+	volatile u64 *w = &n->word[d & (IOFP_NUMBER_DEPTH - 1)];
+	*w = p;
+	u64 v = *w;
+	*(volatile u64 *)&n->depth = d;
+	return v;
 }
 
 #define RQ_NUM(p) as_number(p)
