@@ -24,7 +24,16 @@ from bpf.capture import (
     validate,
 )
 from bpf.record import Completions, ReqBits, completions
-from bpf.spool import Interval, Spool, read_capture, segment_bytes, segment_extra, segments
+from bpf.spool import (
+    Interval,
+    Spool,
+    read_capture,
+    remove_leftovers,
+    remove_segment,
+    segment_bytes,
+    segment_extra,
+    segments,
+)
 
 __all__ = [
     "PARQUET_OPTIONS",
@@ -41,6 +50,8 @@ __all__ = [
     "completions",
     "encode_interval",
     "read_capture",
+    "remove_leftovers",
+    "remove_segment",
     "segment_bytes",
     "segment_extra",
     "segments",

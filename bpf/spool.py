@@ -137,11 +137,12 @@ class Spool:
     def taken(self, seg: Path) -> None:
         """`seg` is encoded into the trace: its space is free again."""
         self.bytes -= segment_bytes(seg)
-        shutil.rmtree(seg, ignore_errors=True)
+        remove_segment(seg)
 
     def remove(self) -> None:
-        """Once every segment is encoded."""
+        """Once every segment is encoded (what a kill left half removed goes too)."""
         (self.dir / CAPTURE).unlink(missing_ok=True)
+        remove_leftovers(self.dir)
         with contextlib.suppress(OSError):
             self.dir.rmdir()
 
@@ -242,6 +243,29 @@ def segments(root: Path) -> list[Path]:
     """The whole segments a capture left in the trace at `root`, oldest first."""
     d = Path(root) / SPOOL
     return sorted(p for p in d.glob("[0-9]*") if p.is_dir()) if d.is_dir() else []
+
+
+def remove_segment(seg: Path) -> None:
+    """A segment removed as one step: renamed out of segments()' sight first, then its files. A kill -9
+    in the middle of removing its files (a capture's writer had encoded it) left a numbered segment
+    without its records, which recover then read as damaged (a fresh-clone CI run, 2026-11-30)."""
+    gone = seg.with_name(f".{seg.name}{_GONE}")
+    try:
+        os.rename(seg, gone)
+    except OSError:
+        gone = seg
+    shutil.rmtree(gone, ignore_errors=True)
+
+
+def remove_leftovers(spool: Path) -> None:
+    """What a kill left in a spool directory: a segment being written (.NNNNNN.tmp) or removed
+    (.NNNNNN.gone): neither is a whole segment, and the one being removed is in the trace already."""
+    for p in spool.glob(".*"):
+        if p.name.endswith((".tmp", _GONE)) and p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p, ignore_errors=True)
+
+
+_GONE = ".gone"
 
 
 def segment_bytes(seg: Path) -> int:

@@ -23,7 +23,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bpf import Interval, ReqBits, Spool, read_capture, segment_extra, segments
+from bpf import (
+    Interval,
+    ReqBits,
+    Spool,
+    read_capture,
+    remove_leftovers,
+    remove_segment,
+    segment_extra,
+    segments,
+)
 from iofp.contract import SPOOL, TraceMeta
 
 RING = "ring"
@@ -114,8 +123,7 @@ class Ring:
         segments (a kill -9 while one was written) removed."""
         found = []
         for d in sorted(self.dir.glob("*/")) if self.dir.is_dir() else []:
-            for tmp in (d / SPOOL).glob(".*.tmp"):
-                shutil.rmtree(tmp, ignore_errors=True)
+            remove_leftovers(d / SPOOL)  # a kill -9 while a segment was written or removed
             try:
                 cap = read_capture(d)
             except (OSError, ValueError, KeyError, TypeError):
@@ -163,7 +171,7 @@ class Ring:
         ):
             seg = self.segments.popleft()
             self._segment_bytes -= seg.disk
-            shutil.rmtree(seg.path, ignore_errors=True)  # (a directory does not shrink: _fixed holds)
+            remove_segment(seg.path)  # (a directory does not shrink: _fixed holds)
             self.dropped_segments += 1
             self.dropped_records += seg.records
             s = seg.session

@@ -101,3 +101,19 @@ def test_a_whole_spool_is_recovered(compress, tmp_path):
     root = spooled(tmp_path / "t", compress=compress)
     code, out, err = run_iofp("recover", root)
     assert code == 0 and out.startswith("Recovered 10 block requests"), err
+
+
+def test_a_segment_half_removed_by_a_kill_is_left_out_and_cleared(tmp_path):
+    """The writer had encoded segment 1 and was removing it when the capture was killed: recover
+    encodes segment 2 alone (segment 1 is in the trace already) and leaves no spool behind."""
+    root = spooled(tmp_path / "t", compress=False)
+    s = Spool(root, 1 << 30, compress=False)
+    s._seq = 1  # the second segment of the same capture
+    s.put((np.zeros(3, IO_DTYPE), np.zeros(0, SYNC_DTYPE), ({}, {}), InflightFixes({}, ())))
+    seg1 = root / SPOOL / "000001"
+    gone = seg1.with_name(".000001.gone")
+    seg1.rename(gone)  # remove_segment's first step, then the kill, its records half deleted
+    (gone / "io.bin").unlink()
+    code, out, err = run_iofp("recover", root)
+    assert code == 0 and out.startswith("Recovered 3 block requests"), (out, err)
+    assert not (root / SPOOL).exists()
