@@ -60,6 +60,7 @@ from iofp.output import shell_command
 from iofp.signals import StopRequest, stop_on_signals
 
 FLUSH_TICK_S = 0.1
+SPOOL_SEGMENT = "spool_segment"  # footer metadata: the spooled segment a file was encoded from
 MAX_PENDING_BYTES = 64 << 20  # default: write a file early rather than hold more than this in memory
 MIN_BUFFER_BYTES = 1 << 20
 # default: raw records held on disk until the CPU is free to encode them (bpf/spool.py): ~30 M
@@ -300,8 +301,12 @@ class _Writer(threading.Thread):
         spool: Spool | None = None,
         *,
         off_peak: bool = True,
+        done: dict[int, set[str]] | None = None,
     ) -> None:
         super().__init__(name="iofp-writer", daemon=True)
+        # recover: the tables of each spooled segment (by number) that are in the trace already, its
+        # writer killed after writing them and before removing the segment (each file's footer says)
+        self.done = done or {}
         self.writer = writer
         self.t0 = t0
         self.bits = bits
@@ -373,24 +378,29 @@ class _Writer(threading.Thread):
                 self._note_devices(io)
                 self._note_call_devices(sync)
                 enc = encode_interval(item, self.t0, self.bits, self.names)
-                if enc.io is not None:
+                have = self.done.get(int(seg.name), set()) if seg is not None else set()
+                if enc.io is not None and IO_TABLE not in have:
                     self.skipped_ops += enc.skipped_ops
                     counts = {**counts, "skipped_ops": self.skipped_ops}
                 self.release(io, sync)
                 self.writer.meta.loss = loss
                 self.writer.meta.counts = counts
-                if enc.io is not None:
+                if seg is not None:  # in each file's footer until the segment is removed (recover)
+                    self.writer.meta.extra[SPOOL_SEGMENT] = int(seg.name)
+                if enc.io is not None and IO_TABLE not in have:
                     self._write(IO_TABLE, enc.io)
                     self.io_rows += enc.io.num_rows
-                if enc.sync is not None:
+                if enc.sync is not None and SYNC_TABLE not in have:
                     self._write(SYNC_TABLE, enc.sync)
                     self.sync_rows += enc.sync.num_rows
-                if enc.calls is not None:
+                if enc.calls is not None and CALLS_TABLE not in have:
                     self._write(CALLS_TABLE, enc.calls)
                     self.call_rows += enc.calls.num_rows
+                self.writer.meta.extra.pop(SPOOL_SEGMENT, None)
                 if seg is not None:
                     self.spool.taken(seg)
             except BaseException as e:  # surfaced by the capture loop
+                self.writer.meta.extra.pop(SPOOL_SEGMENT, None)
                 self.error = e
                 return
             self.working = False
@@ -859,7 +869,7 @@ def recover(root: Path) -> CaptureSummary:
     meta = read_meta(max(files, key=lambda p: p.name)) if files else cap["meta"]
     spool = Spool(root, 0)
     out = _Writer(TraceWriter(root, meta, resume=True), cap["t0_ns"], cap["bits"], cap["names"],
-                  spool=spool, off_peak=False)  # fmt: skip
+                  spool=spool, off_peak=False, done=_encoded_segments(files))  # fmt: skip
     out.skipped_ops = int(meta.counts.get("skipped_ops", 0))
     for seg in segs:
         out.put(seg)
@@ -884,6 +894,18 @@ def recover(root: Path) -> CaptureSummary:
         loss=dict(meta.loss),
         counts=dict(meta.counts),
     )
+
+
+def _encoded_segments(files: list[Path]) -> dict[int, set[str]]:
+    """Of each spooled segment (by number), the tables whose file is in the trace: a writer killed
+    between writing a segment's files and removing it left both, and encoding it again would double
+    its rows. Each file written from a segment names it in its footer (SPOOL_SEGMENT)."""
+    done: dict[int, set[str]] = {}
+    for p in files:
+        seg = read_meta(p).extra.get(SPOOL_SEGMENT)
+        if isinstance(seg, int):
+            done.setdefault(seg, set()).add(p.parent.name)
+    return done
 
 
 def _contained(root: Path, segs: list[Path]) -> None:

@@ -117,3 +117,35 @@ def test_a_segment_half_removed_by_a_kill_is_left_out_and_cleared(tmp_path):
     code, out, err = run_iofp("recover", root)
     assert code == 0 and out.startswith("Recovered 3 block requests"), (out, err)
     assert not (root / SPOOL).exists()
+
+
+def test_a_segment_encoded_but_not_removed_is_not_encoded_twice(tmp_path, monkeypatch):
+    """The writer had written segment 1's file and was killed before removing the segment: recover
+    encodes segment 2 alone, and the trace holds every record once."""
+    import pyarrow.parquet as pq
+
+    from bpf.capture import recover
+    from iofp.errors import BadInput
+
+    root = spooled(tmp_path / "t", compress=False)
+    s = Spool(root, 1 << 30, compress=False)
+    s._seq = 1
+    s.put((np.zeros(3, IO_DTYPE), np.zeros(0, SYNC_DTYPE), ({}, {}), InflightFixes({}, ())))
+
+    def killed(self, seg):
+        raise KeyboardInterrupt  # as a kill between the segment's files and its removal
+
+    with monkeypatch.context() as m:
+        m.setattr(Spool, "taken", killed)
+        with pytest.raises(BadInput):
+            recover(root)
+    assert sorted(p.name for p in (root / SPOOL).iterdir() if p.name[0].isdigit()) == ["000001", "000002"]
+
+    def rows() -> int:
+        return sum(pq.ParquetFile(p).metadata.num_rows for p in (root / "io").glob("part-*.parquet"))
+
+    assert rows() == 10  # segment 1's file is in the trace
+    code, out, err = run_iofp("recover", root)
+    assert code == 0 and out.startswith("Recovered 3 block requests"), (out, err)
+    assert rows() == 13
+    assert not (root / SPOOL).exists()
