@@ -50,6 +50,7 @@ from iofp.contract import (
     TraceWriter,
     check_output_dir,
     device_facts,
+    footer_meta,
     inside,
     iofp_alive,
     read_meta,
@@ -902,7 +903,7 @@ def _encoded_segments(files: list[Path]) -> dict[int, set[str]]:
     its rows. Each file written from a segment names it in its footer (SPOOL_SEGMENT)."""
     done: dict[int, set[str]] = {}
     for p in files:
-        seg = read_meta(p).extra.get(SPOOL_SEGMENT)
+        seg = footer_meta(p).extra.get(SPOOL_SEGMENT)
         if isinstance(seg, int):
             done.setdefault(seg, set()).add(p.parent.name)
     return done

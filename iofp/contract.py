@@ -697,7 +697,7 @@ def open_trace(path: Path | str) -> Trace:
         _check_is_parquet(root)
         files = {IO_TABLE: [root], SYNC_TABLE: [], CALLS_TABLE: []}
         io_extent = _check_files(files, root)
-        return _opened(Trace(root, _footer_meta(root), files, io_extent))
+        return _opened(Trace(root, footer_meta(root), files, io_extent))
     files = {t: [inside(root, p, "a trace file") for p in _parts(root / t)] for t in SCHEMAS}
     manifest = root / MANIFEST
     if not any(files.values()) and not manifest.exists():
@@ -713,7 +713,7 @@ def open_trace(path: Path | str) -> Trace:
         # The manifest is written last; a capture that was killed has none, so the newest file's
         # footer (which carries the counters up to that file) stands in for it.
         newest = max((p for fs in files.values() for p in fs), key=lambda p: p.name)
-        meta = _footer_meta(newest)
+        meta = footer_meta(newest)
         meta.extra = {**meta.extra, "incomplete": _incomplete(root)}
     return _opened(Trace(root, meta, files, io_extent))
 
@@ -832,7 +832,8 @@ def _check_files(
     return (io_rows, io_lo, io_hi) if io_rows and io_known else None
 
 
-def _footer_meta(path: Path) -> TraceMeta:
+def footer_meta(path: Path) -> TraceMeta:
+    """The metadata in one Parquet file's footer, whichever table it belongs to (nothing else read)."""
     md = read_schema(path).metadata or {}
     if META_KEY not in md:
         raise SchemaMismatch(f"{path}: no iofp metadata; not an iofp trace")
