@@ -718,7 +718,7 @@ def test_compile() -> None:
 
     btf = kernel_btf()
     flags = cflags(KernelOptions(syscalls=False), btf)
-    typed = dict((fn, tp) for tp, fn in typed_probes(btf)) if _TYPED_RQ in flags else {}
+    typed = {fn: tp for tp, fn in typed_probes(btf)} if _TYPED_RQ in flags else {}
     b = BPF(src_file=str(SRC).encode(), cflags=flags)
     try:
         for fn in [fn for _, fn in block_probes(has_io_start(btf))] + ["iofp_flush"]:

@@ -245,6 +245,9 @@ def segments(root: Path) -> list[Path]:
     return sorted(p for p in d.glob("[0-9]*") if p.is_dir()) if d.is_dir() else []
 
 
+_GONE = ".gone"  # a segment being removed: .NNNNNN.gone (segments() sees only numbered names)
+
+
 def remove_segment(seg: Path) -> None:
     """A segment removed as one step: renamed out of segments()' sight first, then its files. A kill -9
     in the middle of removing its files (a capture's writer had encoded it) left a numbered segment
@@ -263,9 +266,6 @@ def remove_leftovers(spool: Path) -> None:
     for p in spool.glob(".*"):
         if p.name.endswith((".tmp", _GONE)) and p.is_dir() and not p.is_symlink():
             shutil.rmtree(p, ignore_errors=True)
-
-
-_GONE = ".gone"
 
 
 def segment_bytes(seg: Path) -> int:
