@@ -379,8 +379,11 @@ class _Writer(threading.Thread):
                 self._note_devices(io)
                 self._note_call_devices(sync)
                 enc = encode_interval(item, self.t0, self.bits, self.names)
-                have = self.done.get(int(seg.name), set()) if seg is not None else set()
-                if enc.io is not None and IO_TABLE not in have:
+                if seg is not None and (have := self.done.get(int(seg.name))):  # in the trace already
+                    enc = replace(enc, io=None if IO_TABLE in have else enc.io,
+                                  sync=None if SYNC_TABLE in have else enc.sync,
+                                  calls=None if CALLS_TABLE in have else enc.calls)  # fmt: skip
+                if enc.io is not None:
                     self.skipped_ops += enc.skipped_ops
                     counts = {**counts, "skipped_ops": self.skipped_ops}
                 self.release(io, sync)
@@ -388,20 +391,21 @@ class _Writer(threading.Thread):
                 self.writer.meta.counts = counts
                 if seg is not None:  # in each file's footer until the segment is removed (recover)
                     self.writer.meta.extra[SPOOL_SEGMENT] = int(seg.name)
-                if enc.io is not None and IO_TABLE not in have:
-                    self._write(IO_TABLE, enc.io)
-                    self.io_rows += enc.io.num_rows
-                if enc.sync is not None and SYNC_TABLE not in have:
-                    self._write(SYNC_TABLE, enc.sync)
-                    self.sync_rows += enc.sync.num_rows
-                if enc.calls is not None and CALLS_TABLE not in have:
-                    self._write(CALLS_TABLE, enc.calls)
-                    self.call_rows += enc.calls.num_rows
-                self.writer.meta.extra.pop(SPOOL_SEGMENT, None)
+                try:
+                    if enc.io is not None:
+                        self._write(IO_TABLE, enc.io)
+                        self.io_rows += enc.io.num_rows
+                    if enc.sync is not None:
+                        self._write(SYNC_TABLE, enc.sync)
+                        self.sync_rows += enc.sync.num_rows
+                    if enc.calls is not None:
+                        self._write(CALLS_TABLE, enc.calls)
+                        self.call_rows += enc.calls.num_rows
+                finally:
+                    self.writer.meta.extra.pop(SPOOL_SEGMENT, None)
                 if seg is not None:
                     self.spool.taken(seg)
             except BaseException as e:  # surfaced by the capture loop
-                self.writer.meta.extra.pop(SPOOL_SEGMENT, None)
                 self.error = e
                 return
             self.working = False
